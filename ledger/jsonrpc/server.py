@@ -1,0 +1,209 @@
+"""The JSON-RPC 2.0 HTTP endpoint (Starlette) shared by the ledger node and the wallet.
+
+Wire rules (spec ``node-wallet-jsonrpc.md`` "Wire format"/"Errors", formats section 9.1/9.2):
+
+1. ``POST`` or ``GET`` on ``path`` (``/v2``); a GET may carry the request in its body, as factom
+   clients do. Any content type is accepted (``application/json``, ``text/plain``, none, ...).
+2. Bodies over ``max_body_bytes`` are refused with HTTP 413 and an Invalid Request (-32600) error,
+   after reading at most ``max_body_bytes + one chunk``.
+3. Invalid UTF-8, invalid JSON or JSON nested too deeply -> Parse error (-32700), id null.
+4. A single request gets one response object: HTTP 200 on success, ``error_http_status`` on error
+   (400 like factomd for the node, 200 like walletd for the wallet).
+5. A batch (non-empty array) gets an array of responses in request order, HTTP 200; an empty array
+   is one Invalid Request error. Notifications (no ``id`` member) get no response entry; when
+   nothing is left to answer the reply is HTTP 204 with an empty body.
+6. The ``id`` of a well-formed request is echoed (int, str or null); when the envelope itself is
+   invalid, the id is echoed if it is a valid id, otherwise null.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from ledger.jsonrpc.errors import InternalError, InvalidRequest, JsonRpcError, ParseError
+from ledger.jsonrpc.registry import MethodRegistry
+
+__all__ = ["JsonRpcEndpoint", "create_jsonrpc_app", "encode_json"]
+
+logger = logging.getLogger(__name__)
+
+_MEDIA_TYPE = "application/json"
+_UTF8_BOM = b"\xef\xbb\xbf"
+_NO_ID = object()  # marks a notification (no "id" member)
+_ID_TYPES = (int, str, float)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def encode_json(value: Any) -> bytes:
+    """orjson-encode ``value``; pydantic models are dumped with ``mode="json", by_alias=True``.
+
+    Raises:
+        TypeError: (``orjson.JSONEncodeError``) for a value that cannot be encoded.
+    """
+    return orjson.dumps(value, default=_default)
+
+
+def _valid_id(request_id: Any) -> bool:
+    return request_id is None or (
+        isinstance(request_id, _ID_TYPES) and not isinstance(request_id, bool)
+    )
+
+
+def _error_object(request_id: Any, error: JsonRpcError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_dict()}
+
+
+def _encode_response(response: dict[str, Any]) -> bytes:
+    """Encode one response object; an unencodable result or error data becomes Internal error."""
+    try:
+        return encode_json(response)
+    except (TypeError, orjson.JSONEncodeError, RecursionError):
+        logger.exception("JSON-RPC response for id %r could not be encoded", response.get("id"))
+        return encode_json(_error_object(response.get("id"), InternalError()))
+
+
+class JsonRpcEndpoint:
+    """Parses envelopes, dispatches to a :class:`MethodRegistry` and renders responses.
+
+    Usable without HTTP: :meth:`handle_body` maps request bytes to ``(status, body | None)``.
+    """
+
+    def __init__(
+        self,
+        registry: MethodRegistry,
+        *,
+        error_http_status: int = 400,
+        max_body_bytes: int = 1_048_576,
+    ) -> None:
+        self.registry = registry
+        self.error_http_status = error_http_status
+        self.max_body_bytes = max_body_bytes
+
+    async def handle_http(self, request: Request) -> Response:
+        """Starlette endpoint: read the body (bounded), handle it, build the HTTP response."""
+        body = await self._read_body(request)
+        if body is None:
+            data = f"request body exceeds {self.max_body_bytes} bytes"
+            error = _encode_response(_error_object(None, InvalidRequest(data)))
+            return Response(error, status_code=413, media_type=_MEDIA_TYPE)
+        status, content = await self.handle_body(body)
+        if content is None:
+            return Response(status_code=204)
+        return Response(content, status_code=status, media_type=_MEDIA_TYPE)
+
+    async def _read_body(self, request: Request) -> bytes | None:
+        """The whole body, or None as soon as it is known to exceed ``max_body_bytes``."""
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            return None
+        chunks = bytearray()
+        async for chunk in request.stream():
+            chunks += chunk
+            if len(chunks) > self.max_body_bytes:
+                return None
+        return bytes(chunks)
+
+    async def handle_body(self, body: bytes) -> tuple[int, bytes | None]:
+        """Handle one HTTP body; returns ``(http_status, response bytes or None for no content)``."""
+        try:
+            payload = orjson.loads(body.removeprefix(_UTF8_BOM))
+        except (orjson.JSONDecodeError, RecursionError):
+            return self.error_http_status, _encode_response(_error_object(None, ParseError()))
+        if isinstance(payload, list):
+            return await self._handle_batch(payload)
+        response = await self.handle_request(payload)
+        if response is None:
+            return 204, None
+        status = self.error_http_status if "error" in response else 200
+        return status, _encode_response(response)
+
+    async def _handle_batch(self, payload: list[Any]) -> tuple[int, bytes | None]:
+        if not payload:
+            error = _error_object(None, InvalidRequest("empty batch"))
+            return self.error_http_status, _encode_response(error)
+        parts = []
+        for item in payload:  # sequential: a commit before its reveal in one batch stays ordered
+            response = await self.handle_request(item)
+            if response is not None:
+                parts.append(_encode_response(response))
+        if not parts:
+            return 204, None
+        return 200, b"[" + b",".join(parts) + b"]"
+
+    async def handle_request(self, request: Any) -> dict[str, Any] | None:
+        """Handle one decoded request object; None for a (valid) notification."""
+        if not isinstance(request, dict):
+            return _error_object(None, InvalidRequest("request must be a JSON object"))
+        request_id = request.get("id", _NO_ID)
+        problem = _envelope_problem(request, request_id)
+        if problem is not None:
+            echoed = request_id if request_id is not _NO_ID and _valid_id(request_id) else None
+            return _error_object(echoed, InvalidRequest(problem))
+        try:
+            result = await self.registry.dispatch(request["method"], request.get("params"))
+        except JsonRpcError as error:
+            if request_id is _NO_ID:
+                return None
+            return _error_object(request_id, error)
+        if request_id is _NO_ID:
+            return None
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def _envelope_problem(request: dict[str, Any], request_id: Any) -> str | None:
+    """Why ``request`` is not a JSON-RPC 2.0 request object, or None if it is one."""
+    if request.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if not isinstance(request.get("method"), str):
+        return "method must be a string"
+    if request_id is not _NO_ID and not _valid_id(request_id):
+        return "id must be a number, a string or null"
+    params = request.get("params")
+    if params is not None and not isinstance(params, dict | list):
+        return "params must be an object or an array"
+    return None
+
+
+def create_jsonrpc_app(
+    registry: MethodRegistry,
+    *,
+    path: str = "/v2",
+    error_http_status: int = 400,
+    max_body_bytes: int = 1_048_576,
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+) -> Starlette:
+    """Build the Starlette app serving ``registry`` at ``path`` (GET and POST).
+
+    Args:
+        registry: the methods to serve.
+        path: the JSON-RPC route (``/v2`` for node and wallet).
+        error_http_status: HTTP status of a single error response (node 400, wallet 200).
+        max_body_bytes: largest accepted request body in bytes; larger -> HTTP 413.
+        lifespan: optional Starlette lifespan context (open/close stores, start block timers).
+        extra_routes: further routes served by the same app (health checks, ...).
+
+    The endpoint object is reachable as ``app.state.jsonrpc``.
+    """
+    endpoint = JsonRpcEndpoint(
+        registry, error_http_status=error_http_status, max_body_bytes=max_body_bytes
+    )
+    routes = [Route(path, endpoint.handle_http, methods=["GET", "POST"]), *extra_routes]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.jsonrpc = endpoint
+    return app

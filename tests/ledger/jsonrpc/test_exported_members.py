@@ -1,0 +1,44 @@
+"""The public names of ledger.jsonrpc: ``__all__`` must list exactly what the package exports."""
+
+from __future__ import annotations
+
+import types
+
+import ledger.jsonrpc as jsonrpc
+
+EXPECTED = {
+    "REPEATED_COMMIT_INFO",
+    "AsyncJsonRpcClient",
+    "IncorrectPassphrase",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "JsonRpcCallError",
+    "JsonRpcClient",
+    "JsonRpcEndpoint",
+    "JsonRpcError",
+    "JsonRpcProtocolError",
+    "JsonRpcTransportError",
+    "MethodNotFound",
+    "MethodRegistry",
+    "MissingChainHead",
+    "NotFound",
+    "ParseError",
+    "ReceiptError",
+    "RegisteredMethod",
+    "RepeatedCommit",
+    "WalletLocked",
+    "create_jsonrpc_app",
+    "encode_json",
+    "format_validation_error",
+}
+
+
+def test_all_matches_the_public_members() -> None:
+    public = {
+        name
+        for name, value in vars(jsonrpc).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert set(jsonrpc.__all__) == public == EXPECTED
+    assert len(jsonrpc.__all__) == len(set(jsonrpc.__all__))

@@ -1,0 +1,15 @@
+"""The node's JSON-RPC methods, one module per group; ``build_registry`` binds them to a service."""
+
+from __future__ import annotations
+
+from ledger.jsonrpc import MethodRegistry
+from ledger.node.handlers import balances, blocks, entries, status, transactions, write
+from ledger.node.service import NodeService
+
+
+def build_registry(service: NodeService) -> MethodRegistry:
+    """Every node method of the spec (and factomd's aliases), bound to ``service``."""
+    registry = MethodRegistry()
+    for group in (status, balances, write, entries, blocks, transactions):
+        group.register(registry, service)
+    return registry

@@ -1,0 +1,163 @@
+"""Block methods: directory, admin, entry credit, coin and entry blocks by height or key; raw-data.
+
+Every block is stored as its exact bytes and rendered by the ``ledger.core.blocks`` classes;
+lookups try the primary key then the secondary key (factom-formats 9.3 "Block lookup keys").
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.core.blocks.admin import AdminBlock
+from ledger.core.blocks.coin import FactoidBlock
+from ledger.core.blocks.directory import DirectoryBlock
+from ledger.core.blocks.entry_block import EntryBlock
+from ledger.core.blocks.entry_credit import EntryCreditBlock
+from ledger.jsonrpc import MethodRegistry
+from ledger.jsonrpc.errors import NotFound
+from ledger.node.params import HashParams, HeightParams, KeyMRParams
+from ledger.node.service import NodeService
+
+
+@dataclass(frozen=True)
+class BlockKind:
+    """How one kind of height-indexed block is stored and rendered."""
+
+    table: str
+    primary: str
+    secondary: str
+    result_key: str
+    cls: Any
+
+
+DBLOCK = BlockKind("dblocks", "keymr", "full_hash", "dblock", DirectoryBlock)
+ABLOCK = BlockKind("ablocks", "lookup_hash", "back_ref", "ablock", AdminBlock)
+ECBLOCK = BlockKind("ecblocks", "header_hash", "full_hash", "ecblock", EntryCreditBlock)
+FBLOCK = BlockKind("fblocks", "keymr", "ledger_keymr", "fblock", FactoidBlock)
+HEIGHT_KINDS = (DBLOCK, ABLOCK, ECBLOCK, FBLOCK)
+
+
+def raw_by_height(conn: sqlite3.Connection, kind: BlockKind, height: int) -> bytes | None:
+    row = conn.execute(f"SELECT raw FROM {kind.table} WHERE height=?", (height,)).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def raw_by_key(conn: sqlite3.Connection, kind: BlockKind, key: bytes) -> bytes | None:
+    """Exact bytes of the block whose primary or secondary key is ``key``."""
+    for column in (kind.primary, kind.secondary):
+        row = conn.execute(f"SELECT raw FROM {kind.table} WHERE {column}=?", (key,)).fetchone()
+        if row is not None:
+            return bytes(row[0])
+    return None
+
+
+def eblock_raw(conn: sqlite3.Connection, key: bytes) -> tuple[bytes, int] | None:
+    """``(raw entry block, directory block timestamp in seconds)`` by KeyMR or full hash."""
+    for column in ("keymr", "full_hash"):
+        row = conn.execute(
+            f"SELECT b.raw, d.timestamp_min FROM eblocks b JOIN dblocks d ON d.height=b.height"
+            f" WHERE b.{column}=?",
+            (key,),
+        ).fetchone()
+        if row is not None:
+            return bytes(row[0]), int(row[1]) * 60
+    return None
+
+
+def _render(kind: BlockKind, raw: bytes, *, noraw: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = {kind.result_key: kind.cls.unmarshal(raw).to_json()}
+    if not noraw:
+        result["rawdata"] = raw.hex()
+    return result
+
+
+def register(registry: MethodRegistry, service: NodeService) -> None:
+    """Add the block methods, bound to ``service``, to ``registry``."""
+    read = service.store.read
+
+    def by_height(kind: BlockKind) -> Any:
+        def handler(params: HeightParams) -> dict[str, Any]:
+            raw = raw_by_height(read, kind, params.height)
+            if raw is None:
+                raise NotFound(NotFound.BLOCK)
+            return _render(kind, raw, noraw=params.noraw)
+
+        return handler
+
+    for name, kind in (
+        ("dblock-by-height", DBLOCK),
+        ("ablock-by-height", ABLOCK),
+        ("ecblock-by-height", ECBLOCK),
+        ("fblock-by-height", FBLOCK),
+    ):
+        registry.add(name, by_height(kind), params=HeightParams, blocking=False)
+
+    def by_key(kind: BlockKind) -> Any:
+        def handler(params: KeyMRParams) -> dict[str, Any]:
+            raw = raw_by_key(read, kind, params.keymr)
+            if raw is None:
+                raise NotFound(NotFound.BLOCK)
+            return _render(kind, raw)
+
+        return handler
+
+    registry.add("admin-block", by_key(ABLOCK), params=KeyMRParams, blocking=False)
+    registry.add("entrycredit-block", by_key(ECBLOCK), params=KeyMRParams, blocking=False)
+    registry.add(
+        "coin-block",
+        by_key(FBLOCK),
+        params=KeyMRParams,
+        aliases=("factoid-block",),
+        blocking=False,
+    )
+
+    @registry.method("directory-block", params=KeyMRParams, blocking=False)
+    def directory_block(params: KeyMRParams) -> dict[str, Any]:
+        raw = raw_by_key(read, DBLOCK, params.keymr)
+        if raw is None:
+            raise NotFound(NotFound.BLOCK)
+        return DirectoryBlock.unmarshal(raw).to_directory_block_json()
+
+    @registry.method("directory-block-head", blocking=False)
+    def directory_block_head() -> dict[str, Any]:
+        return {"keymr": service.tip.dblock_keymr.hex()}
+
+    @registry.method("entry-block", params=KeyMRParams, blocking=False)
+    def entry_block(params: KeyMRParams) -> dict[str, Any]:
+        found = eblock_raw(read, params.keymr)
+        if found is None:
+            raise NotFound(NotFound.BLOCK)
+        raw, dblock_ts = found
+        return EntryBlock.unmarshal(raw).to_json(directory_block_timestamp_s=dblock_ts)
+
+    @registry.method("raw-data", params=HashParams, blocking=False)
+    def raw_data(params: HashParams) -> dict[str, Any]:
+        raw = find_raw(service, params.hash)
+        if raw is None:
+            raise NotFound(NotFound.OBJECT)
+        return {"data": raw.hex()}
+
+
+def find_raw(service: NodeService, key: bytes) -> bytes | None:
+    """Exact bytes of the entry, commit, coin transaction or block stored under ``key``."""
+    read = service.store.read
+    for sql in (
+        "SELECT raw FROM entries WHERE entry_hash=?",
+        "SELECT raw FROM txs WHERE txid=?",
+        "SELECT raw FROM txs WHERE full_hash=?",
+        "SELECT raw FROM commits WHERE txid=?",
+    ):
+        row = read.execute(sql, (key,)).fetchone()
+        if row is not None:
+            return bytes(row[0])
+    pending = service.pending_entry(key)
+    if pending is not None:
+        return pending[1]
+    for kind in HEIGHT_KINDS:
+        raw = raw_by_key(read, kind, key)
+        if raw is not None:
+            return raw
+    found = eblock_raw(read, key)
+    return None if found is None else found[0]

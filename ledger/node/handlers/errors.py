@@ -1,0 +1,42 @@
+"""Rendering of node rule errors as JSON-RPC errors (spec "Errors"; factom-formats 9.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ledger.jsonrpc.errors import (
+    InternalError,
+    InvalidParams,
+    MissingChainHead,
+    NotFound,
+    ReceiptError,
+    RepeatedCommit,
+)
+from ledger.node.errors import (
+    NotInBlockError,
+    RepeatedCommitError,
+    RuleViolation,
+    UnknownChain,
+    UnknownObject,
+)
+from ledger.node.store import StoreError
+
+
+@contextmanager
+def node_errors() -> Iterator[None]:
+    """Convert ``NodeError`` / ``StoreError`` raised inside the block to JSON-RPC errors."""
+    try:
+        yield
+    except RepeatedCommitError as exc:
+        raise RepeatedCommit(exc.entry_hash) from exc
+    except RuleViolation as exc:
+        raise InvalidParams(str(exc)) from exc
+    except UnknownChain as exc:
+        raise MissingChainHead(str(exc) or None) from exc
+    except UnknownObject as exc:
+        raise NotFound(str(exc) or NotFound.OBJECT) from exc
+    except NotInBlockError as exc:
+        raise ReceiptError(str(exc)) from exc
+    except StoreError as exc:
+        raise InternalError("database error") from exc

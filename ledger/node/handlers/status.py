@@ -1,0 +1,102 @@
+"""Status methods: properties, heights, current-minute, entry-credit-rate, diagnostics, tps-rate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.jsonrpc import MethodRegistry
+from ledger.node.service import NodeService
+
+NODE_VERSION = "0.1.0"
+API_VERSION = "2.0"
+
+
+def register(registry: MethodRegistry, service: NodeService) -> None:
+    """Add the status methods, bound to ``service``, to ``registry``."""
+
+    @registry.method("properties", blocking=False)
+    def properties() -> dict[str, Any]:
+        # factomd's names are kept beside the spec's so that existing clients work.
+        return {
+            "nodeversion": NODE_VERSION,
+            "nodeapiversion": API_VERSION,
+            "factomdversion": NODE_VERSION,
+            "factomdapiversion": API_VERSION,
+        }
+
+    @registry.method("heights", blocking=False)
+    def heights() -> dict[str, Any]:
+        saved = service.tip.height
+        leader = saved + 1 if service.process_list.minute == 0 else saved
+        return {
+            "directoryblockheight": saved,
+            "leaderheight": leader,
+            "entryblockheight": saved,
+            "entryheight": saved,
+        }
+
+    @registry.method("current-minute", blocking=False)
+    def current_minute() -> dict[str, Any]:
+        pl = service.process_list
+        now = service.clock.now()
+        minute_start = pl.start_s + min(pl.minute, 9) * service.minute_s
+        return {
+            "leaderheight": pl.height,
+            "directoryblockheight": service.tip.height,
+            "minute": pl.minute,
+            "currentblockstarttime": int(pl.start_s * 1e9),
+            "currentminutestarttime": int(minute_start * 1e9),
+            "currenttime": int(now * 1e9),
+            "directoryblockinseconds": int(service.settings.block_time_s),
+            "stalldetected": now > pl.start_s + 2 * service.settings.block_time_s,
+            "faulttimeout": 120,
+            "roundtimeout": 30,
+        }
+
+    @registry.method("entry-credit-rate", blocking=False)
+    def entry_credit_rate() -> dict[str, Any]:
+        return {"rate": service.settings.ec_rate}
+
+    @registry.method("tps-rate", blocking=False)
+    def tps_rate() -> dict[str, Any]:
+        elapsed = max(1e-9, service.clock.now() - service.process_list.start_s)
+        count = len(service.process_list.entries)
+        return {"totaltxrate": count / elapsed, "instanttxrate": count / elapsed}
+
+    @registry.method("diagnostics", blocking=False)
+    def diagnostics() -> dict[str, Any]:
+        return _diagnostics(service)
+
+
+def _diagnostics(service: NodeService) -> dict[str, Any]:
+    pl = service.process_list
+    identity = service.identity_hex()
+    minute_s = service.minute_s
+    return {
+        "name": service.settings.node_name,
+        "id": identity["chain_id"],
+        "publickey": identity["public_key"],
+        "role": "Leader",
+        "leaderheight": pl.height,
+        "currentheight": service.tip.height,
+        "currentminute": pl.minute,
+        "currentminuteduration": minute_s,
+        "previousminuteduration": minute_s,
+        "balancehash": service.balance_hash().hex(),
+        "tempbalancehash": service.balance_hash(temporary=True).hex(),
+        "lastblockfromdbstate": False,
+        "syncing": {"status": "Processing", "received": 1, "expected": 1, "missing": []},
+        "authset": {
+            "leaders": [
+                {
+                    "id": identity["chain_id"],
+                    "vm": 0,
+                    "listheight": len(pl.ec_objects),
+                    "listlength": len(pl.ec_objects),
+                    "nextnil": 0,
+                }
+            ],
+            "audits": [],
+        },
+        "elections": {"inprogress": False},
+    }

@@ -1,0 +1,43 @@
+"""Configuration of the ledger node (one settings object, env prefix ``NOTARY_NODE_``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: Network IDs of the directory block header (factom-formats section 0.7).
+MAINNET_ID = 0xFA92E5A2
+TESTNET_ID = 0xFA92E5A3
+LOCAL_NETWORK_ID = 0xFA92E5A4
+
+
+class NodeSettings(BaseSettings):
+    """Settings of one node process.
+
+    Units are in the names: ``block_time_s`` is the whole directory block period in seconds
+    (ten minute markers per block), ``commit_window_s`` the accepted distance between a
+    commit's or transaction's timestamp and the node clock.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="NOTARY_NODE_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8088
+    data_dir: Path = Path(".notary/node")
+    block_time_s: float = Field(default=600.0, gt=0)
+    network_id: int = LOCAL_NETWORK_ID
+    #: Coin minor units (factoshis) that buy one entry credit (``entry-credit-rate``).
+    ec_rate: int = Field(default=1000, gt=0)
+    commit_window_s: float = 3600.0
+    #: Fund the well-known development addresses at genesis (development network only).
+    dev_genesis: bool = True
+    #: ``FULL`` makes every acknowledged write survive power loss, ``NORMAL`` only process crashes.
+    sqlite_synchronous: str = "FULL"
+    max_body_bytes: int = 1_048_576
+    node_name: str = "notary-node"
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "node.sqlite"

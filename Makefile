@@ -1,0 +1,41 @@
+# One entry point for people and CI. `make demo` and `make test` create the virtual
+# environment on first use; nothing needs to be installed by hand.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+DIR    ?= /usr/share/doc
+BLOCK_TIME ?= 2
+
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export DO_NOT_TRACK := 1
+
+.PHONY: install demo up test test-fast lint typecheck bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+install: $(BIN)/.installed
+
+demo: install  ## start the bundled stack, notarize $(DIR) end to end, print a summary
+	$(BIN)/notary demo $(DIR) --block-time $(BLOCK_TIME)
+
+up: install  ## run node, wallet and publishing API on loopback until Ctrl-C
+	$(BIN)/notary up --block-time $(BLOCK_TIME)
+
+test: install  ## the whole test suite (CI runs exactly this)
+	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not slow and not e2e"
+
+lint: install
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy ledger/core ledger/jsonrpc connectors
+
+clean:
+	rm -rf $(VENV) .notary .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,123 @@
+"""Composition root of the wallet service: ``create_app(settings)`` -> Starlette app.
+
+Serves JSON-RPC 2.0 at ``/v2`` (GET and POST), errors with HTTP 200 as factom-walletd does.
+The wallet file is opened (and created on first start) when the app is built; the node
+client and the file are closed by the app's lifespan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+
+from ledger.core.clock import Clock, SystemClock
+from ledger.jsonrpc import AsyncJsonRpcClient, create_jsonrpc_app
+from ledger.wallet.errors import WalletStateError
+from ledger.wallet.keyring import Keyring, initialize_store
+from ledger.wallet.methods import build_registry
+from ledger.wallet.node_link import HeightSource, NodeHeights
+from ledger.wallet.settings import WalletSettings
+from ledger.wallet.store import SqliteWalletStore, WalletStore
+
+__all__ = ["create_app", "open_keyring"]
+
+_STARTUP_UNLOCK_S = 60
+
+
+def open_keyring(store: WalletStore, settings: WalletSettings, *, clock: Clock) -> Keyring:
+    """Initialize ``store`` if new, import ``settings.import_secrets``, return its keyring.
+
+    Raises:
+        WalletStateError: a new encrypted wallet without passphrase; ``encrypted`` asked for an
+            existing unencrypted file; secrets to import into an encrypted wallet without
+            passphrase.
+        IncorrectPassphraseError: ``passphrase`` does not open an existing encrypted wallet.
+        InvalidMnemonicError / AddressError: bad ``restore_mnemonic`` / ``import_secrets``.
+    """
+    passphrase = settings.passphrase.get_secret_value() if settings.passphrase else None
+    if settings.encrypted and passphrase is None and store.get_meta("format") is None:
+        raise WalletStateError("an encrypted wallet needs NOTARY_WALLET_PASSPHRASE to be created")
+    mnemonic = settings.restore_mnemonic
+    initialize_store(
+        store,
+        mnemonic=mnemonic.get_secret_value() if mnemonic else None,
+        passphrase=passphrase if settings.encrypted else None,
+        kdf_opslimit=settings.kdf_opslimit,
+        kdf_memlimit_bytes=settings.kdf_memlimit_bytes,
+    )
+    keyring = Keyring(store, clock=clock, max_unlock_s=settings.max_unlock_s)
+    if settings.encrypted and not keyring.encrypted:
+        raise WalletStateError("encrypted=true but the existing wallet file is not encrypted")
+    if settings.import_secrets:
+        _import_at_startup(keyring, settings, passphrase)
+    return keyring
+
+
+def _import_at_startup(keyring: Keyring, settings: WalletSettings, passphrase: str | None) -> None:
+    if keyring.encrypted:
+        if passphrase is None:
+            raise WalletStateError(
+                "importing secrets into an encrypted wallet needs its passphrase"
+            )
+        keyring.unlock(passphrase, _STARTUP_UNLOCK_S)
+    try:
+        for secret in settings.import_secrets:
+            keyring.import_secret(secret.get_secret_value(), kinds=("fct", "ec", "identity"))
+    finally:
+        keyring.lock()
+
+
+def create_app(
+    settings: WalletSettings,
+    *,
+    clock: Clock | None = None,
+    store: WalletStore | None = None,
+    heights: HeightSource | None = None,
+) -> Starlette:
+    """Build the wallet service app.
+
+    Args:
+        settings: the service configuration.
+        clock: time source for commit timestamps and unlock expiry (default: system clock).
+        store: wallet storage (default: the SQLite file ``settings.db_path``).
+        heights: source of ``get-height`` (default: the node at ``settings.node_url``).
+
+    The app exposes ``app.state.keyring`` and ``app.state.settings``.
+    """
+    clock = clock or SystemClock()
+    owned_store = store is None
+    store = store if store is not None else SqliteWalletStore(settings.db_path)
+    try:
+        keyring = open_keyring(store, settings, clock=clock)
+    except Exception:
+        if owned_store:
+            store.close()
+        raise
+    node_client = None
+    if heights is None:
+        node_client = AsyncJsonRpcClient(settings.node_url, timeout_s=settings.node_timeout_s)
+        heights = NodeHeights(node_client)
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if node_client is not None:
+                await node_client.aclose()
+            if owned_store:
+                store.close()
+
+    registry = build_registry(keyring, clock=clock, heights=heights)
+    app = create_jsonrpc_app(
+        registry,
+        path="/v2",
+        error_http_status=200,
+        max_body_bytes=settings.max_body_bytes,
+        lifespan=lifespan,
+    )
+    app.state.keyring = keyring
+    app.state.settings = settings
+    return app

@@ -1,0 +1,251 @@
+"""Tables of the SQL audit store (SQLModel on SQLAlchemy 2), portable to SQLite and PostgreSQL.
+
+The tables live in their own ``MetaData`` (``AuditBase.metadata``), never in SQLModel's
+global one, so another service's models in the same process never end up in the audit
+database (and Alembic can target exactly this metadata).
+
+Tables::
+
+    documents      one row per (source, path, sha256): a version of a document seen by a source
+    notarizations  one row per document hash per chain; UNIQUE(chain_id, sha256)
+    stage_events   append-only history of every stage change of a notarization
+    receipts       verified receipts (Merkle branch entry hash -> directory block KeyMR)
+    runs           one row per flow run, with its counts
+
+Below the tables: the frozen value records that ``AuditStore`` takes and returns.
+
+Conventions: hashes and key Merkle roots are lowercase hex strings (64 chars); times are
+timezone-aware UTC ``datetime`` values; JSON columns are JSONB on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import JSON, BigInteger, Column, DateTime, Index, UniqueConstraint
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import registry
+from sqlmodel import Field, SQLModel
+
+Stage = Literal["pending", "published", "multi_az", "ledger", "anchor", "failed"]
+
+# Stages in the order a notarization moves through them; "failed" stands outside.
+STAGE_ORDER: tuple[Stage, ...] = ("pending", "published", "multi_az", "ledger", "anchor")
+ALL_STAGES: tuple[Stage, ...] = (*STAGE_ORDER, "failed")
+
+RunStatus = Literal["running", "completed", "failed"]
+
+_JSON = JSON().with_variant(JSONB(), "postgresql")
+
+
+def _utc_column(*, nullable: bool = True, index: bool = False) -> Any:
+    return Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=nullable, index=index)
+    )
+
+
+class AuditBase(SQLModel, registry=registry()):
+    """Base of the audit tables, with its own registry and metadata."""
+
+
+class Document(AuditBase, table=True):
+    """A document version: ``sha256`` of the bytes found at ``path`` in ``source``."""
+
+    __tablename__ = "documents"
+    __table_args__ = (
+        UniqueConstraint("source", "path", "sha256", name="uq_documents_source_path_sha256"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    source: str = Field(max_length=1024, index=True)  # "folder:/abs/path", "table:<name>"
+    path: str = Field(max_length=4096)  # relative POSIX path, or a row key
+    sha256: str = Field(max_length=64, index=True)  # hex
+    size_bytes: int = Field(sa_column=Column(BigInteger, nullable=False))
+    first_seen_at: datetime = _utc_column(nullable=False)
+    last_seen_at: datetime = _utc_column(nullable=False)
+
+
+class Notarization(AuditBase, table=True):
+    """A document hash published (or to be published) as an entry of one chain."""
+
+    __tablename__ = "notarizations"
+    __table_args__ = (
+        UniqueConstraint("chain_id", "sha256", name="uq_notarizations_chain_sha256"),
+        Index("ix_notarizations_stage_collection", "stage", "collection"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    document_id: int = Field(foreign_key="documents.id", index=True)
+    collection: str = Field(max_length=255)
+    chain_id: str = Field(max_length=64)  # hex
+    sha256: str = Field(max_length=64)  # hex, copy of documents.sha256 for the constraint
+    entry_hash: str | None = Field(default=None, max_length=64, index=True)  # hex
+    stage: str = Field(default="pending", max_length=16)  # one of ALL_STAGES
+    attempts: int = Field(default=0)  # failed attempts recorded by mark_failed
+    created_at: datetime = _utc_column(nullable=False)
+    updated_at: datetime = _utc_column(nullable=False)
+    published_at: datetime | None = _utc_column()
+    multi_az_at: datetime | None = _utc_column()
+    ledger_at: datetime | None = _utc_column()
+    anchored_at: datetime | None = _utc_column()
+    dblock_height: int | None = Field(default=None, index=True)
+    dblock_keymr: str | None = Field(default=None, max_length=64)  # hex
+    error: str | None = Field(default=None)
+
+
+class StageEvent(AuditBase, table=True):
+    """One stage change of a notarization; rows are only ever inserted."""
+
+    __tablename__ = "stage_events"
+
+    id: int | None = Field(default=None, primary_key=True)
+    notarization_id: int = Field(foreign_key="notarizations.id", index=True)
+    stage: str = Field(max_length=16)
+    at: datetime = _utc_column(nullable=False)
+    details: dict[str, Any] | None = Field(default=None, sa_column=Column(_JSON))
+
+
+class StoredReceipt(AuditBase, table=True):
+    """A receipt that was verified locally before being stored (formats section 6)."""
+
+    __tablename__ = "receipts"
+    __table_args__ = (UniqueConstraint("notarization_id", name="uq_receipts_notarization"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    notarization_id: int = Field(foreign_key="notarizations.id")
+    entry_hash: str = Field(max_length=64, index=True)
+    merkle_branch: list[dict[str, str]] = Field(sa_column=Column(_JSON, nullable=False))
+    entry_block_keymr: str = Field(max_length=64)
+    directory_block_keymr: str = Field(max_length=64)
+    directory_block_height: int
+    raw: dict[str, Any] = Field(sa_column=Column(_JSON, nullable=False))  # the node's object
+    verified_at: datetime = _utc_column(nullable=False)
+
+
+class Run(AuditBase, table=True):
+    """One run of a flow, with the counts it reports when it finishes."""
+
+    __tablename__ = "runs"
+
+    id: int | None = Field(default=None, primary_key=True)
+    flow: str = Field(max_length=255, index=True)
+    status: str = Field(default="running", max_length=16)  # RunStatus
+    started_at: datetime = _utc_column(nullable=False)
+    finished_at: datetime | None = _utc_column()
+    parameters: dict[str, Any] | None = Field(default=None, sa_column=Column(_JSON))
+    counts: dict[str, Any] | None = Field(default=None, sa_column=Column(_JSON))
+
+
+AUDIT_METADATA = AuditBase.metadata
+
+
+# -- values passed in and out --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DocumentIn:
+    """A document seen by a source: relative path (or row key), hex SHA-256, size in bytes."""
+
+    path: str
+    sha256: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class NewNotarization:
+    """A document hash to notarize in ``chain_id`` (hex) for ``collection``."""
+
+    document_id: int
+    collection: str
+    chain_id: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class NotarizationRow:
+    """A notarization joined with its document (``source``, ``path``, ``size_bytes``)."""
+
+    id: int
+    document_id: int
+    collection: str
+    chain_id: str
+    sha256: str
+    entry_hash: str | None
+    stage: Stage
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+    published_at: datetime | None
+    multi_az_at: datetime | None
+    ledger_at: datetime | None
+    anchored_at: datetime | None
+    dblock_height: int | None
+    dblock_keymr: str | None
+    error: str | None
+    source: str
+    path: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class ReceiptRecord:
+    """A receipt that the caller has verified (formats section 6), ready to store.
+
+    Attributes:
+        entry_hash: hex of the entry the receipt proves.
+        merkle_branch: ``[{"left": hex, "right": hex, "top": hex}, ...]``.
+        entry_block_keymr, directory_block_keymr: hex.
+        directory_block_height: height of the directory block.
+        raw: the node's receipt object as received.
+        verified_at: when the caller verified it.
+    """
+
+    entry_hash: str
+    merkle_branch: list[dict[str, str]]
+    entry_block_keymr: str
+    directory_block_keymr: str
+    directory_block_height: int
+    raw: dict[str, Any]
+    verified_at: datetime
+
+    @classmethod
+    def from_node(cls, receipt: Mapping[str, Any], *, verified_at: datetime) -> ReceiptRecord:
+        """Build from the node's ``receipt`` object (``NodeClient.receipts`` values).
+
+        A missing ``directoryblockheight`` means 0 (factomd omits zero values).
+
+        Raises:
+            ValueError: a required field is missing or has the wrong type.
+        """
+        try:
+            return cls(
+                entry_hash=str(receipt["entry"]["entryhash"]),
+                merkle_branch=[dict(node) for node in receipt["merklebranch"]],
+                entry_block_keymr=str(receipt["entryblockkeymr"]),
+                directory_block_keymr=str(receipt["directoryblockkeymr"]),
+                directory_block_height=int(receipt.get("directoryblockheight", 0)),
+                raw=dict(receipt),
+                verified_at=verified_at,
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a receipt object: {exc!r}") from exc
+
+
+@dataclass(frozen=True)
+class ProofRecord:
+    """A notarization and its stored receipt (``None`` until one is saved)."""
+
+    notarization: NotarizationRow
+    receipt: ReceiptRecord | None
+
+
+@dataclass(frozen=True)
+class StageEventRecord:
+    """One ``stage_events`` row: a stage name, ``"error"`` for retryable errors."""
+
+    stage: str
+    at: datetime
+    details: dict[str, Any] | None

@@ -1,0 +1,163 @@
+"""Errors raised by the connectors (HTTP clients of the node and the publishing API).
+
+Exception tree::
+
+    ConnectorError                  base; ``retryable`` tells whether trying again may succeed
+    ├── ServiceUnavailable          connect errors, timeouts, broken connections, HTTP 5xx (retryable)
+    ├── AuthError                   HTTP 401/403: missing or invalid ``user-key`` (not retryable)
+    ├── RequestRejected             other HTTP 4xx, with the body's message (not retryable)
+    │   └── NotFound                HTTP 404 where a resource was required (e.g. unknown chain)
+    ├── RpcError                    a JSON-RPC 2.0 error object (code, message, data kept)
+    └── InvalidResponse             a response that does not have the documented shape
+
+Third-party errors (``httpx``) are converted at the boundary with ``raise ... from exc``,
+so ``__cause__`` keeps the original.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+__all__ = [
+    "AuthError",
+    "ConnectorError",
+    "InvalidResponse",
+    "NotFound",
+    "RETRYABLE_RPC_CODES",
+    "RequestRejected",
+    "RpcError",
+    "ServiceUnavailable",
+    "from_transport_error",
+]
+
+# JSON-RPC codes worth retrying: internal errors (often a database lookup on the node,
+# spec "Errors" table) may succeed on a later attempt. Everything else is the caller's fault
+# or a definite answer.
+RETRYABLE_RPC_CODES = frozenset({-32603})
+
+
+class ConnectorError(Exception):
+    """Base of every connector error.
+
+    Attributes:
+        retryable: True when the same call may succeed later (outage, overload, timeout).
+    """
+
+    retryable: bool = False
+
+
+class ServiceUnavailable(ConnectorError):
+    """The service could not be reached or failed on its side (HTTP 5xx). Retryable.
+
+    Attributes:
+        url: the URL that was called.
+        status_code: the HTTP status for a 5xx answer, ``None`` for a transport failure.
+        request_sent: False when the request surely never reached the server (connect
+            failure, pool timeout); True or unknown otherwise, so a retried write may be a
+            duplicate that the server must treat idempotently.
+    """
+
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str = "",
+        status_code: int | None = None,
+        request_sent: bool = True,
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status_code = status_code
+        self.request_sent = request_sent
+
+
+class AuthError(ConnectorError):
+    """The service refused the credentials (HTTP 401 or 403; REST spec "Authentication").
+
+    Attributes:
+        status_code: 401 or 403.
+        message: the server's message, if it sent one.
+    """
+
+    def __init__(self, message: str, *, status_code: int) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+
+
+class RequestRejected(ConnectorError):
+    """The service rejected the request (HTTP 4xx other than 401/403).
+
+    Attributes:
+        status_code: the HTTP status (400, 404, 415, 422, ...).
+        message: the message taken from the body (``message``, ``detail`` or ``error``
+            field), or the raw body text.
+        body: the decoded JSON body, or ``None`` when the body was not JSON.
+    """
+
+    def __init__(self, message: str, *, status_code: int, body: Any = None) -> None:
+        super().__init__(f"HTTP {status_code}: {message}")
+        self.status_code = status_code
+        self.message = message
+        self.body = body
+
+
+class NotFound(RequestRejected):
+    """HTTP 404 on a call that needs the resource to exist (REST spec, Endpoints rule 4)."""
+
+
+class RpcError(ConnectorError):
+    """A JSON-RPC 2.0 error object returned by the node (spec "Errors"; formats 9.2).
+
+    Attributes:
+        code: the JSON-RPC error code (e.g. -32602, -32008, -32011).
+        message: the error's message string.
+        data: the optional ``data`` member (string or object), or ``None``.
+        method: the method that was called.
+    """
+
+    def __init__(self, code: int, message: str, *, data: Any = None, method: str = "") -> None:
+        detail = f"{method}: " if method else ""
+        detail += f"JSON-RPC error {code}: {message}"
+        if data is not None:
+            detail += f" ({data})"
+        super().__init__(detail)
+        self.code = code
+        self.message = message
+        self.data = data
+        self.method = method
+
+    @property
+    def retryable(self) -> bool:  # type: ignore[override]
+        """True for codes in ``RETRYABLE_RPC_CODES`` (internal error)."""
+        return self.code in RETRYABLE_RPC_CODES
+
+
+class InvalidResponse(ConnectorError):
+    """A response whose body is not the documented shape (not JSON, missing fields).
+
+    Attributes:
+        url: the URL that was called.
+        body: the raw body text (truncated to 1000 characters).
+    """
+
+    def __init__(self, message: str, *, url: str = "", body: str = "") -> None:
+        super().__init__(message)
+        self.url = url
+        self.body = body[:1000]
+
+
+def from_transport_error(exc: Exception, *, url: str) -> ServiceUnavailable:
+    """Convert an ``httpx.TransportError`` (connect, timeout, protocol) into ``ServiceUnavailable``.
+
+    ``request_sent`` is False only for failures that happen before the request is written
+    (connect errors, connect and pool timeouts).
+    """
+    unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+    return ServiceUnavailable(
+        f"{type(exc).__name__} calling {url}: {exc}", url=url, request_sent=not unsent
+    )

@@ -1,0 +1,320 @@
+"""REST client of the publishing API (spec ``publishing-rest-api.md``, base path ``/v1``).
+
+One ``httpx.Client`` with a keep-alive connection pool per ``PublishingClient``; every
+request carries the ``user-key`` header. External IDs and content are raw ``bytes`` in
+this API and Base64 on the wire (spec "Resources and their fields", encoding rule).
+Errors are converted to ``connectors.errors`` types.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx
+
+from connectors.errors import (
+    AuthError,
+    ConnectorError,
+    InvalidResponse,
+    NotFound,
+    RequestRejected,
+    ServiceUnavailable,
+    from_transport_error,
+)
+
+__all__ = [
+    "CallbackStage",
+    "NewEntry",
+    "PostResult",
+    "PublishingClient",
+    "from_base64",
+    "to_base64",
+]
+
+CallbackStage = Literal["multi_az", "ledger", "anchor"]
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def to_base64(data: bytes) -> str:
+    """Standard Base64 (with padding) of raw bytes, as the REST API sends them."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def from_base64(text: str) -> bytes:
+    """Decode a standard Base64 string from the REST API.
+
+    Raises:
+        InvalidResponse: the text is not valid Base64.
+    """
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidResponse(f"invalid Base64 value: {text[:80]!r}") from exc
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    """An entry to post: external IDs and content as raw bytes."""
+
+    external_ids: tuple[bytes, ...]
+    content: bytes
+
+
+@dataclass(frozen=True)
+class PostResult:
+    """Outcome of one post of ``create_entries``: exactly one of the two is set.
+
+    Attributes:
+        entry_hash: 64 lowercase hex chars of the accepted entry.
+        error: the connector error the post raised (check ``error.retryable``).
+    """
+
+    entry_hash: str | None = None
+    error: ConnectorError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class PublishingClient:
+    """Synchronous client of the publishing REST API.
+
+    Args:
+        base_url: API root including the base path, e.g. ``http://127.0.0.1:8090/v1``.
+        api_key: the account's key, sent as the ``user-key`` header.
+        timeout_s: connect/read/write timeout in seconds (waiting for a pooled connection
+            is not limited).
+        max_connections: size of the keep-alive pool (bounds ``create_entries`` concurrency).
+        transport: an ``httpx`` transport to use instead of the network
+            (``httpx.MockTransport`` in tests).
+
+    Use as a context manager or call ``close()``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout_s: float = 10.0,
+        max_connections: int = 16,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
+        if transport is None:
+            transport = httpx.HTTPTransport(limits=limits, retries=1)
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            headers={"user-key": api_key, "accept": "application/json"},
+            timeout=httpx.Timeout(timeout_s, pool=None),
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._client.close()
+
+    def __enter__(self) -> PublishingClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def info(self) -> dict[str, Any]:
+        """Operation 1 (``GET /``): ``{"api_version": str, "links": {...}}``."""
+        return self._json_object(self._request("GET", "/"))
+
+    def create_chain(
+        self,
+        external_ids: Sequence[bytes],
+        content: bytes,
+        *,
+        callback_url: str | None = None,
+        callback_stages: Sequence[CallbackStage] | None = None,
+    ) -> str:
+        """Operation 2 (``POST /chains``): create a chain and its first entry.
+
+        Returns:
+            the new chain's ``chain_id`` string.
+
+        Raises:
+            AuthError, RequestRejected, ServiceUnavailable, InvalidResponse.
+        """
+        body = _entry_body(external_ids, content, callback_url, callback_stages)
+        answer = self._json_object(self._request("POST", "/chains", json=body))
+        chain_id = answer.get("chain_id")
+        if not isinstance(chain_id, str) or not chain_id:
+            raise InvalidResponse(f"no chain_id in {answer!r}", url="/chains")
+        return chain_id
+
+    def get_chain(self, chain_id: str) -> dict[str, Any] | None:
+        """Operation 5 (``GET /chains/{chain_id}``): the Chain object, ``None`` on 404.
+
+        ``external_ids`` in the result stay Base64 strings (decode with ``from_base64``).
+        """
+        answer = self._request("GET", f"/chains/{_seg(chain_id)}", allow_404=True)
+        return None if answer is None else self._json_object(answer)
+
+    def search_chains(self, external_ids: Sequence[bytes]) -> dict[str, Any] | None:
+        """Operation 4 (``POST /chains/search``): the matching Chain, ``None`` on 404."""
+        body = {"external_ids": [to_base64(x) for x in external_ids]}
+        answer = self._request("POST", "/chains/search", json=body, allow_404=True)
+        return None if answer is None else self._json_object(answer)
+
+    def create_entry(
+        self,
+        chain_id: str,
+        external_ids: Sequence[bytes],
+        content: bytes,
+        *,
+        callback_url: str | None = None,
+        callback_stages: Sequence[CallbackStage] | None = None,
+    ) -> str:
+        """Operation 6 (``POST /chains/{chain_id}/entries``): append an entry.
+
+        Returns:
+            the new entry's hash, 64 lowercase hex characters.
+
+        Raises:
+            NotFound: unknown chain. RequestRejected: 4xx such as 422 (``body`` kept).
+            AuthError, ServiceUnavailable, InvalidResponse.
+        """
+        path = f"/chains/{_seg(chain_id)}/entries"
+        body = _entry_body(external_ids, content, callback_url, callback_stages)
+        answer = self._json_object(self._request("POST", path, json=body))
+        entry_hash = answer.get("entry_hash")
+        if not isinstance(entry_hash, str) or not _HEX64.fullmatch(entry_hash.lower()):
+            raise InvalidResponse(f"no valid entry_hash in {answer!r}", url=path)
+        return entry_hash.lower()
+
+    def get_entry(self, chain_id: str, entry_hash: str) -> dict[str, Any] | None:
+        """Operation 11: the Entry object (plus any extra fields such as ``stage``), ``None`` on 404.
+
+        ``external_ids`` and ``content`` stay Base64 strings (decode with ``from_base64``).
+        """
+        path = f"/chains/{_seg(chain_id)}/entries/{_seg(entry_hash)}"
+        answer = self._request("GET", path, allow_404=True)
+        return None if answer is None else self._json_object(answer)
+
+    def create_entries(
+        self,
+        chain_id: str,
+        entries: Sequence[NewEntry],
+        *,
+        concurrency: int = 8,
+        callback_url: str | None = None,
+        callback_stages: Sequence[CallbackStage] | None = None,
+    ) -> list[PostResult]:
+        """Post many entries to one chain concurrently over the pooled connections.
+
+        Args:
+            chain_id: the target chain.
+            entries: the entries to post.
+            concurrency: posts in flight at once (>= 1; effectively capped by the pool size).
+
+        Returns:
+            one ``PostResult`` per entry, in input order. A failing post (any
+            ``ConnectorError``) is captured in its result; it never aborts the others.
+        """
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+
+        def post(entry: NewEntry) -> PostResult:
+            try:
+                entry_hash = self.create_entry(
+                    chain_id,
+                    entry.external_ids,
+                    entry.content,
+                    callback_url=callback_url,
+                    callback_stages=callback_stages,
+                )
+            except ConnectorError as exc:
+                return PostResult(error=exc)
+            return PostResult(entry_hash=entry_hash)
+
+        if not entries:
+            return []
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(entries))) as pool:
+            return list(pool.map(post, entries))
+
+    def _request(self, method: str, path: str, *, json: Any = None, allow_404: bool = False) -> Any:
+        try:
+            response = self._client.request(method, path, json=json)
+        except httpx.TransportError as exc:
+            raise from_transport_error(exc, url=path) from exc
+        if allow_404 and response.status_code == 404:
+            return None
+        _raise_for_status(response)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise InvalidResponse("response is not JSON", url=path, body=response.text) from exc
+
+    @staticmethod
+    def _json_object(answer: Any) -> dict[str, Any]:
+        if not isinstance(answer, dict):
+            raise InvalidResponse(f"expected a JSON object, got {type(answer).__name__}")
+        return answer
+
+
+def _seg(value: str) -> str:
+    """Quote one path segment so an identifier can never change the path."""
+    return quote(value, safe="")
+
+
+def _entry_body(
+    external_ids: Sequence[bytes],
+    content: bytes,
+    callback_url: str | None,
+    callback_stages: Sequence[CallbackStage] | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "external_ids": [to_base64(x) for x in external_ids],
+        "content": to_base64(content),
+    }
+    if callback_url is not None:
+        body["callback_url"] = callback_url
+    if callback_stages is not None:
+        body["callback_stages"] = list(callback_stages)
+    return body
+
+
+def _error_message(response: httpx.Response) -> tuple[str, Any]:
+    """(message, decoded JSON body or None) from an error response of unknown shape."""
+    try:
+        body = response.json()
+    except ValueError:
+        return (response.text.strip() or response.reason_phrase), None
+    if isinstance(body, dict):
+        for key in ("message", "detail", "error"):
+            value = body.get(key)
+            if isinstance(value, dict) and "message" in value:
+                value = value["message"]
+            if value:
+                return (value if isinstance(value, str) else str(value)), body
+    return str(body), body
+
+
+def _raise_for_status(response: httpx.Response) -> None:
+    status = response.status_code
+    if status < 400:
+        return
+    message, body = _error_message(response)
+    url = str(response.request.url)
+    if status >= 500:
+        raise ServiceUnavailable(f"HTTP {status}: {message}", url=url, status_code=status)
+    if status in (401, 403):
+        raise AuthError(message, status_code=status)
+    error_type = NotFound if status == 404 else RequestRejected
+    raise error_type(message, status_code=status, body=body)

@@ -1,0 +1,368 @@
+"""Contract suite of the audit store, run against SQLite and the machine's PostgreSQL."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import IntegrityError
+
+from connectors.audit_store import (
+    AuditStore,
+    DocumentIn,
+    NewNotarization,
+    ReceiptRecord,
+)
+from ledger.core.clock import ManualClock
+
+PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
+START_S = 1_700_000_000.0
+
+
+def h(label: str) -> str:
+    return hashlib.sha256(label.encode()).hexdigest()
+
+
+CHAIN = h("chain-1")
+OTHER_CHAIN = h("chain-2")
+
+
+def _postgres_or_skip() -> None:
+    try:
+        import psycopg
+
+        psycopg.connect(PG_URL.replace("+psycopg", ""), connect_timeout=3).close()
+    except Exception as exc:  # any failure means: no server to test against
+        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {exc}")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest, tmp_path) -> Iterator[dict]:
+    """Connection arguments of a fresh, empty audit store on each backend."""
+    if request.param == "sqlite":
+        yield {"url": f"sqlite:///{tmp_path / 'audit' / 'audit.db'}"}
+        return
+    _postgres_or_skip()
+    schema = f"test_audit_{uuid.uuid4().hex[:12]}"
+    yield {"url": PG_URL, "schema": schema}
+    engine = create_engine(PG_URL)
+    with engine.begin() as conn:
+        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    engine.dispose()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START_S)
+
+
+@pytest.fixture
+def store(backend: dict, clock: ManualClock) -> Iterator[AuditStore]:
+    with AuditStore(backend["url"], clock=clock, schema=backend.get("schema")) as audit:
+        yield audit
+
+
+def add_docs(store: AuditStore, labels: list[str], *, source: str = "folder:/drop") -> list[int]:
+    return store.upsert_documents(source, [DocumentIn(f"{x}.pdf", h(x), len(x)) for x in labels])
+
+
+def notarize(
+    store: AuditStore, labels: list[str], *, chain: str = CHAIN, collection: str = "c1"
+) -> list[int]:
+    doc_ids = add_docs(store, labels)
+    rows = [
+        NewNotarization(d, collection, chain, h(x)) for d, x in zip(doc_ids, labels, strict=True)
+    ]
+    return store.add_notarizations(rows)
+
+
+def node_receipt(entry_hash: str, *, height: int = 7) -> dict:
+    return {
+        "entry": {"entryhash": entry_hash, "timestamp": 1_700_000_060},
+        "merklebranch": [{"left": entry_hash, "right": h("r"), "top": h("t")}],
+        "entryblockkeymr": h("eb"),
+        "directoryblockkeymr": h(f"db{height}"),
+        "directoryblockheight": height,
+    }
+
+
+# -- documents ----------------------------------------------------------------------------
+
+
+def test_upsert_documents_returns_ids_in_input_order_and_dedupes(store: AuditStore) -> None:
+    ids = add_docs(store, ["a", "b", "a"])
+    assert ids[0] == ids[2] and ids[0] != ids[1]
+    assert add_docs(store, ["b", "a"]) == [ids[1], ids[0]]
+
+
+def test_changed_content_at_same_path_is_a_new_document(store: AuditStore) -> None:
+    first = store.upsert_documents("folder:/d", [DocumentIn("x.pdf", h("v1"), 1)])
+    second = store.upsert_documents("folder:/d", [DocumentIn("x.pdf", h("v2"), 2)])
+    other_source = store.upsert_documents("folder:/e", [DocumentIn("x.pdf", h("v1"), 1)])
+    assert len({first[0], second[0], other_source[0]}) == 3
+
+
+def test_upsert_keeps_first_seen_and_moves_last_seen(store: AuditStore, clock) -> None:
+    (doc_id,) = add_docs(store, ["a"])
+    clock.advance(3600)
+    add_docs(store, ["a"])
+    with store.engine.connect() as conn:
+        row = conn.execute(
+            text("SELECT first_seen_at, last_seen_at FROM documents WHERE id = :i"), {"i": doc_id}
+        ).one()
+    seen = [v if isinstance(v, datetime) else datetime.fromisoformat(v) for v in row]
+    assert (seen[1].replace(tzinfo=None) - seen[0].replace(tzinfo=None)).total_seconds() == 3600
+
+
+def test_upsert_rejects_bad_hex(store: AuditStore) -> None:
+    with pytest.raises(ValueError, match="64 hex"):
+        store.upsert_documents("folder:/d", [DocumentIn("x", "abc", 1)])
+
+
+def test_upsert_handles_thousands_in_one_call(store: AuditStore) -> None:
+    labels = [f"doc{i}" for i in range(2500)]
+    ids = add_docs(store, labels)
+    assert len(set(ids)) == 2500
+    assert add_docs(store, labels[::-1]) == ids[::-1]
+
+
+# -- notarizations ------------------------------------------------------------------------
+
+
+def test_add_notarizations_ignores_duplicates_in_batch_and_table(store: AuditStore) -> None:
+    first = notarize(store, ["a", "b", "a"])
+    assert len(first) == 2
+    again = notarize(store, ["a", "c"])
+    assert len(again) == 1
+    assert store.summary("c1")["pending"] == 3
+
+
+def test_same_hash_may_be_notarized_in_another_chain(store: AuditStore) -> None:
+    notarize(store, ["a"])
+    assert len(notarize(store, ["a"], chain=OTHER_CHAIN)) == 1
+
+
+def test_unique_chain_sha256_is_enforced_by_the_database(store: AuditStore) -> None:
+    (doc_id,) = add_docs(store, ["a"])
+    notarize(store, ["a"])
+    sql = text(
+        "INSERT INTO notarizations (document_id, collection, chain_id, sha256, stage, attempts,"
+        " created_at, updated_at) VALUES (:d, 'c', :c, :s, 'pending', 0, :t, :t)"
+    )
+    with pytest.raises(IntegrityError), store.engine.begin() as conn:
+        conn.execute(sql, {"d": doc_id, "c": CHAIN, "s": h("a"), "t": datetime.now(UTC)})
+
+
+def test_known_hashes_is_per_chain(store: AuditStore) -> None:
+    notarize(store, ["a", "b"])
+    assert store.known_hashes(CHAIN, [h("a"), h("z"), h("b")]) == {h("a"), h("b")}
+    assert store.known_hashes(OTHER_CHAIN, [h("a")]) == set()
+    assert store.known_hashes(CHAIN, [h("A").upper()]) == set()
+
+
+def test_concurrent_writers_never_duplicate(store: AuditStore) -> None:
+    labels = [f"d{i}" for i in range(300)]
+    doc_ids = add_docs(store, labels)
+    rows = [NewNotarization(d, "c1", CHAIN, h(x)) for d, x in zip(doc_ids, labels, strict=True)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(store.add_notarizations, [rows] * 4))
+    assert sorted(i for r in results for i in r) == sorted(set(i for r in results for i in r))
+    assert sum(len(r) for r in results) == 300
+    assert store.summary()["pending"] == 300
+
+
+def test_pending_selects_by_stage_range_collection_and_limit(store: AuditStore) -> None:
+    ids = notarize(store, ["a", "b", "c"])
+    notarize(store, ["d"], collection="c2")
+    store.mark_published({ids[0]: h("e-a")})
+    to_publish = store.pending(stage_below="published", collection="c1")
+    assert [r.id for r in to_publish] == ids[1:]
+    assert [r.path for r in to_publish] == ["b.pdf", "c.pdf"]
+    assert to_publish[0].source == "folder:/drop" and to_publish[0].entry_hash is None
+    waiting = store.pending(stage_from="published", stage_below="ledger")
+    assert [(r.id, r.entry_hash, r.stage) for r in waiting] == [(ids[0], h("e-a"), "published")]
+    assert len(store.pending(stage_below="published", limit=1)) == 1
+    assert len(store.pending(stage_below="published")) == 3
+
+
+def test_stage_changes_go_forward_only_and_log_events(store: AuditStore, clock) -> None:
+    (nid,) = notarize(store, ["a"])
+    e = h("entry-a")
+    assert store.mark_published({nid: e.upper()}) == 1
+    clock.advance(10)
+    assert store.mark_stage([e], "multi_az") == 1
+    clock.advance(10)
+    assert store.record_ledger({e: (42, h("keymr42"))}) == 1
+    assert store.mark_stage([e], "multi_az") == 0  # never backwards
+    assert store.mark_published({nid: h("other")}) == 0
+    clock.advance(10)
+    assert store.mark_stage([e], "anchor", details={e: {"anchor_block_hash": h("btc")}}) == 1
+    assert store.pending(stage_from="published", stage_below="anchor") == []
+    (proof,) = store.proofs()
+    n = proof.notarization
+    assert (n.stage, n.entry_hash, n.dblock_height, n.dblock_keymr) == (
+        "anchor",
+        e,
+        42,
+        h("keymr42"),
+    )
+    assert n.published_at == datetime.fromtimestamp(START_S, UTC)
+    assert n.ledger_at == datetime.fromtimestamp(START_S + 20, UTC)
+    assert n.anchored_at == datetime.fromtimestamp(START_S + 30, UTC)
+    events = store.events(nid)
+    assert [ev.stage for ev in events] == ["pending", "published", "multi_az", "ledger", "anchor"]
+    assert events[3].details == {"dblock_height": 42, "dblock_keymr": h("keymr42")}
+    assert events[4].details == {"anchor_block_hash": h("btc")}
+    assert all(ev.at.tzinfo is not None for ev in events)
+
+
+def test_stages_may_be_skipped(store: AuditStore) -> None:
+    (nid,) = notarize(store, ["a"])
+    store.mark_published({nid: h("e")})
+    assert store.record_ledger({h("e"): (3, h("k"))}) == 1
+    assert [ev.stage for ev in store.events(nid)] == ["pending", "published", "ledger"]
+
+
+def test_mark_stage_rejects_pending_and_failed(store: AuditStore) -> None:
+    for stage in ("pending", "failed"):
+        with pytest.raises(ValueError):
+            store.mark_stage([h("e")], stage)  # type: ignore[arg-type]
+
+
+def test_retryable_error_keeps_stage_and_counts_attempts(store: AuditStore) -> None:
+    (nid,) = notarize(store, ["a"])
+    store.mark_failed({nid: "service down"}, retryable=True)
+    store.mark_failed({nid: "still down"}, retryable=True)
+    (row,) = store.pending(stage_below="published")
+    assert (row.stage, row.attempts, row.error) == ("pending", 2, "still down")
+    store.mark_published({nid: h("e")})
+    (row,) = store.pending(stage_from="published", stage_below="ledger")
+    assert row.error is None
+    assert [ev.stage for ev in store.events(nid)] == ["pending", "error", "error", "published"]
+
+
+def test_terminal_failure_is_final(store: AuditStore) -> None:
+    a, b = notarize(store, ["a", "b"])
+    store.mark_failed({a: "rejected: 422"}, retryable=False)
+    assert [r.id for r in store.pending(stage_below="anchor")] == [b]
+    assert store.mark_published({a: h("e")}) == 0
+    store.mark_failed({a: "again"}, retryable=False)  # no second event
+    assert [ev.stage for ev in store.events(a)] == ["pending", "failed"]
+    assert store.known_hashes(CHAIN, [h("a")]) == {h("a")}
+    assert store.summary("c1") == {
+        "pending": 1,
+        "published": 0,
+        "multi_az": 0,
+        "ledger": 0,
+        "anchor": 0,
+        "failed": 1,
+    }
+
+
+def test_summary_per_collection(store: AuditStore) -> None:
+    ids = notarize(store, ["a", "b"])
+    notarize(store, ["c"], collection="c2")
+    store.mark_published({ids[0]: h("e")})
+    assert store.summary("c1")["published"] == 1
+    assert store.summary("c1")["pending"] == 1
+    assert store.summary("c2")["pending"] == 1
+    assert sum(store.summary().values()) == 3
+    assert set(store.summary("none").values()) == {0}
+
+
+def test_batch_stage_updates_of_thousands(store: AuditStore) -> None:
+    labels = [f"x{i}" for i in range(1200)]
+    ids = notarize(store, labels)
+    assert store.mark_published({i: h(f"e{i}") for i in ids}) == 1200
+    blocks = {h(f"e{i}"): (i % 5, h(f"k{i % 5}")) for i in ids}
+    assert store.record_ledger(blocks) == 1200
+    assert store.summary()["ledger"] == 1200
+
+
+# -- receipts -----------------------------------------------------------------------------
+
+
+def test_receipts_saved_once_and_returned_with_proofs(store: AuditStore) -> None:
+    a, b = notarize(store, ["a", "b"])
+    store.mark_published({a: h("ea"), b: h("eb")})
+    store.record_ledger({h("ea"): (7, h("db7")), h("eb"): (7, h("db7"))})
+    assert [r.id for r in store.missing_receipts()] == [a, b]
+    verified = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    record = ReceiptRecord.from_node(node_receipt(h("ea")), verified_at=verified)
+    unknown = ReceiptRecord.from_node(node_receipt(h("nope")), verified_at=verified)
+    assert store.save_receipts([record, unknown]) == 1
+    assert store.save_receipts([record]) == 0
+    assert [r.id for r in store.missing_receipts()] == [b]
+    proofs = {p.notarization.id: p for p in store.proofs(collection="c1")}
+    assert proofs[b].receipt is None
+    assert proofs[a].receipt == record
+    (only_a,) = store.proofs(sha256=h("a"))
+    assert only_a.receipt is not None and only_a.receipt.raw == node_receipt(h("ea"))
+
+
+def test_receipt_from_node_rejects_malformed() -> None:
+    with pytest.raises(ValueError, match="receipt"):
+        ReceiptRecord.from_node({"entry": {}}, verified_at=datetime.now(UTC))
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+def test_runs_record_start_finish_and_counts(store: AuditStore, clock) -> None:
+    run_id = store.start_run("notarize-folder", parameters={"root": "/drop"})
+    assert store.run(run_id)["status"] == "running"
+    clock.advance(5)
+    store.finish_run(run_id, counts={"hashed": 10, "published": 9})
+    run = store.run(run_id)
+    assert run["status"] == "completed" and run["counts"] == {"hashed": 10, "published": 9}
+    assert (run["finished_at"] - run["started_at"]).total_seconds() == 5
+    assert run["parameters"] == {"root": "/drop"}
+    with pytest.raises(KeyError):
+        store.finish_run(run_id + 99, counts={})
+    assert store.run(run_id + 99) is None
+
+
+def test_data_survives_reopening(backend: dict, clock) -> None:
+    with AuditStore(backend["url"], clock=clock, schema=backend.get("schema")) as first:
+        notarize(first, ["a"])
+    with AuditStore(backend["url"], clock=clock, schema=backend.get("schema")) as second:
+        assert second.known_hashes(CHAIN, [h("a")]) == {h("a")}
+
+
+# -- backend specifics ---------------------------------------------------------------------
+
+
+def test_sqlite_file_uses_wal(tmp_path) -> None:
+    path = tmp_path / "nested" / "audit.db"
+    with AuditStore(f"sqlite:///{path}") as store:
+        notarize(store, ["a"])
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    connection.close()
+
+
+def test_in_memory_sqlite_works() -> None:
+    with AuditStore("sqlite://") as store:
+        assert len(notarize(store, ["a"])) == 1
+
+
+def test_unsupported_backends_and_options_are_refused(tmp_path) -> None:
+    with pytest.raises(ValueError, match="unsupported"):
+        AuditStore("mysql+pymysql://127.0.0.1/x", create_tables=False)
+    with pytest.raises(ValueError, match="PostgreSQL"):
+        AuditStore(f"sqlite:///{tmp_path / 'a.db'}", schema="s")
+    with pytest.raises(ValueError, match="schema"):
+        AuditStore(PG_URL, schema='x"; drop', create_tables=False)
+
+
+def test_audit_tables_do_not_leak_into_sqlmodel_global_metadata() -> None:
+    from sqlmodel import SQLModel
+
+    assert "notarizations" not in SQLModel.metadata.tables

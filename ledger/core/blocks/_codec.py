@@ -1,0 +1,133 @@
+"""Private byte-level helpers shared by the block and transaction codecs.
+
+``Reader`` walks a buffer and raises ``DecodeError`` for every short read, so a codec
+built on it never leaks ``IndexError``/``struct.error`` on malformed input. The ``u*``
+encoders and ``check_*`` validators raise ``DecodeError`` (wrong byte lengths) or
+``LimitError`` (integers out of range). Hex helpers are strict: even length, hex digits only.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from typing import Any
+
+from ledger.core.errors import DecodeError, LimitError
+from ledger.core.varint import decode_varint, encode_varint
+
+HASH_BYTES = 32
+_HEX_DIGITS = frozenset(string.hexdigits)
+
+
+class Reader:
+    """Sequential big-endian reader over ``data``; every method raises DecodeError when short."""
+
+    __slots__ = ("_data", "_pos", "_what")
+
+    def __init__(self, data: bytes, what: str, offset: int = 0) -> None:
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise DecodeError(f"{what} must be bytes, got {type(data).__name__}")
+        self._data = bytes(data)
+        self._pos = offset
+        self._what = what
+
+    @property
+    def position(self) -> int:
+        """Offset of the next unread byte."""
+        return self._pos
+
+    @property
+    def remaining(self) -> int:
+        """Number of unread bytes."""
+        return len(self._data) - self._pos
+
+    def take(self, size: int) -> bytes:
+        """The next ``size`` bytes."""
+        if size < 0 or size > self.remaining:
+            raise DecodeError(
+                f"{self._what}: needs {size} bytes at offset {self._pos}, {self.remaining} left"
+            )
+        chunk = self._data[self._pos : self._pos + size]
+        self._pos += size
+        return chunk
+
+    def peek(self) -> int:
+        """The next byte, without consuming it."""
+        if self.remaining < 1:
+            raise DecodeError(f"{self._what}: unexpected end at offset {self._pos}")
+        return self._data[self._pos]
+
+    def uint(self, size: int) -> int:
+        """Unsigned big-endian integer of ``size`` bytes."""
+        return int.from_bytes(self.take(size), "big")
+
+    def hash32(self) -> bytes:
+        """A 32-byte hash."""
+        return self.take(HASH_BYTES)
+
+    def varint(self) -> int:
+        """One varInt_F (formats section 0.4)."""
+        value, self._pos = decode_varint(self._data, self._pos)
+        return value
+
+    def expect_end(self) -> None:
+        """DecodeError unless every byte was consumed."""
+        if self.remaining:
+            raise DecodeError(f"{self._what}: {self.remaining} trailing bytes")
+
+
+def uint_bytes(value: int, size: int, what: str) -> bytes:
+    """``value`` as ``size`` big-endian bytes; LimitError when it does not fit."""
+    check_uint(value, size * 8, what)
+    return value.to_bytes(size, "big")
+
+
+def check_uint(value: object, bits: int, what: str) -> int:
+    """``value`` if it is an int in ``[0, 2**bits)``; LimitError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < (1 << bits):
+        raise LimitError(f"{what} must be an integer in [0, 2**{bits}), got {value!r}")
+    return value
+
+
+def check_bytes(value: object, size: int, what: str) -> bytes:
+    """``value`` as ``bytes`` if it has exactly ``size`` bytes; DecodeError otherwise."""
+    if not isinstance(value, bytes | bytearray | memoryview) or len(value) != size:
+        raise DecodeError(f"{what} must be exactly {size} bytes")
+    return bytes(value)
+
+
+def check_hash(value: object, what: str) -> bytes:
+    """``value`` as 32 raw bytes; DecodeError otherwise."""
+    return check_bytes(value, HASH_BYTES, what)
+
+
+def varint_bytes(value: int) -> bytes:
+    """varInt_F encoding of ``value`` (LimitError when negative or above 2**64-1)."""
+    check_uint(value, 64, "varint")
+    return encode_varint(value)
+
+
+def hex_to_bytes(text: object, what: str, *, size: int | None = None) -> bytes:
+    """Strict hex decoding; DecodeError for non-strings, odd length, non-hex or wrong size."""
+    if not isinstance(text, str) or len(text) % 2 or not set(text) <= _HEX_DIGITS:
+        raise DecodeError(f"{what} is not a valid hex string")
+    raw = bytes.fromhex(text)
+    if size is not None and len(raw) != size:
+        raise DecodeError(f"{what} must be {size} bytes ({2 * size} hex characters)")
+    return raw
+
+
+def json_field(obj: Mapping[str, Any], key: str, what: str) -> Any:
+    """``obj[key]``; DecodeError when ``obj`` is not a mapping or the key is missing."""
+    if not isinstance(obj, Mapping):
+        raise DecodeError(f"{what} must be a JSON object")
+    if key not in obj:
+        raise DecodeError(f"{what} lacks '{key}'")
+    return obj[key]
+
+
+def json_uint(value: object, what: str, *, bits: int = 64) -> int:
+    """A JSON integer in ``[0, 2**bits)``; DecodeError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < (1 << bits):
+        raise DecodeError(f"{what} must be a non-negative integer below 2**{bits}")
+    return value

@@ -1,0 +1,74 @@
+"""Composition root of the publishing REST API: ``create_app(settings)``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+from fastapi import FastAPI
+
+from ledger.api.callbacks import Resolver
+from ledger.api.deps import BodySizeLimit
+from ledger.api.errors import install_error_handlers
+from ledger.api.gateway import LedgerGateway
+from ledger.api.routes import API_VERSION, router
+from ledger.api.services import Services, build_services
+from ledger.api.settings import ApiSettings
+from ledger.core.clock import Clock
+
+__all__ = ["create_app"]
+
+
+def create_app(
+    settings: ApiSettings | None = None,
+    *,
+    gateway: LedgerGateway | None = None,
+    clock: Clock | None = None,
+    http_transport: httpx.BaseTransport | None = None,
+    resolver: Resolver | None = None,
+) -> FastAPI:
+    """Build the FastAPI application (routes under ``/v1``).
+
+    Args:
+        settings: configuration (default: read from ``NOTARY_API_*`` environment variables).
+        gateway: wallet + node access (default: JSON-RPC to ``node_url`` / ``wallet_url``).
+        clock: time source (default: the system clock).
+        http_transport: httpx transport for callback POSTs (tests: ``httpx.MockTransport``).
+        resolver: host name -> addresses, for the callback host policy (default: DNS).
+
+    The lifespan creates the database schema, builds the worker and starts its thread
+    (unless ``worker_enabled`` is false), and stops it at shutdown. ``app.state.services``
+    holds the ``Services`` (``.db``, ``.worker``, ``.gateway``, ...).
+    """
+    settings = settings or ApiSettings()
+    svc = build_services(
+        settings, gateway=gateway, clock=clock, http_transport=http_transport, resolver=resolver
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        svc.start()
+        try:
+            yield
+        finally:
+            svc.close()
+
+    app = FastAPI(
+        title="Notary publishing API",
+        version=API_VERSION,
+        lifespan=lifespan,
+        docs_url=None,  # every route needs the key; no unauthenticated documentation pages
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.services = svc
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    install_error_handlers(app)
+    app.include_router(router)
+    return app
+
+
+def services_of(app: FastAPI) -> Services:
+    """The ``Services`` of an app built by ``create_app``."""
+    return app.state.services

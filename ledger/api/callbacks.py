@@ -1,0 +1,309 @@
+"""Status callbacks (spec "Events"): target URLs, the durable queue, signing and delivery.
+
+Delivery: ``POST <callback_url with stage parameters>`` with the JSON body ``{}``.
+
+=========  ======================================================
+stage      query parameters added to the caller's own parameters
+=========  ======================================================
+multi_az   ``entry_hash``, ``stage=multi_az``
+ledger     ``dblock_keymr``, ``stage=ledger``
+anchor     ``anchor_block_hash``, ``stage=anchor``
+=========  ======================================================
+
+A caller parameter with the same name as one added is replaced. Callbacks are queued in
+the ``callbacks`` table in the same transaction as the stage change, delivered at least
+once (a crash between the POST and its bookkeeping repeats the POST: receivers should be
+idempotent on ``stage`` + their own identifiers), retried with exponential back-off until
+``callback_give_up_s`` after queuing. Any 2xx answer counts as delivered.
+
+Authenticity: every POST carries ``X-Notary-Timestamp`` (Unix seconds) and
+``X-Notary-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "\\n" + url + "\\n" + body)>``
+where ``url`` is the exact URL posted to. ``verify_callback_signature`` checks it.
+
+Callback URLs must be ``http``/``https``; hosts that are (or resolve to) loopback,
+private, link-local, multicast, reserved or unspecified addresses are refused unless
+listed in ``callback_allowed_hosts`` (host name, IP address or CIDR network). Literal
+addresses and ``localhost`` names are refused at acceptance (HTTP 422); other names are
+resolved and checked again before every delivery.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import logging
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ledger.api.db import Database
+from ledger.api.models import CallbackRow, CallbackStatus, EntryRow, Stage
+from ledger.core.clock import Clock
+
+__all__ = [
+    "DEFAULT_CALLBACK_STAGES",
+    "SIGNATURE_HEADER",
+    "TIMESTAMP_HEADER",
+    "CallbackDispatcher",
+    "CallbackRefused",
+    "HostPolicy",
+    "callback_target",
+    "check_callback_url",
+    "enqueue_callback",
+    "sign_callback",
+    "verify_callback_signature",
+]
+
+DEFAULT_CALLBACK_STAGES: tuple[str, ...] = (Stage.LEDGER.value, Stage.ANCHOR.value)
+SIGNATURE_HEADER = "X-Notary-Signature"
+TIMESTAMP_HEADER = "X-Notary-Timestamp"
+_BODY = b"{}"
+_log = logging.getLogger(__name__)
+
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str], list[str]]
+
+
+class CallbackRefused(ValueError):
+    """A callback URL that may not be used. Attributes: ``url``, ``reason``."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"callback_url refused: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+def _resolve(host: str) -> list[str]:
+    """Every address ``host`` resolves to (system resolver)."""
+    infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    return sorted({str(info[4][0]) for info in infos})
+
+
+class HostPolicy:
+    """Which callback hosts may be reached.
+
+    Args:
+        allowed: host names, IP addresses or CIDR networks permitted although private.
+        resolver: host name -> addresses (default: the system resolver).
+    """
+
+    def __init__(self, allowed: Sequence[str] = (), *, resolver: Resolver | None = None) -> None:
+        self._names = {a.lower() for a in allowed if not _is_network(a)}
+        self._networks = [ipaddress.ip_network(a, strict=False) for a in allowed if _is_network(a)]
+        self._resolve = resolver or _resolve
+
+    def refusal_at_acceptance(self, url: str) -> str | None:
+        """Why ``url`` is refused without DNS look-ups, or ``None`` when acceptable."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return "must be an absolute http or https URL"
+        host = parts.hostname.lower()
+        if host in self._names:
+            return None
+        if host == "localhost" or host.endswith(".localhost"):
+            return f"host {host} is a loopback name"
+        address = _as_ip(host)
+        if address is not None and not self._address_allowed(address):
+            return f"address {address} is private or loopback"
+        return None
+
+    def refusal_at_delivery(self, url: str) -> str | None:
+        """Like ``refusal_at_acceptance`` plus a resolution of host names."""
+        reason = self.refusal_at_acceptance(url)
+        host = (urlsplit(url).hostname or "").lower()
+        if reason is not None or host in self._names or _as_ip(host) is not None:
+            return reason
+        try:
+            addresses = [ipaddress.ip_address(a.split("%")[0]) for a in self._resolve(host)]
+        except (OSError, ValueError) as exc:
+            return f"host {host} does not resolve: {exc}"
+        bad = [str(a) for a in addresses if not self._address_allowed(a)]
+        return f"host {host} resolves to private address {bad[0]}" if bad else None
+
+    def _address_allowed(self, address: IpAddress) -> bool:
+        if any(address in net for net in self._networks):
+            return True
+        return address.is_global and not address.is_multicast
+
+
+def _is_network(text: str) -> bool:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
+def _as_ip(host: str) -> IpAddress | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def check_callback_url(url: str, policy: HostPolicy) -> str:
+    """Return ``url`` if callbacks may go there; raise ``CallbackRefused`` otherwise."""
+    reason = policy.refusal_at_acceptance(url)
+    if reason is not None:
+        raise CallbackRefused(url, reason)
+    return url
+
+
+def callback_target(callback_url: str, params: dict[str, str]) -> str:
+    """``callback_url`` with ``params`` added to its query (caller's own parameters kept)."""
+    parts = urlsplit(callback_url)
+    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in params]
+    query = urlencode([*kept, *params.items()])
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
+def enqueue_callback(
+    session: Session, entry: EntryRow, stage: Stage, params: dict[str, str], *, now: float
+) -> CallbackRow | None:
+    """Queue the ``stage`` callback of ``entry`` if it asked for one (same transaction).
+
+    Args:
+        params: the stage's parameters without ``stage`` (e.g. ``{"dblock_keymr": hex}``).
+    """
+    if not entry.callback_url or stage.value not in (entry.callback_stages or ()):
+        return None
+    url = callback_target(entry.callback_url, {**params, "stage": stage.value})
+    row = CallbackRow(entry_id=entry.id, stage=stage.value, url=url, created_at=now)
+    row.next_attempt_at = now
+    session.add(row)
+    return row
+
+
+def sign_callback(secret: bytes, *, timestamp: int, url: str, body: bytes) -> str:
+    """``sha256=<hex>``: HMAC-SHA256 over ``f"{timestamp}\\n{url}\\n".encode() + body``."""
+    message = f"{timestamp}\n{url}\n".encode() + body
+    return "sha256=" + hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+def verify_callback_signature(
+    secret: bytes, *, timestamp: int, url: str, body: bytes, signature: str
+) -> bool:
+    """True when ``signature`` is ``sign_callback(...)`` of these values (constant time)."""
+    expected = sign_callback(secret, timestamp=timestamp, url=url, body=body)
+    return hmac.compare_digest(expected, signature)
+
+
+@dataclass(frozen=True)
+class _Due:
+    id: int
+    url: str
+    created_at: float
+    attempts: int
+
+
+class CallbackDispatcher:
+    """Delivers due rows of the ``callbacks`` table.
+
+    Args:
+        db: the API database.
+        http: client used for the POSTs (its timeout applies).
+        secret: HMAC key of the signature header.
+        policy: host policy checked before each POST.
+        clock: time source.
+        retry_base_s, retry_max_s: back-off after the n-th failure is
+            ``min(retry_max_s, retry_base_s * 2**(n-1))`` seconds.
+        give_up_s: a callback still undelivered this long after queuing is dropped.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        http: httpx.Client,
+        *,
+        secret: bytes,
+        policy: HostPolicy,
+        clock: Clock,
+        retry_base_s: float,
+        retry_max_s: float,
+        give_up_s: float,
+    ) -> None:
+        self._db, self._http, self._secret = db, http, secret
+        self._policy, self._clock = policy, clock
+        self._retry_base_s, self._retry_max_s, self._give_up_s = (
+            retry_base_s,
+            retry_max_s,
+            give_up_s,
+        )
+
+    def deliver_due(self, *, limit: int = 100) -> int:
+        """POST every due callback (oldest first, at most ``limit``); returns deliveries made."""
+        delivered = 0
+        for due in self._due(limit):
+            delivered += self._deliver(due)
+        return delivered
+
+    def _due(self, limit: int) -> list[_Due]:
+        now = self._clock.now()
+        query = (
+            select(CallbackRow)
+            .where(CallbackRow.status == CallbackStatus.PENDING.value)
+            .where(CallbackRow.next_attempt_at <= now)
+            .order_by(CallbackRow.next_attempt_at, CallbackRow.id)
+            .limit(limit)
+        )
+        with self._db.read() as session:
+            rows = session.scalars(query).all()
+            return [_Due(r.id, r.url, r.created_at, r.attempts) for r in rows]
+
+    def _deliver(self, due: _Due) -> int:
+        now = self._clock.now()
+        if now - due.created_at > self._give_up_s:
+            self._finish(due, status=CallbackStatus.DROPPED, error="gave up: time limit reached")
+            return 0
+        refusal = self._policy.refusal_at_delivery(due.url)
+        if refusal is not None:
+            self._finish(due, status=CallbackStatus.DROPPED, error=f"refused: {refusal}")
+            return 0
+        error = self._post(due.url, timestamp=int(now))
+        if error is None:
+            self._finish(due, status=CallbackStatus.DELIVERED, error=None)
+            return 1
+        self._retry_later(due, error)
+        return 0
+
+    def _post(self, url: str, *, timestamp: int) -> str | None:
+        headers = {
+            "content-type": "application/json",
+            TIMESTAMP_HEADER: str(timestamp),
+            SIGNATURE_HEADER: sign_callback(self._secret, timestamp=timestamp, url=url, body=_BODY),
+        }
+        try:
+            response = self._http.post(url, content=_BODY, headers=headers)
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None if response.is_success else f"HTTP {response.status_code}"
+
+    def _finish(self, due: _Due, *, status: CallbackStatus, error: str | None) -> None:
+        with self._db.write() as session:
+            row = session.get(CallbackRow, due.id)
+            if row is None:
+                return
+            row.status = status.value
+            row.attempts = due.attempts + (status is CallbackStatus.DELIVERED)
+            row.last_error = error
+            if status is CallbackStatus.DELIVERED:
+                row.delivered_at = self._clock.now()
+        if error:
+            _log.warning("callback %s %s: %s", due.id, status.value, error)
+
+    def _retry_later(self, due: _Due, error: str) -> None:
+        attempts = due.attempts + 1
+        delay = min(self._retry_max_s, self._retry_base_s * 2 ** (attempts - 1))
+        with self._db.write() as session:
+            row: Any = session.get(CallbackRow, due.id)
+            if row is not None:
+                row.attempts = attempts
+                row.last_error = error
+                row.next_attempt_at = self._clock.now() + delay

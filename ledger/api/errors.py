@@ -1,0 +1,152 @@
+"""REST errors of the publishing API and their one JSON form.
+
+Every error response has the body::
+
+    {"error": {"code": <HTTP status>, "name": "<spec error name>", "message": "<detail>"}}
+
+Exception tree (names are the spec's "Errors" table)::
+
+    ApiError (Exception)                 .status_code, .name, .message
+    ├── BadRequest                 400   "Bad Request": invalid JSON, Base64, field types, query
+    ├── AuthenticationMissing      403   "Authentication Parameters Missing"
+    ├── AuthenticationFailed       403   "Authentication Failed"
+    ├── NoMappingRuleMatched       404   "No Mapping Rule Matched": no such route or method
+    ├── PageNotFound               404   "Page Not Found": unknown (or not yours) chain / entry,
+    │                                    or a search that matches nothing
+    ├── PayloadTooLarge            413   "Payload Too Large": body above ``max_body_bytes``
+    ├── UnsupportedMediaType       415   "Unsupported Media Type": POST body not application/json
+    ├── Unprocessable              422   "Unprocessable entity": entry too large, chain exists,
+    │                                    chain unknown for entry creation, callback refused
+    └── InternalError              500   "Internal Error": a real fault (details only in the log)
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+__all__ = [
+    "ApiError",
+    "AuthenticationFailed",
+    "AuthenticationMissing",
+    "BadRequest",
+    "InternalError",
+    "NoMappingRuleMatched",
+    "PageNotFound",
+    "PayloadTooLarge",
+    "Unprocessable",
+    "UnsupportedMediaType",
+    "error_body",
+    "install_error_handlers",
+]
+
+_log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """An error rendered as the JSON error body with its HTTP status.
+
+    Args:
+        message: human detail placed in ``error.message``; defaults to the error name.
+    """
+
+    status_code: ClassVar[int] = 500
+    name: ClassVar[str] = "Internal Error"
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message or self.name
+        super().__init__(self.message)
+
+    def to_response(self) -> JSONResponse:
+        """The JSON response of this error."""
+        return JSONResponse(
+            error_body(self.status_code, self.name, self.message), status_code=self.status_code
+        )
+
+
+class BadRequest(ApiError):
+    status_code = 400
+    name = "Bad Request"
+
+
+class AuthenticationMissing(ApiError):
+    status_code = 403
+    name = "Authentication Parameters Missing"
+
+
+class AuthenticationFailed(ApiError):
+    status_code = 403
+    name = "Authentication Failed"
+
+
+class NoMappingRuleMatched(ApiError):
+    status_code = 404
+    name = "No Mapping Rule Matched"
+
+
+class PageNotFound(ApiError):
+    status_code = 404
+    name = "Page Not Found"
+
+
+class PayloadTooLarge(ApiError):
+    status_code = 413
+    name = "Payload Too Large"
+
+
+class UnsupportedMediaType(ApiError):
+    status_code = 415
+    name = "Unsupported Media Type"
+
+
+class Unprocessable(ApiError):
+    status_code = 422
+    name = "Unprocessable entity"
+
+
+class InternalError(ApiError):
+    status_code = 500
+    name = "Internal Error"
+
+
+def error_body(code: int, name: str, message: str) -> dict[str, Any]:
+    """The one error body shape: ``{"error": {"code", "name", "message"}}``."""
+    return {"error": {"code": code, "name": name, "message": message}}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Render ApiError, routing misses, validation errors and faults in the JSON error form."""
+    app.add_exception_handler(ApiError, _on_api_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _on_http_exception)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _on_validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _on_fault)
+
+
+async def _on_api_error(_request: Request, exc: ApiError) -> JSONResponse:
+    return exc.to_response()
+
+
+async def _on_http_exception(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    if exc.status_code in (404, 405):
+        return NoMappingRuleMatched("The call matched no known endpoint").to_response()
+    name = {400: BadRequest.name, 413: PayloadTooLarge.name}.get(exc.status_code, "Error")
+    return JSONResponse(
+        error_body(exc.status_code, name, str(exc.detail)), status_code=exc.status_code
+    )
+
+
+async def _on_validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    details = "; ".join(
+        f"{'.'.join(str(p) for p in err.get('loc', ()))}: {err.get('msg')}" for err in exc.errors()
+    )
+    return BadRequest(details or "invalid request").to_response()
+
+
+async def _on_fault(_request: Request, exc: Exception) -> JSONResponse:
+    _log.exception("unhandled error in the publishing API", exc_info=exc)
+    return InternalError("The request could not be handled").to_response()

@@ -1,0 +1,273 @@
+"""The API worker's view of the ledger: a small interface, a JSON-RPC implementation.
+
+``LedgerGateway`` is everything the worker needs from the wallet and the node. Every
+method takes a batch and answers one item per request, in order; an item is either the
+result or an ``RpcFailure`` (an error object answered by the wallet or node for that item).
+An outage (connection refused, timeout, malformed reply) raises ``GatewayUnavailable``
+for the whole call; the worker then leaves its rows as they are and tries again later.
+
+Wire calls (spec ``node-wallet-jsonrpc.md``), each batch sent as one JSON-RPC batch:
+
+==========================  ============  ==========================================
+gateway method              server        JSON-RPC methods
+==========================  ============  ==========================================
+``compose``                 wallet        ``compose-chain`` / ``compose-entry``
+``submit``                  node          ``commit-*`` / ``reveal-*`` as composed
+``height``                  node          ``heights`` -> ``directoryblockheight``
+``directory_blocks``        node          ``dblock-by-height``
+``entry_blocks``            node          ``entry-block``
+``anchors``                 node          ``anchors`` {height}
+==========================  ============  ==========================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Protocol
+
+from ledger.core.entry import Entry
+from ledger.jsonrpc.client import JsonRpcCallError, JsonRpcClient, JsonRpcTransportError
+
+__all__ = [
+    "REPEATED_COMMIT_CODE",
+    "AnchorInfo",
+    "ComposedCalls",
+    "Composition",
+    "DirectoryBlockInfo",
+    "GatewayUnavailable",
+    "JsonRpcLedgerGateway",
+    "LedgerGateway",
+    "RpcCall",
+    "RpcFailure",
+]
+
+#: Node error "Repeated Commit": an equal or better commit exists; go on to the reveal.
+REPEATED_COMMIT_CODE = -32011
+
+
+class GatewayUnavailable(Exception):
+    """The wallet or node could not be reached or answered something that is not JSON-RPC."""
+
+
+@dataclass(frozen=True)
+class RpcFailure:
+    """An error object answered for one request of a batch (not raised).
+
+    Attributes:
+        code: JSON-RPC error code (``-32011`` Repeated Commit, ...).
+        message: the error message.
+        data: the optional ``error.data``.
+    """
+
+    code: int
+    message: str
+    data: Any = None
+
+    def describe(self) -> str:
+        """One-line text for logs and the ``last_error`` column."""
+        detail = f" ({self.data})" if self.data is not None else ""
+        return f"{self.code} {self.message}{detail}"
+
+
+@dataclass(frozen=True)
+class RpcCall:
+    """A node call as composed by the wallet: ``method`` and its ``params`` object."""
+
+    method: str
+    params: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "params": self.params}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RpcCall:
+        return cls(str(data["method"]), dict(data.get("params") or {}))
+
+
+@dataclass(frozen=True)
+class Composition:
+    """One thing to compose: a new chain (``entry`` is its first entry) or an entry."""
+
+    entry: Entry
+    new_chain: bool
+
+
+@dataclass(frozen=True)
+class ComposedCalls:
+    """The commit and reveal calls the wallet composed for one ``Composition``."""
+
+    commit: RpcCall
+    reveal: RpcCall
+
+
+@dataclass(frozen=True)
+class DirectoryBlockInfo:
+    """What the worker needs of a directory block.
+
+    Attributes:
+        height: directory block height.
+        keymr: key Merkle root, 64 hex characters.
+        entry_blocks: ``(chain_id_hex, entry_block_keymr_hex)`` for every entry block listed.
+    """
+
+    height: int
+    keymr: str
+    entry_blocks: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class AnchorInfo:
+    """Anchor of one directory block in the external proof-of-work chain.
+
+    Attributes:
+        height: the directory block height anchored.
+        block_hash: hash of the external block that holds the anchor (hex).
+    """
+
+    height: int
+    block_hash: str
+
+
+class LedgerGateway(Protocol):
+    """What the worker needs from the wallet and the node; every call is one batch."""
+
+    def compose(self, items: Sequence[Composition]) -> list[ComposedCalls | RpcFailure]:
+        """Compose commit + reveal for each item (wallet ``compose-chain``/``compose-entry``)."""
+        ...
+
+    def submit(self, calls: Sequence[RpcCall]) -> list[dict[str, Any] | RpcFailure]:
+        """Send composed commit or reveal calls to the node, in order."""
+        ...
+
+    def height(self) -> int:
+        """Height of the newest complete directory block (``heights.directoryblockheight``)."""
+        ...
+
+    def directory_blocks(self, heights: Sequence[int]) -> list[DirectoryBlockInfo | RpcFailure]:
+        """Directory blocks by height (``dblock-by-height``)."""
+        ...
+
+    def entry_blocks(self, keymrs: Sequence[str]) -> list[list[str] | RpcFailure]:
+        """Entry hashes (hex, in block order) of each entry block (``entry-block``)."""
+        ...
+
+    def anchors(self, heights: Sequence[int]) -> list[AnchorInfo | None]:
+        """Proof-of-work anchor of each directory block height, ``None`` while not anchored."""
+        ...
+
+
+class JsonRpcLedgerGateway:
+    """``LedgerGateway`` over the JSON-RPC interfaces of the wallet and the node.
+
+    Args:
+        node: client of ``{node_url}`` (``/v2``).
+        wallet: client of ``{wallet_url}`` (``/v2``).
+        ec_address: public entry credit address (``EC...``) whose key the wallet holds.
+    """
+
+    def __init__(self, node: JsonRpcClient, wallet: JsonRpcClient, *, ec_address: str) -> None:
+        self._node = node
+        self._wallet = wallet
+        self._ec_address = ec_address
+
+    @classmethod
+    def from_urls(
+        cls, node_url: str, wallet_url: str, *, ec_address: str, timeout_s: float = 30.0
+    ) -> JsonRpcLedgerGateway:
+        """Build the two clients from their URLs."""
+        return cls(
+            JsonRpcClient(node_url, timeout_s=timeout_s),
+            JsonRpcClient(wallet_url, timeout_s=timeout_s),
+            ec_address=ec_address,
+        )
+
+    def close(self) -> None:
+        """Close both clients' connections."""
+        self._node.close()
+        self._wallet.close()
+
+    def compose(self, items: Sequence[Composition]) -> list[ComposedCalls | RpcFailure]:
+        calls = [self._compose_call(item) for item in items]
+        return [_map(r, _composed) for r in _batch(self._wallet, calls)]
+
+    def submit(self, calls: Sequence[RpcCall]) -> list[dict[str, Any] | RpcFailure]:
+        replies = _batch(self._node, [(c.method, c.params) for c in calls])
+        return [_map(r, lambda value: value if isinstance(value, dict) else {}) for r in replies]
+
+    def height(self) -> int:
+        (reply,) = _batch(self._node, [("heights", None)])
+        if isinstance(reply, JsonRpcCallError):
+            raise GatewayUnavailable(f"heights failed: {reply.code} {reply.message}")
+        return _int_field(reply, "directoryblockheight")
+
+    def directory_blocks(self, heights: Sequence[int]) -> list[DirectoryBlockInfo | RpcFailure]:
+        replies = _batch(self._node, [("dblock-by-height", {"height": h}) for h in heights])
+        return [_map(r, partial(_dblock, height=h)) for h, r in zip(heights, replies, strict=True)]
+
+    def entry_blocks(self, keymrs: Sequence[str]) -> list[list[str] | RpcFailure]:
+        replies = _batch(self._node, [("entry-block", {"keymr": k}) for k in keymrs])
+        return [_map(r, _entry_hashes) for r in replies]
+
+    def anchors(self, heights: Sequence[int]) -> list[AnchorInfo | None]:
+        replies = _batch(self._node, [("anchors", {"height": h}) for h in heights])
+        return [_anchor(h, r) for h, r in zip(heights, replies, strict=True)]
+
+    def _compose_call(self, item: Composition) -> tuple[str, dict[str, Any]]:
+        hex_ids = [x.hex() for x in item.entry.external_ids]
+        content = item.entry.content.hex()
+        if item.new_chain:
+            chain = {"firstentry": {"extids": hex_ids, "content": content}}
+            return "compose-chain", {"chain": chain, "ecpub": self._ec_address}
+        entry = {"chainid": item.entry.chain_id.hex(), "extids": hex_ids, "content": content}
+        return "compose-entry", {"entry": entry, "ecpub": self._ec_address}
+
+
+def _batch(client: JsonRpcClient, calls: list[tuple[str, Any]]) -> list[Any]:
+    """``client.batch`` with outages (and whole-batch refusals) as GatewayUnavailable."""
+    if not calls:
+        return []
+    try:
+        return client.batch(calls)
+    except (JsonRpcTransportError, JsonRpcCallError) as exc:
+        raise GatewayUnavailable(f"{client.url}: {exc}") from exc
+
+
+def _map(reply: Any, convert: Any) -> Any:
+    """RpcFailure for an error item, else ``convert(result)`` (a malformed result -> failure)."""
+    if isinstance(reply, JsonRpcCallError):
+        return RpcFailure(reply.code, reply.message, reply.data)
+    try:
+        return convert(reply)
+    except (KeyError, TypeError, ValueError) as exc:
+        return RpcFailure(-32603, "malformed result", f"{type(exc).__name__}: {exc}")
+
+
+def _composed(result: dict[str, Any]) -> ComposedCalls:
+    return ComposedCalls(RpcCall.from_json(result["commit"]), RpcCall.from_json(result["reveal"]))
+
+
+def _dblock(result: dict[str, Any], *, height: int) -> DirectoryBlockInfo:
+    dblock = result["dblock"]
+    pairs = tuple((str(e["chainid"]), str(e["keymr"])) for e in dblock.get("dbentries") or [])
+    return DirectoryBlockInfo(height, str(dblock["keymr"]), pairs)
+
+
+def _entry_hashes(result: dict[str, Any]) -> list[str]:
+    return [str(item["entryhash"]) for item in result.get("entrylist") or []]
+
+
+def _anchor(height: int, reply: Any) -> AnchorInfo | None:
+    if isinstance(reply, JsonRpcCallError) or not isinstance(reply, dict):
+        return None
+    pow_anchor = reply.get("anchor_pow")
+    if not isinstance(pow_anchor, dict) or not pow_anchor.get("blockhash"):
+        return None
+    return AnchorInfo(height, str(pow_anchor["blockhash"]))
+
+
+def _int_field(result: Any, name: str) -> int:
+    if not isinstance(result, dict) or not isinstance(result.get(name), int):
+        raise GatewayUnavailable(f"reply without integer {name!r}: {result!r}")
+    return int(result[name])

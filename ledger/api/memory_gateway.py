@@ -1,0 +1,219 @@
+"""An in-memory twin of the wallet + node, implementing ``LedgerGateway`` for tests.
+
+It keeps the rules the worker relies on: a commit is answered ``-32011`` Repeated Commit
+when the same entry was already committed; a reveal needs its commit; an entry reveal
+needs its chain; a directory block (``mine_block``) holds everything revealed since the
+previous block, one entry block per chain. It counts every call per JSON-RPC method name,
+and faults can be injected:
+
+* ``fail_next(method, times)``: the next batches containing ``method`` raise
+  ``GatewayUnavailable`` before doing anything (an outage).
+* ``lose_reply_next(method, times)``: those batches are carried out, then the reply is lost
+  (``GatewayUnavailable``), as when the API process dies right after sending.
+* ``refuse_compose[entry_hash_hex] = RpcFailure(...)``: the wallet refuses that item.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from ledger.api.gateway import (
+    REPEATED_COMMIT_CODE,
+    AnchorInfo,
+    ComposedCalls,
+    Composition,
+    DirectoryBlockInfo,
+    GatewayUnavailable,
+    RpcCall,
+    RpcFailure,
+)
+from ledger.core.entry import Entry
+from ledger.core.errors import LedgerFormatError
+from ledger.core.hashing import sha256
+
+__all__ = ["InMemoryLedger"]
+
+
+class InMemoryLedger:
+    """Wallet + node twin. Thread-safe.
+
+    Args:
+        start_height: height of the newest directory block at start.
+
+    Attributes:
+        calls: Counter of JSON-RPC method names called (``commit-chain``, ``heights``, ...).
+        batches: the method names of every gateway call (one list per batch), in order.
+        commits_sent / reveals_sent: Counter of entry hashes (hex) per commit / reveal sent.
+        refuse_compose: entry hash hex -> RpcFailure the wallet answers for that item.
+    """
+
+    def __init__(self, *, start_height: int = 0) -> None:
+        self._lock = threading.RLock()
+        self.calls: Counter[str] = Counter()
+        self.batches: list[list[str]] = []
+        self.commits_sent: Counter[str] = Counter()
+        self.reveals_sent: Counter[str] = Counter()
+        self.refuse_compose: dict[str, RpcFailure] = {}
+        self._height = start_height
+        self._committed: set[str] = set()
+        self._revealed: dict[str, Entry] = {}
+        self._chains: set[str] = set()
+        self._unblocked: list[Entry] = []
+        self._dblocks: dict[int, DirectoryBlockInfo] = {}
+        self._eblocks: dict[str, list[str]] = {}
+        self._anchors: dict[int, str] = {}
+        self._fail: Counter[str] = Counter()
+        self._lose: Counter[str] = Counter()
+
+    # -- fault injection and block production -------------------------------------------
+
+    def fail_next(self, method: str, times: int = 1) -> None:
+        """Make the next ``times`` batches that contain ``method`` fail as an outage."""
+        with self._lock:
+            self._fail[method] += times
+
+    def lose_reply_next(self, method: str, times: int = 1) -> None:
+        """Carry out the next ``times`` batches containing ``method``, then lose the reply."""
+        with self._lock:
+            self._lose[method] += times
+
+    def mine_block(self) -> DirectoryBlockInfo:
+        """Close a directory block holding every entry revealed since the previous one."""
+        with self._lock:
+            self._height += 1
+            by_chain: dict[str, list[str]] = {}
+            for entry in self._unblocked:
+                by_chain.setdefault(entry.chain_id.hex(), []).append(entry.hash().hex())
+            self._unblocked = []
+            pairs = []
+            for chain_id, hashes in by_chain.items():
+                keymr = _digest("eblock", self._height, chain_id)
+                self._eblocks[keymr] = hashes
+                pairs.append((chain_id, keymr))
+            block = DirectoryBlockInfo(self._height, _digest("dblock", self._height), tuple(pairs))
+            self._dblocks[self._height] = block
+            return block
+
+    def anchor_block(self, height: int, block_hash: str | None = None) -> str:
+        """Record a proof-of-work anchor for directory block ``height``; returns its hash."""
+        with self._lock:
+            self._anchors[height] = block_hash or _digest("anchor", height)
+            return self._anchors[height]
+
+    def is_revealed(self, entry_hash_hex: str) -> bool:
+        with self._lock:
+            return entry_hash_hex in self._revealed
+
+    # -- LedgerGateway ------------------------------------------------------------------
+
+    def compose(self, items: Sequence[Composition]) -> list[ComposedCalls | RpcFailure]:
+        methods = ["compose-chain" if i.new_chain else "compose-entry" for i in items]
+        with self._lock:
+            self._enter(methods)
+            return self._finish(methods, [self._compose_one(i) for i in items])
+
+    def submit(self, calls: Sequence[RpcCall]) -> list[dict[str, Any] | RpcFailure]:
+        methods = [c.method for c in calls]
+        with self._lock:
+            self._enter(methods)
+            return self._finish(methods, [self._submit_one(c) for c in calls])
+
+    def height(self) -> int:
+        with self._lock:
+            self._enter(["heights"])
+            return self._finish(["heights"], self._height)
+
+    def directory_blocks(self, heights: Sequence[int]) -> list[DirectoryBlockInfo | RpcFailure]:
+        methods = ["dblock-by-height"] * len(heights)
+        with self._lock:
+            self._enter(methods)
+            blocks = [
+                self._dblocks.get(h) or RpcFailure(-32008, "Block not found") for h in heights
+            ]
+            return self._finish(methods, blocks)
+
+    def entry_blocks(self, keymrs: Sequence[str]) -> list[list[str] | RpcFailure]:
+        methods = ["entry-block"] * len(keymrs)
+        with self._lock:
+            self._enter(methods)
+            found = [self._eblocks.get(k) for k in keymrs]
+            lists = [
+                list(f) if f is not None else RpcFailure(-32008, "Block not found") for f in found
+            ]
+            return self._finish(methods, lists)
+
+    def anchors(self, heights: Sequence[int]) -> list[AnchorInfo | None]:
+        methods = ["anchors"] * len(heights)
+        with self._lock:
+            self._enter(methods)
+            infos = [
+                AnchorInfo(h, self._anchors[h]) if h in self._anchors else None for h in heights
+            ]
+            return self._finish(methods, infos)
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _enter(self, methods: list[str]) -> None:
+        for method in set(methods):
+            if self._fail[method] > 0:
+                self._fail[method] -= 1
+                raise GatewayUnavailable(f"injected outage on {method}")
+        self.calls.update(methods)
+        self.batches.append(list(methods))
+
+    def _finish(self, methods: list[str], result: Any) -> Any:
+        for method in set(methods):
+            if self._lose[method] > 0:
+                self._lose[method] -= 1
+                raise GatewayUnavailable(f"injected lost reply on {method}")
+        return result
+
+    def _compose_one(self, item: Composition) -> ComposedCalls | RpcFailure:
+        entry_hash = item.entry.hash().hex()
+        if entry_hash in self.refuse_compose:
+            return self.refuse_compose[entry_hash]
+        kind = "chain" if item.new_chain else "entry"
+        commit = RpcCall(f"commit-{kind}", {"message": entry_hash})
+        reveal = RpcCall(f"reveal-{kind}", {"entry": item.entry.to_hex()})
+        return ComposedCalls(commit, reveal)
+
+    def _submit_one(self, call: RpcCall) -> dict[str, Any] | RpcFailure:
+        if call.method in ("commit-chain", "commit-entry"):
+            return self._commit(str(call.params.get("message", "")))
+        if call.method in ("reveal-chain", "reveal-entry"):
+            return self._reveal(call.method, str(call.params.get("entry", "")))
+        return RpcFailure(-32601, "Method not found")
+
+    def _commit(self, entry_hash: str) -> dict[str, Any] | RpcFailure:
+        self.commits_sent[entry_hash] += 1
+        if entry_hash in self._committed:
+            data = {"info": "A commit with equal or greater payment already exists"}
+            return RpcFailure(
+                REPEATED_COMMIT_CODE, "Repeated Commit", {**data, "entryhash": entry_hash}
+            )
+        self._committed.add(entry_hash)
+        return {"message": "Entry Commit Success", "entryhash": entry_hash}
+
+    def _reveal(self, method: str, entry_hex: str) -> dict[str, Any] | RpcFailure:
+        try:
+            entry = Entry.from_hex(entry_hex)
+        except LedgerFormatError as exc:
+            return RpcFailure(-32602, "Invalid params", str(exc))
+        entry_hash, chain_id = entry.hash().hex(), entry.chain_id.hex()
+        self.reveals_sent[entry_hash] += 1
+        if entry_hash not in self._committed:
+            return RpcFailure(-32602, "Invalid params", "no commit for this entry")
+        if method == "reveal-entry" and chain_id not in self._chains:
+            return RpcFailure(-32602, "Invalid params", "chain not found")
+        if entry_hash not in self._revealed:
+            self._revealed[entry_hash] = entry
+            self._unblocked.append(entry)
+            self._chains.add(chain_id)
+        return {"message": "Entry Reveal Success", "entryhash": entry_hash, "chainid": chain_id}
+
+
+def _digest(*parts: object) -> str:
+    return sha256("/".join(str(p) for p in parts).encode()).hex()

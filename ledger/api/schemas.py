@@ -1,0 +1,150 @@
+"""Request and response bodies of the REST interface (spec "Resources and their fields").
+
+Every ``external_ids`` value and every ``content`` is Base64 on the wire, both ways.
+Chain and Entry responses carry extra fields beyond the spec: ``stage``, ``created_at``
+(ISO 8601 UTC), ``dblock_keymr`` and ``dblock_height`` (``null`` until the entry is in a
+directory block). List responses add ``count`` (total), ``offset`` and ``limit``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AllInfo",
+    "ChainAccepted",
+    "ChainCreate",
+    "ChainLink",
+    "ChainList",
+    "ChainPublic",
+    "EntryAccepted",
+    "EntryCreate",
+    "EntryLink",
+    "EntryList",
+    "EntryPublic",
+    "ExternalIds",
+]
+
+StageName = Literal["multi_az", "ledger", "anchor"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+
+class EntryCreate(_Request):
+    """Body of operation 6 (and base of ChainCreate); every field optional.
+
+    Absent or ``null`` ``external_ids``/``content`` mean empty. ``callback_stages`` absent
+    or ``null`` with a ``callback_url`` means ``["ledger", "anchor"]``; ``[]`` means none.
+    """
+
+    external_ids: list[str] | None = None
+    content: str | None = None
+    callback_url: str | None = None
+    callback_stages: list[StageName] | None = None
+
+
+class ChainCreate(EntryCreate):
+    """Body of operation 2: ``external_ids`` and ``content`` make the chain's first entry."""
+
+
+class ExternalIds(_Request):
+    """Body of operations 4 and 10: values to match (Base64), at least one."""
+
+    external_ids: list[str] = Field(min_length=1)
+
+
+class ChainLinks(BaseModel):
+    entries: str
+    first: str
+    last: str
+
+
+class ChainPublic(BaseModel):
+    """A chain (operations 4 and 5); stage fields are those of its first entry."""
+
+    chain_id: str
+    external_ids: list[str]
+    links: ChainLinks
+    stage: str
+    created_at: str
+    dblock_keymr: str | None = None
+    dblock_height: int | None = None
+
+
+class ChainLinkLinks(BaseModel):
+    chain: str
+
+
+class ChainLink(BaseModel):
+    chain_id: str
+    links: ChainLinkLinks
+
+
+class ChainList(BaseModel):
+    items: list[ChainLink]
+    count: int
+    offset: int
+    limit: int
+
+
+class EntryLinks(BaseModel):
+    chain: str
+
+
+class EntryPublic(BaseModel):
+    """An entry (operations 8 to 11)."""
+
+    entry_hash: str
+    chain_id: str
+    external_ids: list[str]
+    content: str
+    links: EntryLinks
+    stage: str
+    created_at: str
+    dblock_keymr: str | None = None
+    dblock_height: int | None = None
+
+
+class EntryLinkLinks(BaseModel):
+    entry: str
+
+
+class EntryLink(BaseModel):
+    entry_hash: str
+    links: EntryLinkLinks
+
+
+class EntryList(BaseModel):
+    items: list[EntryLink]
+    count: int
+    offset: int
+    limit: int
+
+
+class AllInfoLinks(BaseModel):
+    chains: str
+
+
+class AllInfo(BaseModel):
+    api_version: str
+    links: AllInfoLinks
+
+
+class ChainAccepted(BaseModel):
+    """Answer of operation 2 (HTTP 202): ``chain_id`` plus the first entry's hash and stage."""
+
+    chain_id: str
+    entry_hash: str
+    stage: str
+
+
+class EntryAccepted(BaseModel):
+    """Answer of operation 6 (HTTP 202): ``entry_hash`` plus ``chain_id`` and stage."""
+
+    entry_hash: str
+    chain_id: str
+    stage: str

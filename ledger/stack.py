@@ -1,0 +1,242 @@
+"""The bundled development stack: node, wallet and publishing API in one process.
+
+``Stack.prepare()`` lays out the data folder (``node/``, ``wallet/``, ``api/``), imports
+the well-known development keys into the wallet (``ledger.devnet``) and makes sure an API
+account exists whose key is kept in ``<data_dir>/api-key`` (file mode 0600; the API itself
+stores only its hash). ``Stack.serve()`` runs the three services on loopback until told
+to stop. Every service binds ``host`` (127.0.0.1 unless told otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import uvicorn
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ledger import devnet
+from ledger.api.accounts import create_account, verify_key
+from ledger.api.app import create_app as create_api_app
+from ledger.api.db import Database
+from ledger.api.settings import ApiSettings
+from ledger.node.app import create_app as create_node_app
+from ledger.node.settings import NodeSettings
+from ledger.wallet.app import create_app as create_wallet_app
+from ledger.wallet.settings import WalletSettings
+
+
+class StackSettings(BaseSettings):
+    """Settings of the bundled stack (environment prefix ``NOTARY_STACK_``).
+
+    ``block_time_s`` is the directory block period of the development network (short, so
+    that the whole pipeline completes in seconds; a real network uses 600 s).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="NOTARY_STACK_", extra="ignore")
+
+    data_dir: Path = Path(".notary")
+    host: str = "127.0.0.1"
+    node_port: int = 8088
+    wallet_port: int = 8089
+    api_port: int = 8090
+    block_time_s: float = Field(default=2.0, gt=0)
+    sqlite_synchronous: str = "FULL"
+
+    def url(self, port: int, path: str) -> str:
+        return f"http://{self.host}:{port}{path}"
+
+    @property
+    def node_url(self) -> str:
+        return self.url(self.node_port, "/v2")
+
+    @property
+    def wallet_url(self) -> str:
+        return self.url(self.wallet_port, "/v2")
+
+    @property
+    def api_url(self) -> str:
+        return self.url(self.api_port, "/v1")
+
+
+class _QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to the stack (three share one loop)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@dataclass
+class Stack:
+    """The three services of the development network, configured from ``StackSettings``."""
+
+    settings: StackSettings
+
+    def node_settings(self) -> NodeSettings:
+        s = self.settings
+        return NodeSettings(
+            host=s.host,
+            port=s.node_port,
+            data_dir=s.data_dir / "node",
+            block_time_s=s.block_time_s,
+            sqlite_synchronous=s.sqlite_synchronous,
+        )
+
+    def wallet_settings(self) -> WalletSettings:
+        s = self.settings
+        secrets = [SecretStr(devnet.DEV_EC_SECRET), SecretStr(devnet.DEV_FCT_SECRET)]
+        return WalletSettings(
+            host=s.host,
+            port=s.wallet_port,
+            data_dir=s.data_dir / "wallet",
+            node_url=s.node_url,
+            import_secrets=secrets,
+        )
+
+    def api_settings(self) -> ApiSettings:
+        s = self.settings
+        return ApiSettings(
+            host=s.host,
+            port=s.api_port,
+            data_dir=s.data_dir / "api",
+            node_url=s.node_url,
+            wallet_url=s.wallet_url,
+            ec_address=devnet.DEV_EC_ADDRESS,
+            worker_poll_interval_s=min(0.5, s.block_time_s / 10),
+            callback_allowed_hosts=["127.0.0.0/8", "::1"],
+            public_base_url=s.url(s.api_port, ""),
+        )
+
+    @property
+    def api_key_file(self) -> Path:
+        return self.settings.data_dir / "api-key"
+
+    def prepare(self) -> str:
+        """Create the data folders and the development API account; return its key."""
+        for sub in ("node", "wallet", "api"):
+            (self.settings.data_dir / sub).mkdir(parents=True, exist_ok=True)
+        api = self.api_settings()
+        db = Database(api.resolved_database_url())
+        try:
+            db.create_schema()
+            return self._ensure_key(db)
+        finally:
+            db.dispose()
+
+    def _ensure_key(self, db: Database) -> str:
+        path = self.api_key_file
+        if path.exists():
+            key = path.read_text().strip()
+            with db.read() as session:
+                if verify_key(session, key) is not None:
+                    return key
+        with db.write() as session:
+            _account, key = create_account(session, "development")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(key + "\n")
+        return key
+
+    def servers(self) -> list[uvicorn.Server]:
+        """One uvicorn server per service (node first: the others call it)."""
+        s = self.settings
+        apps = [
+            (create_node_app(self.node_settings()), s.node_port),
+            (create_wallet_app(self.wallet_settings()), s.wallet_port),
+            (create_api_app(self.api_settings()), s.api_port),
+        ]
+        return [
+            _QuietServer(
+                uvicorn.Config(app, host=s.host, port=port, log_level="warning", lifespan="on")
+            )
+            for app, port in apps
+        ]
+
+    async def serve(self, stop: asyncio.Event, *, ready: threading.Event | None = None) -> None:
+        """Run the services until ``stop`` is set; ``ready`` is set once all three answer."""
+        servers = self.servers()
+        tasks = [asyncio.create_task(server.serve()) for server in servers]
+        try:
+            await self._wait_started(servers, tasks)
+            if ready is not None:
+                ready.set()
+            stopper = asyncio.create_task(stop.wait())
+            await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            stopper.cancel()
+        finally:
+            for server in reversed(servers):
+                server.should_exit = True
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _wait_started(self, servers: list[uvicorn.Server], tasks: list[asyncio.Task[None]]) -> None:
+        while not all(server.started for server in servers):
+            failed = [t for t in tasks if t.done()]
+            if failed:
+                failed[0].result()
+                raise RuntimeError("a service stopped during start-up (is its port in use?)")
+            await asyncio.sleep(0.02)
+
+
+class StackThread:
+    """The stack running in a background thread (for ``notary demo`` and tests)."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="notary-stack", daemon=True)
+
+    def _main(self) -> None:
+        async def run() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            await self.stack.serve(self._stop, ready=self._ready)
+
+        try:
+            asyncio.run(run())
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+            self._ready.set()
+
+    def start(self, *, timeout_s: float = 60.0) -> None:
+        """Start the services and wait until they answer.
+
+        Raises:
+            RuntimeError: a service failed to start (the cause is chained).
+        """
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise RuntimeError("the stack did not start in time")
+        if self._error is not None:
+            raise RuntimeError(f"the stack failed to start: {self._error}") from self._error
+        wait_until_healthy(self.stack.settings)
+
+    def stop(self, *, timeout_s: float = 30.0) -> None:
+        """Stop the services and wait for the thread to end."""
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout_s)
+
+
+def wait_until_healthy(settings: StackSettings, *, timeout_s: float = 30.0) -> None:
+    """Wait until the node answers ``heights`` (the wallet and API start after it)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "heights"}
+    with httpx.Client(timeout=2.0) as client:
+        for _ in range(int(timeout_s / 0.05)):
+            try:
+                if client.post(settings.node_url, json=body).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            threading.Event().wait(0.05)
+    raise RuntimeError(f"the node at {settings.node_url} did not answer")

@@ -326,8 +326,11 @@ class AuditStore:
         stage_from: Stage = "pending",
         collection: str | None = None,
         limit: int = 1000,
+        after_id: int = 0,
     ) -> list[NotarizationRow]:
         """Notarizations needing stage work: stage in ``[stage_from, stage_below)``.
+
+        ``after_id`` pages through the rows: only ids greater than it are returned.
 
         Example: ``pending(stage_below="published")`` are rows to publish;
         ``pending(stage_from="published", stage_below="ledger")`` are rows waiting for a
@@ -335,7 +338,9 @@ class AuditStore:
         """
         start, end = STAGE_ORDER.index(stage_from), STAGE_ORDER.index(stage_below)
         stages = list(STAGE_ORDER[start:end])
-        query = _row_query().where(_notarizations.c.stage.in_(stages))
+        query = _row_query().where(
+            _notarizations.c.stage.in_(stages), _notarizations.c.id > after_id
+        )
         if collection is not None:
             query = query.where(_notarizations.c.collection == collection)
         with self._engine.connect() as conn:

@@ -172,9 +172,10 @@ class Stack:
             await asyncio.wait([stopper, *tasks], return_when=asyncio.FIRST_COMPLETED)
             stopper.cancel()
         finally:
-            for server in reversed(servers):
+            # API first, node last: the API's worker and the wallet call the node.
+            for server, task in reversed(list(zip(servers, tasks, strict=True))):
                 server.should_exit = True
-            await asyncio.gather(*tasks, return_exceptions=True)
+                await asyncio.gather(task, return_exceptions=True)
 
     async def _wait_started(self, servers: list[uvicorn.Server], tasks: list[asyncio.Task[None]]) -> None:
         while not all(server.started for server in servers):

@@ -1,0 +1,187 @@
+"""The ``notary`` command line.
+
+Exit codes scripts can rely on: 0 success; 1 the run finished with documents that failed
+or are still waiting; 2 bad usage or configuration; 3 a service could not be reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flows.settings import MissingApiKey, PipelineSettings, quiet_prefect_defaults
+
+app = typer.Typer(
+    name="notary",
+    help="Notarize files on a Factom-compatible ledger and keep verified receipts in an SQL audit store.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+
+DataDir = Annotated[
+    Path, typer.Option("--data-dir", envvar="NOTARY_DATA_DIR", help="Folder of all local data.")
+]
+BlockTime = Annotated[
+    float,
+    typer.Option("--block-time", min=0.1, help="Directory block period of the bundled network, seconds."),
+]
+
+
+def _stack(data_dir: Path, block_time: float, host: str = "127.0.0.1") -> Any:
+    from ledger.stack import Stack, StackSettings
+
+    return Stack(StackSettings(data_dir=data_dir, block_time_s=block_time, host=host))
+
+
+@app.command()
+def up(
+    data_dir: DataDir = Path(".notary"),
+    block_time: BlockTime = 2.0,
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
+) -> None:
+    """Run the bundled node (8088), wallet (8089) and publishing API (8090) until Ctrl-C."""
+    stack = _stack(data_dir, block_time, host)
+    key = stack.prepare()
+    s = stack.settings
+    console.print(f"node    {s.node_url}\nwallet  {s.wallet_url}\napi     {s.api_url}")
+    console.print(f"API key in {stack.api_key_file} ({key[:6]}…); block time {block_time} s")
+    console.print("Ctrl-C stops the services.")
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stack.serve(stop)
+
+    try:
+        asyncio.run(run())
+    except RuntimeError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_UNREACHABLE) from exc
+    console.print("stopped")
+
+
+@app.command()
+def notarize(
+    folder: Annotated[Path, typer.Argument(help="Folder to notarize (recursive).")],
+    collection: Annotated[
+        str | None, typer.Option(help="Collection (one chain); default: the folder's path.")
+    ] = None,
+    data_dir: DataDir = Path(".notary"),
+    no_wait: Annotated[bool, typer.Option("--no-wait", help="Do not wait for the ledger stage.")] = False,
+) -> None:
+    """Notarize FOLDER through running services (start them with `notary up`)."""
+    settings = PipelineSettings(data_dir=data_dir)
+    summary = _run_flow(folder, collection, settings, wait=not no_wait)
+    raise typer.Exit(_exit_code(summary))
+
+
+@app.command()
+def demo(
+    folder: Annotated[Path, typer.Argument(help="Folder to notarize.")] = Path("/usr/share/doc"),
+    data_dir: DataDir = Path(".notary"),
+    block_time: BlockTime = 2.0,
+) -> None:
+    """Start the bundled stack, notarize FOLDER end to end, print a summary, stop."""
+    from ledger.stack import StackThread
+
+    stack = _stack(data_dir, block_time)
+    stack.prepare()
+    thread = StackThread(stack)
+    console.print(f"starting node, wallet and publishing API (block time {block_time} s)…")
+    try:
+        thread.start()
+    except RuntimeError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_UNREACHABLE) from exc
+    try:
+        s = stack.settings
+        settings = PipelineSettings(data_dir=data_dir, api_url=s.api_url, node_url=s.node_url)
+        summary = _run_flow(folder, None, settings, wait=True)
+    finally:
+        thread.stop()
+    raise typer.Exit(_exit_code(summary))
+
+
+def _run_flow(folder: Path, collection: str | None, settings: PipelineSettings, *, wait: bool) -> dict[str, Any]:
+    if not folder.is_dir():
+        err.print(f"[red]error:[/red] {folder} is not a folder")
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        settings.resolve_api_key()
+    except MissingApiKey as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_USAGE) from exc
+    quiet_prefect_defaults(settings.data_dir)
+    from connectors.errors import ConnectorError
+    from flows.notarize_folder import notarize_folder
+    from flows.progress import watch_collection
+
+    name = collection or str(folder.resolve())
+    start = time.perf_counter()
+    try:
+        with watch_collection(settings.audit_url, name, console=console):
+            summary = notarize_folder(str(folder), name, settings, wait)
+    except ConnectorError as exc:
+        err.print(f"[red]error:[/red] {exc}\nAre the services running? Start them with `notary up`.")
+        raise typer.Exit(EXIT_UNREACHABLE) from exc
+    summary["wall_seconds"] = round(time.perf_counter() - start, 2)
+    _print_summary(summary)
+    return summary
+
+
+def _exit_code(summary: dict[str, Any]) -> int:
+    incomplete = summary["publish_failed"] or summary["still_waiting"] or summary["receipts_rejected"]
+    return EXIT_INCOMPLETE if incomplete else EXIT_OK
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    table = Table(title=f"Notarization of {s['folder']}", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value", justify="right")
+    rows = [
+        ("files seen", s["files_seen"]),
+        ("bytes hashed", f"{s['bytes_hashed']:,}"),
+        ("skipped (already notarized)", s["skipped_known"]),
+        ("published now", s["published"]),
+        ("in a directory block", s["reached_ledger"]),
+        ("receipts verified", s["receipts_verified"]),
+        ("still waiting", s["still_waiting"]),
+        ("failed", s["publish_failed"] + s["hash_errors"] + s["receipts_rejected"]),
+    ]
+    for label, value in rows:
+        table.add_row(label, str(value))
+    for stage, seconds in s["stage_seconds"].items():
+        table.add_row(f"time: {stage}", f"{seconds:.2f} s")
+    table.add_row("time: total", f"{s.get('wall_seconds', 0):.2f} s")
+    console.print(table)
+    if s["queued"] == 0 and s["files_seen"]:
+        console.print("Nothing new to publish: every file is already notarized in this collection.")
+    for message in s["errors"][:10]:
+        err.print(f"[yellow]note:[/yellow] {message}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

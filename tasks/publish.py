@@ -1,0 +1,152 @@
+"""Publishing documents through the publishing API (plain functions; no Prefect here).
+
+Idempotency: every document's entry is computed locally (``tasks.documents``), so its
+entry hash is known before the POST. Rows left at ``pending`` by an interrupted run are
+first looked up by that hash and only posted if the API does not have them yet; the audit
+store's unique (chain, SHA-256) constraint stops a document being queued twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from connectors.audit_store import AuditStore, NotarizationRow
+from connectors.errors import ConnectorError
+from connectors.publishing import NewEntry, PublishingClient
+from tasks.documents import EntryTooLarge, LedgerEntry, collection_chain, document_entry
+
+
+class ChainMismatch(RuntimeError):
+    """The API returned a chain ID other than the one computed from the external IDs."""
+
+
+@dataclass
+class PublishOutcome:
+    """Counts of one publish batch; ``errors`` holds up to 20 messages for the run record."""
+
+    published: int = 0
+    already_accepted: int = 0
+    retryable_errors: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, other: PublishOutcome) -> None:
+        self.published += other.published
+        self.already_accepted += other.already_accepted
+        self.retryable_errors += other.retryable_errors
+        self.failed += other.failed
+        self.errors.extend(other.errors[: max(0, 20 - len(self.errors))])
+
+
+def ensure_collection_chain(client: PublishingClient, name: str) -> str:
+    """Create the chain of collection ``name`` unless it exists; return its hex chain ID.
+
+    Raises:
+        ChainMismatch: the API computed a different chain ID (an incompatible service).
+        ConnectorError: the API could not be reached or refused the request.
+    """
+    chain = collection_chain(name)
+    if client.get_chain(chain.chain_id) is not None:
+        return chain.chain_id
+    got = client.create_chain(list(chain.external_ids), chain.content)
+    if got != chain.chain_id:
+        raise ChainMismatch(f"API created chain {got}, expected {chain.chain_id}")
+    return chain.chain_id
+
+
+def publish_rows(
+    store: AuditStore,
+    client: PublishingClient,
+    rows: Sequence[NotarizationRow],
+    *,
+    recheck_ids: frozenset[int] = frozenset(),
+    concurrency: int = 8,
+) -> PublishOutcome:
+    """Post the entries of ``rows`` (all in ``pending``) and record the outcome.
+
+    Args:
+        store: the audit store.
+        client: publishing API client.
+        rows: notarizations to publish.
+        recheck_ids: ids of rows an earlier run may already have posted: looked up first.
+        concurrency: simultaneous POSTs.
+
+    Returns:
+        the batch's counts. Entries answered 202 move to ``published`` then ``multi_az``
+        (the API answers 202 only once the write is durable in its database).
+    """
+    outcome = PublishOutcome()
+    entries: dict[int, LedgerEntry] = {}
+    fatal: dict[int, str] = {}
+    for row in rows:
+        try:
+            entries[row.id] = document_entry(
+                row.chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path
+            )
+        except EntryTooLarge as exc:
+            fatal[row.id] = str(exc)
+    accepted = _already_accepted(client, entries, recheck_ids)
+    outcome.already_accepted = len(accepted)
+    retry: dict[int, str] = {}
+    todo = [rid for rid in entries if rid not in accepted]
+    by_chain: dict[str, list[int]] = {}
+    for rid in todo:
+        by_chain.setdefault(entries[rid].chain_id, []).append(rid)
+    for chain_id, ids in by_chain.items():
+        posts = [NewEntry(entries[i].external_ids, entries[i].content) for i in ids]
+        results = client.create_entries(chain_id, posts, concurrency=concurrency)
+        for rid, result in zip(ids, results, strict=True):
+            _classify(rid, result, entries[rid], accepted=accepted, retry=retry, fatal=fatal)
+    _record(store, accepted, retry=retry, fatal=fatal)
+    outcome.published = len(accepted) - outcome.already_accepted
+    outcome.retryable_errors, outcome.failed = len(retry), len(fatal)
+    outcome.errors = list({*retry.values(), *fatal.values()})[:20]
+    return outcome
+
+
+def _already_accepted(
+    client: PublishingClient, entries: dict[int, LedgerEntry], recheck_ids: frozenset[int]
+) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for rid in recheck_ids & entries.keys():
+        entry = entries[rid]
+        try:
+            if client.get_entry(entry.chain_id, entry.entry_hash) is not None:
+                found[rid] = entry.entry_hash
+        except ConnectorError:
+            continue  # post it again below; a duplicate reveal only costs credits
+    return found
+
+
+def _classify(
+    rid: int,
+    result: object,
+    entry: LedgerEntry,
+    *,
+    accepted: dict[int, str],
+    retry: dict[int, str],
+    fatal: dict[int, str],
+) -> None:
+    error = getattr(result, "error", None)
+    got = getattr(result, "entry_hash", None)
+    if error is None and got == entry.entry_hash:
+        accepted[rid] = entry.entry_hash
+    elif error is None:
+        fatal[rid] = f"API returned entry hash {got}, expected {entry.entry_hash}"
+    elif getattr(error, "retryable", False):
+        retry[rid] = str(error)
+    else:
+        fatal[rid] = str(error)
+
+
+def _record(
+    store: AuditStore, accepted: dict[int, str], *, retry: dict[int, str], fatal: dict[int, str]
+) -> None:
+    if accepted:
+        store.mark_published(accepted)
+        store.mark_stage(accepted.values(), "multi_az")
+    if retry:
+        store.mark_failed(retry, retryable=True)
+    if fatal:
+        store.mark_failed(fatal, retryable=False)

@@ -1,0 +1,103 @@
+"""Prefect tasks of the pipeline: thin wrappers over the plain functions of ``tasks``.
+
+Each task handles a batch (hundreds of documents): a Prefect task run costs milliseconds,
+so one run per document would bound throughput. Clients and the audit store are passed in
+(never created here) and no task caches its result (``NO_CACHE``): the audit store, not
+Prefect, is the record of what has been done. Retries are declared only on steps that are
+safe to repeat (every step here is idempotent by document hash or entry hash).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from connectors.audit_store import AuditStore, DocumentIn, NewNotarization, NotarizationRow
+from connectors.folder_source import ScanEntry
+from connectors.node import NodeClient
+from connectors.publishing import PublishingClient
+from tasks.hashing import HashResult, hash_files
+from tasks.ledger_stage import SweepOutcome, sweep_ledger
+from tasks.publish import PublishOutcome, publish_rows
+
+
+class StagePending(RuntimeError):
+    """Some entries have not reached the stage yet; raised so that Prefect retries."""
+
+
+@task(name="hash-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
+def hash_batch(entries: Sequence[ScanEntry], *, workers: int) -> list[HashResult]:
+    """Stream SHA-256 of every file of the batch (threads; errors captured per file)."""
+    return hash_files([e.absolute_path for e in entries], max_workers=workers)
+
+
+@task(name="record-documents", cache_policy=NO_CACHE, retries=3, retry_delay_seconds=1)
+def record_documents(
+    store: AuditStore,
+    *,
+    source: str,
+    collection: str,
+    chain_id: str,
+    docs: Sequence[DocumentIn],
+) -> tuple[list[int], int]:
+    """Record the documents and queue the ones this chain has not notarized.
+
+    Returns:
+        ``(ids of new notarizations, how many were skipped as already notarized)``.
+    """
+    doc_ids = store.upsert_documents(source, docs)
+    known = store.known_hashes(chain_id, [d.sha256 for d in docs])
+    queued: dict[str, NewNotarization] = {}
+    for doc_id, doc in zip(doc_ids, docs, strict=True):
+        if doc.sha256 not in known and doc.sha256 not in queued:
+            queued[doc.sha256] = NewNotarization(doc_id, collection, chain_id, doc.sha256)
+    new_ids = store.add_notarizations(list(queued.values()))
+    return new_ids, len(docs) - len(queued)
+
+
+@task(name="publish-batch", cache_policy=NO_CACHE, retries=3, retry_delay_seconds=[1, 4, 15])
+def publish_batch(
+    store: AuditStore,
+    client: PublishingClient,
+    rows: Sequence[NotarizationRow],
+    *,
+    recheck_ids: frozenset[int],
+    concurrency: int,
+) -> PublishOutcome:
+    """Publish a batch of pending notarizations (see ``tasks.publish.publish_rows``)."""
+    return publish_rows(store, client, rows, recheck_ids=recheck_ids, concurrency=concurrency)
+
+
+@task(name="sweep-ledger", cache_policy=NO_CACHE)
+def sweep_ledger_once(
+    store: AuditStore, node: NodeClient, *, collection: str | None
+) -> SweepOutcome:
+    """One sweep of the ``ledger`` stage (no retry: the flow decides when to sweep again)."""
+    return sweep_ledger(store, node, collection=collection)
+
+
+@task(name="wait-for-ledger", cache_policy=NO_CACHE)
+def wait_for_ledger(store: AuditStore, node: NodeClient, *, collection: str | None) -> SweepOutcome:
+    """Sweep the ``ledger`` stage; raise ``StagePending`` while entries still wait.
+
+    Declared without retries: the flow sets ``retries`` and the back-off delays from the
+    configured waiting time (``with_options``), so Prefect re-runs the sweep.
+    """
+    outcome = sweep_ledger(store, node, collection=collection)
+    if outcome.waiting:
+        raise StagePending(f"{outcome.waiting} entries are not in a directory block yet")
+    return outcome
+
+
+def backoff_delays(total_s: float, *, first_s: float = 0.5, cap_s: float = 15.0) -> list[float]:
+    """Exponential delays (doubling from ``first_s``, at most ``cap_s``) summing to ``total_s``."""
+    delays: list[float] = []
+    delay, spent = first_s, 0.0
+    while spent < total_s:
+        step = min(delay, cap_s, total_s - spent)
+        delays.append(round(step, 3))
+        spent += step
+        delay *= 2
+    return delays

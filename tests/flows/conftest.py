@@ -1,0 +1,54 @@
+"""Fixtures for flow tests: the real bundled stack on free loopback ports, a Prefect harness."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flows.settings import PipelineSettings
+from ledger.stack import Stack, StackSettings, StackThread
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    settings = StackSettings(
+        data_dir=tmp_path / "data",
+        node_port=free_port(),
+        wallet_port=free_port(),
+        api_port=free_port(),
+        block_time_s=0.5,
+        sqlite_synchronous="NORMAL",
+    )
+    stack = Stack(settings)
+    stack.prepare()
+    thread = StackThread(stack)
+    thread.start()
+    try:
+        yield stack
+    finally:
+        thread.stop()
+
+
+@pytest.fixture
+def pipeline_settings(stack: Stack) -> PipelineSettings:
+    s = stack.settings
+    return PipelineSettings(
+        data_dir=s.data_dir, api_url=s.api_url, node_url=s.node_url, batch_size=7, ledger_wait_s=60
+    )

@@ -1,0 +1,74 @@
+"""End to end: a folder notarized through the real node, wallet and publishing API."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from connectors.audit_store import AuditStore
+from connectors.node import NodeClient
+from flows.notarize_folder import notarize_folder
+from flows.settings import PipelineSettings
+from ledger.core.receipt import Receipt, verify_receipt
+from tasks.documents import collection_chain_id, document_entry
+
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
+
+
+def make_files(root: Path, count: int) -> dict[str, bytes]:
+    files = {}
+    for i in range(count):
+        rel = f"sub{i % 3}/file-{i}.txt"
+        data = f"document {i}\n".encode() * (i + 1)
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+        files[rel] = data
+    (root / ".hidden").write_text("ignored")
+    (root / "partial.part").write_text("ignored")
+    return files
+
+
+def test_folder_is_notarized_with_verified_receipts_and_rerun_publishes_nothing(
+    tmp_path: Path, pipeline_settings: PipelineSettings
+) -> None:
+    folder = tmp_path / "docs"
+    files = make_files(folder, 20)
+    summary = notarize_folder(str(folder), "e2e", pipeline_settings, True)
+
+    assert summary["files_seen"] == 20
+    assert summary["published"] == 20
+    assert summary["receipts_verified"] == 20
+    assert summary["still_waiting"] == 0
+    chain_id = collection_chain_id("e2e")
+    store = AuditStore(pipeline_settings.audit_url)
+    proofs = store.proofs(collection="e2e")
+    assert len(proofs) == 20
+    node = NodeClient(pipeline_settings.node_url)
+    for proof in proofs:
+        row = proof.notarization
+        assert row.sha256 == hashlib.sha256(files[row.path]).hexdigest()
+        assert row.chain_id == chain_id and row.stage == "ledger"
+        expected = document_entry(chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path)
+        assert row.entry_hash == expected.entry_hash
+        assert proof.receipt is not None and row.dblock_height == proof.receipt.directory_block_height
+        receipt = Receipt.from_json(proof.receipt.raw)
+        dblock = node.dblock_by_height(row.dblock_height)
+        verify_receipt(receipt, trusted_directory_block_keymr=bytes.fromhex(dblock["dblock"]["keymr"]))
+
+    again = notarize_folder(str(folder), "e2e", pipeline_settings, True)
+    assert again["published"] == 0 and again["queued"] == 0
+    assert again["skipped_known"] == 20
+    assert len(store.proofs(collection="e2e")) == 20
+
+
+def test_changed_file_is_notarized_again(tmp_path: Path, pipeline_settings: PipelineSettings) -> None:
+    folder = tmp_path / "docs"
+    make_files(folder, 3)
+    notarize_folder(str(folder), "changes", pipeline_settings, True)
+    (folder / "sub0" / "file-0.txt").write_bytes(b"changed contents")
+    summary = notarize_folder(str(folder), "changes", pipeline_settings, True)
+    assert summary["published"] == 1
+    assert summary["skipped_known"] == 2
+    assert summary["receipts_verified"] == 4

@@ -466,6 +466,17 @@ class AuditStore:
                 counts[stage] = int(count)
         return counts
 
+    def receipt_count(self, collection: str | None = None) -> int:
+        """How many notarizations (of ``collection``) have a verified receipt stored."""
+        n, r = _notarizations.c, _receipts.c
+        query = select(func.count()).select_from(
+            _receipts.join(_notarizations, r.notarization_id == n.id)
+        )
+        if collection is not None:
+            query = query.where(n.collection == collection)
+        with self._engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
     # -- internals -------------------------------------------------------------------------
 
     def _now(self) -> datetime:

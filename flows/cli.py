@@ -90,6 +90,32 @@ def notarize(
 
 
 @app.command()
+def collect(
+    collection: Annotated[str | None, typer.Option(help="Only this collection.")] = None,
+    data_dir: DataDir = Path(".notary"),
+) -> None:
+    """Move pending notarizations forward once: fetch, verify and store receipts."""
+    settings = PipelineSettings(data_dir=data_dir)
+    _check_key(settings)
+    quiet_prefect_defaults(settings.data_dir)
+    from connectors.errors import ConnectorError
+    from flows.collect_proofs import collect_proofs
+
+    try:
+        result = collect_proofs(settings, collection)
+    except ConnectorError as exc:
+        err.print(f"[red]error:[/red] {exc}\nAre the services running? Start them with `notary up`.")
+        raise typer.Exit(EXIT_UNREACHABLE) from exc
+    table = Table(title="Stages after the sweep", show_header=False)
+    for stage, count in result["stages"].items():
+        table.add_row(stage, str(count))
+    console.print(f"recorded {result['ledger_recorded']} receipts; {result['ledger_waiting']} still waiting")
+    console.print(table)
+    waiting = result["ledger_waiting"] or result["receipts_rejected"]
+    raise typer.Exit(EXIT_INCOMPLETE if waiting else EXIT_OK)
+
+
+@app.command()
 def demo(
     folder: Annotated[Path, typer.Argument(help="Folder to notarize.")] = Path("/usr/share/doc"),
     data_dir: DataDir = Path(".notary"),
@@ -120,11 +146,7 @@ def _run_flow(folder: Path, collection: str | None, settings: PipelineSettings, 
     if not folder.is_dir():
         err.print(f"[red]error:[/red] {folder} is not a folder")
         raise typer.Exit(EXIT_USAGE)
-    try:
-        settings.resolve_api_key()
-    except MissingApiKey as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(EXIT_USAGE) from exc
+    _check_key(settings)
     quiet_prefect_defaults(settings.data_dir)
     from connectors.errors import ConnectorError
     from flows.notarize_folder import notarize_folder
@@ -143,19 +165,27 @@ def _run_flow(folder: Path, collection: str | None, settings: PipelineSettings, 
     return summary
 
 
+def _check_key(settings: PipelineSettings) -> None:
+    try:
+        settings.resolve_api_key()
+    except MissingApiKey as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_USAGE) from exc
+
+
 def _exit_code(summary: dict[str, Any]) -> int:
     incomplete = summary["publish_failed"] or summary["still_waiting"] or summary["receipts_rejected"]
     return EXIT_INCOMPLETE if incomplete else EXIT_OK
 
 
 def _print_summary(s: dict[str, Any]) -> None:
-    table = Table(title=f"Notarization of {s['folder']}", show_header=False)
+    table = Table(title=f"Notarization of {s['source']}", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")
     rows = [
         ("files seen", s["files_seen"]),
         ("bytes hashed", f"{s['bytes_hashed']:,}"),
-        ("skipped (already notarized)", s["skipped_known"]),
+        ("skipped (hash already in the collection)", s["skipped_known"]),
         ("published now", s["published"]),
         ("in a directory block", s["reached_ledger"]),
         ("receipts verified", s["receipts_verified"]),

@@ -1,0 +1,196 @@
+"""The steps every source shares: record documents, publish, wait for ``ledger``, report.
+
+A source (folder, watched folder, table) turns its items into ``DocumentIn`` batches and
+calls ``record_batch``; then ``publish_pending`` and ``wait_ledger`` move the collection's
+notarizations forward. These functions orchestrate Prefect tasks (``tasks.steps``) and must
+be called from inside a flow run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
+
+from prefect.artifacts import create_markdown_artifact
+
+from connectors.audit_store import AuditStore, DocumentIn
+from connectors.node import NodeClient
+from connectors.publishing import PublishingClient
+from flows.settings import PipelineSettings
+from tasks.publish import PublishOutcome
+from tasks.steps import StagePending, backoff_delays, publish_batch, record_documents, wait_for_ledger
+
+T = TypeVar("T")
+
+
+@dataclass
+class RunSummary:
+    """What a run did, with wall time per stage in seconds."""
+
+    source: str
+    collection: str
+    chain_id: str
+    files_seen: int = 0
+    hash_errors: int = 0
+    bytes_hashed: int = 0
+    skipped_known: int = 0
+    queued: int = 0
+    published: int = 0
+    publish_failed: int = 0
+    reached_ledger: int = 0
+    receipts_verified: int = 0
+    receipts_rejected: int = 0
+    still_waiting: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def note(self, message: str) -> None:
+        """Keep up to 20 error messages for the run record."""
+        if len(self.errors) < 20:
+            self.errors.append(message)
+
+    def timed(self, stage: str, fn: Callable[[], T]) -> T:
+        """Run ``fn`` and add its wall time to ``stage_seconds[stage]``."""
+        start = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            spent = time.perf_counter() - start
+            self.stage_seconds[stage] = round(self.stage_seconds.get(stage, 0.0) + spent, 3)
+
+
+@dataclass
+class Services:
+    """The clients and the audit store a run uses (opened by ``open_services``)."""
+
+    store: AuditStore
+    api: PublishingClient
+    node: NodeClient
+    settings: PipelineSettings
+
+
+@contextmanager
+def open_services(settings: PipelineSettings) -> Iterator[Services]:
+    """Open the audit store and the API and node clients; close them at exit.
+
+    Raises:
+        MissingApiKey: no API key is configured.
+    """
+    key = settings.resolve_api_key()
+    store = AuditStore(settings.audit_url)
+    timeout = settings.http_timeout_s
+    api = PublishingClient(
+        settings.api_url, key, timeout_s=timeout, max_connections=settings.publish_concurrency
+    )
+    node = NodeClient(settings.node_url, timeout_s=timeout)
+    try:
+        yield Services(store, api, node, settings)
+    finally:
+        node.close()
+        api.close()
+        store.close()
+
+
+def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """Consecutive slices of ``items`` of at most ``size`` elements."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def record_batch(
+    summary: RunSummary, services: Services, *, source: str, docs: Sequence[DocumentIn]
+) -> list[int]:
+    """Record a batch of documents and queue those the chain does not hold yet.
+
+    Returns:
+        ids of the new notarizations (documents already notarized are counted as skipped).
+    """
+    if not docs:
+        return []
+    ids, skipped = record_documents(
+        services.store,
+        source=source,
+        collection=summary.collection,
+        chain_id=summary.chain_id,
+        docs=docs,
+    )
+    summary.skipped_known += skipped
+    summary.queued += len(ids)
+    return ids
+
+
+def publish_pending(summary: RunSummary, services: Services, new_ids: frozenset[int]) -> None:
+    """Publish every ``pending`` notarization of the collection, batch by batch.
+
+    Rows not created by this run (``new_ids``) may have been posted by an interrupted run:
+    they are looked up by entry hash before being posted again.
+    """
+    settings = services.settings
+    total = PublishOutcome()
+    after_id = 0
+    while True:
+        rows = services.store.pending(
+            stage_below="published",
+            collection=summary.collection,
+            limit=settings.batch_size,
+            after_id=after_id,
+        )
+        if not rows:
+            break
+        after_id = rows[-1].id
+        recheck = frozenset(r.id for r in rows if r.id not in new_ids)
+        outcome = publish_batch(
+            services.store,
+            services.api,
+            rows,
+            recheck_ids=recheck,
+            concurrency=settings.publish_concurrency,
+        )
+        total.add(outcome)
+    summary.published += total.published + total.already_accepted
+    summary.publish_failed += total.failed + total.retryable_errors
+    for message in total.errors:
+        summary.note(message)
+
+
+def wait_ledger(summary: RunSummary, services: Services, *, collection: str | None) -> None:
+    """Sweep the ``ledger`` stage with retries and exponential back-off until nothing waits
+    or ``ledger_wait_s`` has passed (what is left is finished by a later ``collect``)."""
+    delays = backoff_delays(services.settings.ledger_wait_s)
+    waiter = wait_for_ledger.with_options(retries=len(delays), retry_delay_seconds=delays)
+    state = waiter(services.store, services.node, collection=collection, return_state=True)
+    if state.is_completed():
+        summary.receipts_rejected += state.result().rejected
+        return
+    try:
+        state.result()
+    except StagePending as exc:
+        summary.note(f"{exc}; `notary collect` finishes them later")
+
+
+def finish_counts(summary: RunSummary, store: AuditStore) -> None:
+    """Fill the stage counts of the collection from the audit store (the record of truth)."""
+    counts = store.summary(summary.collection)
+    summary.reached_ledger = counts.get("ledger", 0) + counts.get("anchor", 0)
+    summary.still_waiting = sum(counts.get(s, 0) for s in ("pending", "published", "multi_az"))
+    summary.receipts_verified = store.receipt_count(summary.collection)
+
+
+def publish_artifact(summary: RunSummary, *, key: str, title: str) -> None:
+    """Attach the summary to the flow run as a markdown artifact."""
+    rows = "\n".join(
+        f"| {k} | {v} |" for k, v in summary.as_dict().items() if not isinstance(v, dict | list)
+    )
+    stages = "\n".join(f"| {k} | {v:.2f} s |" for k, v in summary.stage_seconds.items())
+    create_markdown_artifact(
+        key=key,
+        markdown=f"## {title}\n\n| field | value |\n|---|---|\n{rows}\n\n"
+        f"| stage | wall time |\n|---|---|\n{stages}\n",
+        description=title,
+    )

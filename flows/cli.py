@@ -35,7 +35,9 @@ DataDir = Annotated[
 ]
 BlockTime = Annotated[
     float,
-    typer.Option("--block-time", min=0.1, help="Directory block period of the bundled network, seconds."),
+    typer.Option(
+        "--block-time", min=0.1, help="Directory block period of the bundled network, seconds."
+    ),
 ]
 
 
@@ -81,7 +83,9 @@ def notarize(
         str | None, typer.Option(help="Collection (one chain); default: the folder's path.")
     ] = None,
     data_dir: DataDir = Path(".notary"),
-    no_wait: Annotated[bool, typer.Option("--no-wait", help="Do not wait for the ledger stage.")] = False,
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", help="Do not wait for the ledger stage.")
+    ] = False,
 ) -> None:
     """Notarize FOLDER through running services (start them with `notary up`)."""
     settings = PipelineSettings(data_dir=data_dir)
@@ -104,12 +108,16 @@ def collect(
     try:
         result = collect_proofs(settings, collection)
     except ConnectorError as exc:
-        err.print(f"[red]error:[/red] {exc}\nAre the services running? Start them with `notary up`.")
+        err.print(
+            f"[red]error:[/red] {exc}\nAre the services running? Start them with `notary up`."
+        )
         raise typer.Exit(EXIT_UNREACHABLE) from exc
     table = Table(title="Stages after the sweep", show_header=False)
     for stage, count in result["stages"].items():
         table.add_row(stage, str(count))
-    console.print(f"recorded {result['ledger_recorded']} receipts; {result['ledger_waiting']} still waiting")
+    console.print(
+        f"recorded {result['ledger_recorded']} receipts; {result['ledger_waiting']} still waiting"
+    )
     console.print(table)
     waiting = result["ledger_waiting"] or result["receipts_rejected"]
     raise typer.Exit(EXIT_INCOMPLETE if waiting else EXIT_OK)
@@ -142,7 +150,9 @@ def demo(
     raise typer.Exit(_exit_code(summary))
 
 
-def _run_flow(folder: Path, collection: str | None, settings: PipelineSettings, *, wait: bool) -> dict[str, Any]:
+def _run_flow(
+    folder: Path, collection: str | None, settings: PipelineSettings, *, wait: bool
+) -> dict[str, Any]:
     if not folder.is_dir():
         err.print(f"[red]error:[/red] {folder} is not a folder")
         raise typer.Exit(EXIT_USAGE)
@@ -158,7 +168,9 @@ def _run_flow(folder: Path, collection: str | None, settings: PipelineSettings, 
         with watch_collection(settings.audit_url, name, console=console):
             summary = notarize_folder(str(folder), name, settings, wait)
     except ConnectorError as exc:
-        err.print(f"[red]error:[/red] {exc}\nAre the services running? Start them with `notary up`.")
+        err.print(
+            f"[red]error:[/red] {exc}\nAre the services running? Start them with `notary up`."
+        )
         raise typer.Exit(EXIT_UNREACHABLE) from exc
     summary["wall_seconds"] = round(time.perf_counter() - start, 2)
     _print_summary(summary)
@@ -174,7 +186,9 @@ def _check_key(settings: PipelineSettings) -> None:
 
 
 def _exit_code(summary: dict[str, Any]) -> int:
-    incomplete = summary["publish_failed"] or summary["still_waiting"] or summary["receipts_rejected"]
+    incomplete = (
+        summary["publish_failed"] or summary["still_waiting"] or summary["receipts_rejected"]
+    )
     return EXIT_INCOMPLETE if incomplete else EXIT_OK
 
 

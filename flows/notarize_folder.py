@@ -80,7 +80,9 @@ def _run(summary: RunSummary, services: Services, *, root: Path, wait: bool) -> 
     new_ids = summary.timed("hash", lambda: _hash_and_record(summary, services, files, root))
     summary.timed("publish", lambda: publish_pending(summary, services, frozenset(new_ids)))
     if wait:
-        summary.timed("ledger", lambda: wait_ledger(summary, services, collection=summary.collection))
+        summary.timed(
+            "ledger", lambda: wait_ledger(summary, services, collection=summary.collection)
+        )
 
 
 def _hash_and_record(

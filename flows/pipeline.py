@@ -21,7 +21,13 @@ from connectors.node import NodeClient
 from connectors.publishing import PublishingClient
 from flows.settings import PipelineSettings
 from tasks.publish import PublishOutcome
-from tasks.steps import StagePending, backoff_delays, publish_batch, record_documents, wait_for_ledger
+from tasks.steps import (
+    StagePending,
+    backoff_delays,
+    publish_batch,
+    record_documents,
+    wait_for_ledger,
+)
 
 T = TypeVar("T")
 

@@ -50,12 +50,18 @@ def test_folder_is_notarized_with_verified_receipts_and_rerun_publishes_nothing(
         row = proof.notarization
         assert row.sha256 == hashlib.sha256(files[row.path]).hexdigest()
         assert row.chain_id == chain_id and row.stage == "ledger"
-        expected = document_entry(chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path)
+        expected = document_entry(
+            chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path
+        )
         assert row.entry_hash == expected.entry_hash
-        assert proof.receipt is not None and row.dblock_height == proof.receipt.directory_block_height
+        assert (
+            proof.receipt is not None and row.dblock_height == proof.receipt.directory_block_height
+        )
         receipt = Receipt.from_json(proof.receipt.raw)
         dblock = node.dblock_by_height(row.dblock_height)
-        verify_receipt(receipt, trusted_directory_block_keymr=bytes.fromhex(dblock["dblock"]["keymr"]))
+        verify_receipt(
+            receipt, trusted_directory_block_keymr=bytes.fromhex(dblock["dblock"]["keymr"])
+        )
 
     again = notarize_folder(str(folder), "e2e", pipeline_settings, True)
     assert again["published"] == 0 and again["queued"] == 0
@@ -63,7 +69,9 @@ def test_folder_is_notarized_with_verified_receipts_and_rerun_publishes_nothing(
     assert len(store.proofs(collection="e2e")) == 20
 
 
-def test_changed_file_is_notarized_again(tmp_path: Path, pipeline_settings: PipelineSettings) -> None:
+def test_changed_file_is_notarized_again(
+    tmp_path: Path, pipeline_settings: PipelineSettings
+) -> None:
     folder = tmp_path / "docs"
     make_files(folder, 3)
     notarize_folder(str(folder), "changes", pipeline_settings, True)

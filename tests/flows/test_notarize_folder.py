@@ -80,3 +80,34 @@ def test_changed_file_is_notarized_again(
     assert summary["published"] == 1
     assert summary["skipped_known"] == 2
     assert summary["receipts_verified"] == 4
+
+
+def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
+    tmp_path: Path, pipeline_settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "docs"
+    make_files(folder, 12)
+    calls = {"n": 0}
+    original = AuditStore.mark_published
+
+    def crash_on_second_batch(self: AuditStore, entry_hashes: dict[int, str]) -> int:
+        calls["n"] += 1
+        if calls["n"] >= 2:
+            raise RuntimeError("killed after the API accepted the batch")
+        return original(self, entry_hashes)
+
+    monkeypatch.setattr(AuditStore, "mark_published", crash_on_second_batch)
+    with pytest.raises(Exception, match="killed"):
+        notarize_folder(str(folder), "crash", pipeline_settings, True)
+    monkeypatch.setattr(AuditStore, "mark_published", original)
+
+    summary = notarize_folder(str(folder), "crash", pipeline_settings, True)
+    assert summary["receipts_verified"] == 12
+    assert summary["still_waiting"] == 0
+    from connectors.publishing import PublishingClient
+
+    with PublishingClient(pipeline_settings.api_url, pipeline_settings.resolve_api_key()) as api:
+        chain_id = collection_chain_id("crash")
+        response = api._request("GET", f"/chains/{chain_id}/entries?limit=1000")
+    hashes = [item["entry_hash"] for item in response["items"]]
+    assert len(hashes) == len(set(hashes)) == 13  # the chain's first entry + 12 documents

@@ -17,9 +17,10 @@ from ledger.jsonrpc import AsyncJsonRpcClient, create_jsonrpc_app
 from ledger.wallet.errors import WalletStateError
 from ledger.wallet.keyring import Keyring, initialize_store
 from ledger.wallet.methods import build_registry
-from ledger.wallet.node_link import HeightSource, NodeHeights
+from ledger.wallet.node_link import HeightSource, NodeLink
 from ledger.wallet.settings import WalletSettings
 from ledger.wallet.store import SqliteWalletStore, WalletStore
+from ledger.wallet.tx_book import TransactionBook
 
 __all__ = ["create_app", "open_keyring"]
 
@@ -75,16 +76,21 @@ def create_app(
     clock: Clock | None = None,
     store: WalletStore | None = None,
     heights: HeightSource | None = None,
+    node: NodeLink | None = None,
 ) -> Starlette:
     """Build the wallet service app.
 
     Args:
         settings: the service configuration.
-        clock: time source for commit timestamps and unlock expiry (default: system clock).
+        clock: time source for commit and transaction timestamps and unlock expiry
+            (default: system clock).
         store: wallet storage (default: the SQLite file ``settings.db_path``).
-        heights: source of ``get-height`` (default: the node at ``settings.node_url``).
+        heights: source of ``get-height`` (default: ``node``).
+        node: the node questions (EC rate, balances, chains, coin blocks); default: a
+            ``NodeLink`` over a client of ``settings.node_url``, closed with the app.
 
-    The app exposes ``app.state.keyring`` and ``app.state.settings``.
+    The app exposes ``app.state.keyring``, ``app.state.transactions`` (the
+    ``TransactionBook``) and ``app.state.settings``.
     """
     clock = clock or SystemClock()
     owned_store = store is None
@@ -96,9 +102,11 @@ def create_app(
             store.close()
         raise
     node_client = None
-    if heights is None:
+    if node is None:
         node_client = AsyncJsonRpcClient(settings.node_url, timeout_s=settings.node_timeout_s)
-        heights = NodeHeights(node_client)
+        node = NodeLink(node_client)
+    heights = heights if heights is not None else node
+    book = TransactionBook(store, keyring, clock=clock)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -110,7 +118,7 @@ def create_app(
             if owned_store:
                 store.close()
 
-    registry = build_registry(keyring, clock=clock, heights=heights)
+    registry = build_registry(keyring, clock=clock, heights=heights, node=node, book=book)
     app = create_jsonrpc_app(
         registry,
         path="/v2",
@@ -119,5 +127,6 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.keyring = keyring
+    app.state.transactions = book
     app.state.settings = settings
     return app

@@ -9,7 +9,12 @@ Exception tree::
     ├── UnknownKeyError            an address or identity key that is not in the wallet
     ├── InvalidMnemonicError       words that are not a valid 12-word BIP39 mnemonic
     ├── WalletStateError           a wallet file that cannot be used (missing seed, mismatch)
-    └── NodeUnavailableError       the ledger node could not be asked
+    ├── NodeUnavailableError       the ledger node could not be asked (or answered nonsense)
+    │   └── NodeRefusedError       the node answered a request with a JSON-RPC error
+    ├── ChainNotFoundError         the node knows no chain with that ID (active-identity-keys)
+    ├── NotAnIdentityError         the chain is not an application identity chain (section 8.1)
+    └── TransactionError           a named transaction step refused (walletd's messages)
+        └── FeeError               fee safeguard: under-paying or paying >= 10x (section 4.3)
 
 Secrets (seeds, Fs/Es/idsec strings, passphrases) never appear in messages or attributes.
 """
@@ -67,3 +72,58 @@ class WalletStateError(WalletError):
 
 class NodeUnavailableError(WalletError):
     """The ledger node did not answer a request the wallet needed (e.g. ``heights``)."""
+
+
+class NodeRefusedError(NodeUnavailableError):
+    """The node answered a wallet request with a JSON-RPC error.
+
+    Attributes:
+        method: the node method called. code: the node's error code.
+    """
+
+    def __init__(self, method: str, code: int, detail: str) -> None:
+        super().__init__(f"the ledger node refused '{method}': {detail}")
+        self.method = method
+        self.code = code
+
+
+class ChainNotFoundError(WalletError):
+    """The node has no chain with this ID (JSON-RPC -32009 Missing Chain Head).
+
+    Attributes:
+        chain_id: the 32-byte chain ID asked for.
+    """
+
+    def __init__(self, chain_id: bytes) -> None:
+        super().__init__("Missing Chain Head")
+        self.chain_id = chain_id
+
+
+class NotAnIdentityError(WalletError):
+    """The chain's first entry is not an identity chain entry of formats section 8.1."""
+
+
+class TransactionError(WalletError):
+    """A named-transaction step was refused (walletd wording, e.g. ``wallet: ...``).
+
+    Attributes:
+        name: the transaction name concerned (None when not applicable).
+    """
+
+    def __init__(self, message: str, *, name: str | None = None) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+class FeeError(TransactionError):
+    """The fee paid is below the required fee, or at least 10 times it (formats 4.3).
+
+    Attributes:
+        paid: inputs minus outputs, minor units (may be negative).
+        required: the fee at the node's rate, minor units.
+    """
+
+    def __init__(self, message: str, *, name: str, paid: int, required: int) -> None:
+        super().__init__(message, name=name)
+        self.paid = paid
+        self.required = required

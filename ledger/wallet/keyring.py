@@ -232,6 +232,27 @@ class Keyring:
             record = self._record(public, kinds)
             return key_pair(record.kind, sealer.open(record.sealed_secret))
 
+    def require_key(self, public: str, *, kinds: Collection[KeyKind] = ADDRESS_KINDS) -> None:
+        """Return if ``public`` is held (as one of ``kinds``), without opening its secret.
+
+        Raises:
+            UnknownKeyError: not held. WalletLockedError: the wallet is locked.
+        """
+        with self._lock:
+            self._sealer_or_raise()
+            self._record(public, kinds)
+
+    def publics(self, kinds: Collection[KeyKind] = ADDRESS_KINDS) -> list[str]:
+        """Public strings of every held key of ``kinds`` (order of ``list``); secrets stay
+        sealed. WalletLockedError when locked (walletd answers nothing while locked)."""
+        with self._lock:
+            self._sealer_or_raise()
+            ordered = sorted(
+                (r for r in self._index.values() if r.kind in kinds),
+                key=lambda r: ("fct", "ec", "identity").index(r.kind),
+            )
+            return [r.public for r in ordered]
+
     def list(self, kinds: Collection[KeyKind] = ADDRESS_KINDS) -> list[KeyPair]:
         """Every held key of ``kinds``: coin addresses first, then EC, then identity keys."""
         with self._lock:
@@ -258,6 +279,21 @@ class Keyring:
         """The wallet seed as 12 words (``wallet-backup``)."""
         with self._lock:
             return self._open_mnemonic(self._sealer_or_raise())
+
+    def seal_record(self, plaintext: bytes) -> bytes:
+        """Seal wallet data other than keys (named transactions) like a secret.
+
+        Encrypted wallet: SecretBox under the passphrase key; plain wallet: unchanged.
+        Raises WalletLockedError when locked.
+        """
+        with self._lock:
+            return self._sealer_or_raise().seal(plaintext)
+
+    def open_record(self, sealed: bytes) -> bytes:
+        """Inverse of ``seal_record``. WalletLockedError when locked;
+        IncorrectPassphraseError when the record does not authenticate (damaged file)."""
+        with self._lock:
+            return self._sealer_or_raise().open(sealed)
 
     # -- writing ----------------------------------------------------------------------------
 

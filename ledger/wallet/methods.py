@@ -1,17 +1,11 @@
 """The wallet's JSON-RPC methods (spec ``node-wallet-jsonrpc.md`` "Wallet methods", formats 9.4).
 
-``build_registry(keyring, clock=..., heights=...)`` returns a ``MethodRegistry`` whose
-handlers are small closures over those three objects. Wallet errors become JSON-RPC errors
-in one place (``_rpc_errors``):
-
-| raised | JSON-RPC error |
-|---|---|
-| WalletLockedError | -32001 Wallet is locked |
-| IncorrectPassphraseError | -32003 Incorrect passphrase |
-| AddressError (bad FA/EC/Fs/Es/idpub/idsec text) | -32602 data "Invalid Address" |
-| UnknownKeyError (well-formed, not held) | -32602 data "Wallet: address not found" / "Wallet: identity key not found" |
-| InvalidMnemonicError, DecodeError, LimitError | -32602 data: the reason |
-| WalletNotEncryptedError, NodeUnavailableError, WalletStateError | -32603 data: the reason |
+``build_registry(keyring, clock=..., heights=..., node=..., book=...)`` returns a
+``MethodRegistry`` whose handlers are small closures over those objects: keys, addresses,
+identity keys and compose methods here; named transactions, ``transactions`` and
+``wallet-balances`` in ``ledger.wallet.tx_methods``; ``active-identity-keys`` and
+``sign-data`` in ``ledger.wallet.identity_methods``. Wallet errors become JSON-RPC errors
+in one place (``ledger.wallet.rpc_errors``).
 
 While an encrypted wallet is locked only ``properties``, ``get-height`` and
 ``unlock-wallet`` answer; every other method fails with -32001 (as walletd does).
@@ -19,43 +13,32 @@ While an encrypted wallet is locked only ``properties``, ``get-height`` and
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from importlib import metadata
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from ledger.core.clock import Clock
 from ledger.core.entry import Entry
-from ledger.core.errors import AddressError, LedgerFormatError
+from ledger.core.errors import AddressError
 from ledger.core.keys import SigningKey
-from ledger.jsonrpc import (
-    IncorrectPassphrase,
-    InternalError,
-    InvalidParams,
-    MethodRegistry,
-    WalletLocked,
-)
+from ledger.jsonrpc import InternalError, InvalidParams, MethodRegistry
 from ledger.wallet import identity
 from ledger.wallet.compose import compose_chain, compose_entry
-from ledger.wallet.errors import (
-    IncorrectPassphraseError,
-    InvalidMnemonicError,
-    UnknownKeyError,
-    WalletError,
-    WalletLockedError,
-)
+from ledger.wallet.errors import UnknownKeyError, WalletError
 from ledger.wallet.hdkeys import KeyKind
+from ledger.wallet.identity_methods import add_identity_replay_methods
 from ledger.wallet.keyring import ADDRESS_KINDS, Keyring, public_kind
-from ledger.wallet.node_link import HeightSource
+from ledger.wallet.node_link import HeightSource, NodeLink
+from ledger.wallet.rpc_errors import rpc_errors
+from ledger.wallet.tx_book import TransactionBook
+from ledger.wallet.tx_methods import add_transaction_methods
 
 __all__ = ["WALLET_API_VERSION", "build_registry", "wallet_version"]
 
 WALLET_API_VERSION = "2.0"
 _IDENTITY: frozenset[KeyKind] = frozenset({"identity"})
 _EC: frozenset[KeyKind] = frozenset({"ec"})
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def wallet_version() -> str:
@@ -163,32 +146,6 @@ class EndorsementParams(_Params):
     force: bool = False
 
 
-# -- error translation ----------------------------------------------------------------------
-
-
-def _rpc_errors(handler: F) -> F:
-    """Run ``handler`` converting wallet and format errors to JSON-RPC errors (module table)."""
-
-    @functools.wraps(handler)
-    def wrapper(*args: Any) -> Any:
-        try:
-            return handler(*args)
-        except WalletLockedError:
-            raise WalletLocked() from None
-        except IncorrectPassphraseError:
-            raise IncorrectPassphrase() from None
-        except UnknownKeyError as exc:
-            raise InvalidParams(str(exc)) from None
-        except AddressError:
-            raise InvalidParams("Invalid Address") from None
-        except (InvalidMnemonicError, LedgerFormatError) as exc:
-            raise InvalidParams(str(exc)) from None
-        except WalletError as exc:
-            raise InternalError(str(exc)) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
 def _checked_public(address: str, kinds: frozenset[KeyKind]) -> str:
     """``address`` if it is a valid public string of ``kinds``; AddressError otherwise."""
     if public_kind(address) not in kinds:
@@ -199,29 +156,42 @@ def _checked_public(address: str, kinds: frozenset[KeyKind]) -> str:
 # -- registry ---------------------------------------------------------------------------------
 
 
-def build_registry(keyring: Keyring, *, clock: Clock, heights: HeightSource) -> MethodRegistry:
-    """All wallet methods over ``keyring``; commit timestamps come from ``clock`` (ms)."""
+def build_registry(
+    keyring: Keyring,
+    *,
+    clock: Clock,
+    heights: HeightSource,
+    node: NodeLink,
+    book: TransactionBook,
+) -> MethodRegistry:
+    """All wallet methods over ``keyring``; commit timestamps come from ``clock`` (ms).
+
+    ``heights`` answers ``get-height`` (and default heights); ``node`` the other node
+    questions (EC rate, balances, chains, coin blocks); ``book`` holds named transactions.
+    """
     registry = MethodRegistry()
     _add_address_methods(registry, keyring)
     _add_identity_key_methods(registry, keyring)
     _add_compose_methods(registry, keyring, clock)
     _add_service_methods(registry, keyring, heights)
+    add_transaction_methods(registry, keyring=keyring, node=node, book=book)
+    add_identity_replay_methods(registry, keyring=keyring, node=node, heights=heights)
     return registry
 
 
 def _add_address_methods(registry: MethodRegistry, keyring: Keyring) -> None:
     @registry.method("generate-factoid-address")
-    @_rpc_errors
+    @rpc_errors
     def generate_factoid_address() -> dict[str, str]:
         return keyring.generate("fct").to_json()
 
     @registry.method("generate-ec-address")
-    @_rpc_errors
+    @rpc_errors
     def generate_ec_address() -> dict[str, str]:
         return keyring.generate("ec").to_json()
 
     @registry.method("import-addresses", params=ImportAddressesParams)
-    @_rpc_errors
+    @rpc_errors
     def import_addresses(params: ImportAddressesParams) -> dict[str, Any]:
         keyring.require_unlocked()
         secrets = [item.secret.get_secret_value() for item in params.addresses]
@@ -230,24 +200,24 @@ def _add_address_methods(registry: MethodRegistry, keyring: Keyring) -> None:
         return {"addresses": [keyring.import_secret(s).to_json() for s in secrets]}
 
     @registry.method("import-koinify", params=KoinifyParams)
-    @_rpc_errors
+    @rpc_errors
     def import_koinify(params: KoinifyParams) -> dict[str, str]:
         keyring.require_unlocked()
         return keyring.import_koinify(params.words.get_secret_value()).to_json()
 
     @registry.method("address", params=AddressParams)
-    @_rpc_errors
+    @rpc_errors
     def address(params: AddressParams) -> dict[str, str]:
         keyring.require_unlocked()
         return keyring.get(_checked_public(params.address, ADDRESS_KINDS)).to_json()
 
     @registry.method("all-addresses")
-    @_rpc_errors
+    @rpc_errors
     def all_addresses() -> dict[str, Any]:
         return {"addresses": [pair.to_json() for pair in keyring.list(ADDRESS_KINDS)]}
 
     @registry.method("remove-address", params=AddressParams)
-    @_rpc_errors
+    @rpc_errors
     def remove_address(params: AddressParams) -> dict[str, bool]:
         keyring.require_unlocked()
         keyring.remove(_checked_public(params.address, ADDRESS_KINDS))
@@ -256,12 +226,12 @@ def _add_address_methods(registry: MethodRegistry, keyring: Keyring) -> None:
 
 def _add_identity_key_methods(registry: MethodRegistry, keyring: Keyring) -> None:
     @registry.method("generate-identity-key")
-    @_rpc_errors
+    @rpc_errors
     def generate_identity_key() -> dict[str, str]:
         return keyring.generate("identity").to_json()
 
     @registry.method("import-identity-keys", params=ImportIdentityKeysParams)
-    @_rpc_errors
+    @rpc_errors
     def import_identity_keys(params: ImportIdentityKeysParams) -> dict[str, Any]:
         keyring.require_unlocked()
         secrets = [item.secret.get_secret_value() for item in params.keys]
@@ -270,25 +240,25 @@ def _add_identity_key_methods(registry: MethodRegistry, keyring: Keyring) -> Non
         return {"keys": [keyring.import_secret(s, kinds=_IDENTITY).to_json() for s in secrets]}
 
     @registry.method("all-identity-keys")
-    @_rpc_errors
+    @rpc_errors
     def all_identity_keys() -> dict[str, Any]:
         return {"keys": [pair.to_json() for pair in keyring.list(_IDENTITY)]}
 
     @registry.method("identity-key", params=PublicKeyParams)
-    @_rpc_errors
+    @rpc_errors
     def identity_key(params: PublicKeyParams) -> dict[str, str]:
         keyring.require_unlocked()
         return keyring.get(_checked_public(params.public, _IDENTITY), kinds=_IDENTITY).to_json()
 
     @registry.method("remove-identity-key", params=PublicKeyParams)
-    @_rpc_errors
+    @rpc_errors
     def remove_identity_key(params: PublicKeyParams) -> dict[str, bool]:
         keyring.require_unlocked()
         keyring.remove(_checked_public(params.public, _IDENTITY), kinds=_IDENTITY)
         return {"success": True}
 
     @registry.method("wallet-backup")
-    @_rpc_errors
+    @rpc_errors
     def wallet_backup() -> dict[str, Any]:
         return {
             "wallet-seed": keyring.mnemonic(),
@@ -317,7 +287,7 @@ def _add_compose_methods(registry: MethodRegistry, keyring: Keyring, clock: Cloc
         return round(clock.now() * 1000)
 
     @registry.method("compose-chain", params=ComposeChainParams, blocking=False)
-    @_rpc_errors
+    @rpc_errors
     def compose_chain_method(params: ComposeChainParams) -> dict[str, Any]:
         key = ec_key(params.ecpub)
         first = params.chain.firstentry
@@ -328,13 +298,13 @@ def _add_compose_methods(registry: MethodRegistry, keyring: Keyring, clock: Cloc
         return compose_chain(key, entry, timestamp_ms=now_ms())
 
     @registry.method("compose-entry", params=ComposeEntryParams, blocking=False)
-    @_rpc_errors
+    @rpc_errors
     def compose_entry_method(params: ComposeEntryParams) -> dict[str, Any]:
         key = ec_key(params.ecpub)
         return compose_entry(key, Entry.from_json(params.entry), timestamp_ms=now_ms())
 
     @registry.method("compose-identity-chain", params=IdentityChainParams, blocking=False)
-    @_rpc_errors
+    @rpc_errors
     def compose_identity_chain(params: IdentityChainParams) -> dict[str, Any]:
         key = ec_key(params.ecpub)
         entry = identity.identity_chain_entry(params.name, params.pubkeys)
@@ -343,7 +313,7 @@ def _add_compose_methods(registry: MethodRegistry, keyring: Keyring, clock: Cloc
     @registry.method(
         "compose-identity-key-replacement", params=KeyReplacementParams, blocking=False
     )
-    @_rpc_errors
+    @rpc_errors
     def compose_identity_key_replacement(params: KeyReplacementParams) -> dict[str, Any]:
         key = ec_key(params.ecpub)
         entry = identity.key_replacement_entry(
@@ -352,7 +322,7 @@ def _add_compose_methods(registry: MethodRegistry, keyring: Keyring, clock: Cloc
         return compose_entry(key, entry, timestamp_ms=now_ms())
 
     @registry.method("compose-identity-attribute", params=IdentityAttributeParams, blocking=False)
-    @_rpc_errors
+    @rpc_errors
     def compose_identity_attribute(params: IdentityAttributeParams) -> dict[str, Any]:
         key = ec_key(params.ecpub)
         if any(a.key is None or a.value is None for a in params.attributes):
@@ -369,7 +339,7 @@ def _add_compose_methods(registry: MethodRegistry, keyring: Keyring, clock: Cloc
     @registry.method(
         "compose-identity-attribute-endorsement", params=EndorsementParams, blocking=False
     )
-    @_rpc_errors
+    @rpc_errors
     def compose_identity_attribute_endorsement(params: EndorsementParams) -> dict[str, Any]:
         key = ec_key(params.ecpub)
         entry = identity.attribute_endorsement_entry(
@@ -396,7 +366,7 @@ def _add_service_methods(registry: MethodRegistry, keyring: Keyring, heights: He
             raise InternalError(str(exc)) from None
 
     @registry.method("unlock-wallet", params=UnlockParams)
-    @_rpc_errors
+    @rpc_errors
     def unlock_wallet(params: UnlockParams) -> dict[str, Any]:
         until = keyring.unlock(params.passphrase.get_secret_value(), params.timeout)
         return {"success": True, "unlockeduntil": int(until)}

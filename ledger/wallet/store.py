@@ -5,7 +5,10 @@ What is stored (every secret already sealed by ``ledger.wallet.sealing``):
 * meta records (name -> bytes): ``format``, ``encryption`` (``none`` or KDF params),
   ``verifier``, ``mnemonic`` (sealed words), ``counter:fct|ec|identity`` (next BIP44 index);
 * keys: kind (``fct``/``ec``/``identity``), public string (``FA``/``EC``/``idpub``),
-  sealed 32-byte ed25519 seed, BIP44 index (``None`` when imported), in insertion order.
+  sealed 32-byte ed25519 seed, BIP44 index (``None`` when imported), in insertion order;
+* named transactions (``new-transaction`` ...): name -> sealed record (see
+  ``ledger.wallet.tx_book``), in creation order; sealed like secrets, so an encrypted
+  wallet shows neither addresses nor amounts of its transactions at rest.
 
 The SQLite file runs in WAL mode with ``synchronous=FULL``: a call returns only after its
 write is on disk, so an address handed to a caller survives ``kill -9``.
@@ -38,6 +41,11 @@ CREATE TABLE IF NOT EXISTS keys (
     public TEXT NOT NULL UNIQUE,
     sealed_secret BLOB NOT NULL,
     derivation_index INTEGER
+);
+CREATE TABLE IF NOT EXISTS transactions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    sealed BLOB NOT NULL
 );
 """
 
@@ -83,6 +91,22 @@ class WalletStore(Protocol):
 
     def remove_key(self, public: str) -> bool:
         """Delete the key with that public string; False if there was none."""
+        ...
+
+    def put_transaction(self, name: str, sealed: bytes) -> None:
+        """Insert or replace the sealed record of transaction ``name`` (keeps its position)."""
+        ...
+
+    def get_transaction(self, name: str) -> bytes | None:
+        """Sealed record of transaction ``name`` or None."""
+        ...
+
+    def list_transactions(self) -> list[tuple[str, bytes]]:
+        """``(name, sealed record)`` of every transaction in creation order."""
+        ...
+
+    def remove_transaction(self, name: str) -> bool:
+        """Delete transaction ``name``; False if there was none."""
         ...
 
     def close(self) -> None:
@@ -143,6 +167,33 @@ class SqliteWalletStore:
             cursor = self._conn.execute("DELETE FROM keys WHERE public = ?", (public,))
         return cursor.rowcount == 1
 
+    def put_transaction(self, name: str, sealed: bytes) -> None:
+        with self._lock, self._transaction():
+            self._conn.execute(
+                "INSERT INTO transactions (name, sealed) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET sealed = excluded.sealed",
+                (name, bytes(sealed)),
+            )
+
+    def get_transaction(self, name: str) -> bytes | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT sealed FROM transactions WHERE name = ?", (name,)
+            ).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def list_transactions(self) -> list[tuple[str, bytes]]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT name, sealed FROM transactions ORDER BY seq"
+            ).fetchall()
+        return [(name, bytes(sealed)) for name, sealed in rows]
+
+    def remove_transaction(self, name: str) -> bool:
+        with self._lock, self._transaction():
+            cursor = self._conn.execute("DELETE FROM transactions WHERE name = ?", (name,))
+        return cursor.rowcount == 1
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -178,6 +229,7 @@ class MemoryWalletStore:
         self._lock = threading.Lock()
         self._meta: dict[str, bytes] = {}
         self._keys: dict[str, StoredKey] = {}
+        self._transactions: dict[str, bytes] = {}
 
     def get_meta(self, name: str) -> bytes | None:
         with self._lock:
@@ -203,6 +255,22 @@ class MemoryWalletStore:
     def remove_key(self, public: str) -> bool:
         with self._lock:
             return self._keys.pop(public, None) is not None
+
+    def put_transaction(self, name: str, sealed: bytes) -> None:
+        with self._lock:
+            self._transactions[name] = bytes(sealed)
+
+    def get_transaction(self, name: str) -> bytes | None:
+        with self._lock:
+            return self._transactions.get(name)
+
+    def list_transactions(self) -> list[tuple[str, bytes]]:
+        with self._lock:
+            return list(self._transactions.items())
+
+    def remove_transaction(self, name: str) -> bool:
+        with self._lock:
+            return self._transactions.pop(name, None) is not None
 
     def close(self) -> None:
         """Nothing to release."""

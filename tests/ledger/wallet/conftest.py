@@ -10,10 +10,13 @@ from typing import Any
 import httpx
 import nacl.pwhash
 import pytest
+from pydantic import BaseModel
 from starlette.applications import Starlette
 
 from ledger.core.clock import ManualClock
+from ledger.jsonrpc import AsyncJsonRpcClient, MethodRegistry, create_jsonrpc_app
 from ledger.wallet import WalletSettings, create_app
+from ledger.wallet.node_link import NodeLink
 from ledger.wallet.store import WalletStore
 
 YELLOW = " ".join(["yellow"] * 12)
@@ -62,6 +65,44 @@ class Rpc:
         return reply["error"]
 
 
+class FakeNode:
+    """An in-process node answering the wallet's questions from plain attributes.
+
+    ``rate`` (entry-credit-rate), ``balances`` (address -> (ack, saved)) for
+    multiple-fct-balances / multiple-ec-balances, ``height`` (heights). ``link`` is the
+    ``NodeLink`` to hand to ``create_app(node=...)``.
+    """
+
+    def __init__(self, *, rate: int = 1000) -> None:
+        self.rate = rate
+        self.height = 42
+        self.balances: dict[str, tuple[int, int]] = {}
+        registry = MethodRegistry()
+        registry.add("entry-credit-rate", lambda: {"rate": self.rate}, blocking=False)
+        registry.add("heights", lambda: {"directoryblockheight": self.height}, blocking=False)
+        for name in ("multiple-fct-balances", "multiple-ec-balances"):
+            registry.add(name, self._multiple, params=_Addresses, blocking=False)
+        transport = httpx.ASGITransport(app=create_jsonrpc_app(registry))
+        self.client = AsyncJsonRpcClient("http://node/v2", transport=transport)
+        self.link = NodeLink(self.client)
+
+    def _multiple(self, params: _Addresses) -> dict[str, Any]:
+        found = [self.balances.get(a, (0, 0)) for a in params.addresses]
+        items = [{"ack": ack, "saved": saved, "err": ""} for ack, saved in found]
+        return {"currentheight": self.height, "lastsavedheight": self.height, "balances": items}
+
+
+class _Addresses(BaseModel):
+    addresses: list[str]
+
+
+@pytest.fixture
+async def fake_node() -> AsyncIterator[FakeNode]:
+    node = FakeNode()
+    yield node
+    await node.client.aclose()
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -79,7 +120,11 @@ def make_rpc(wallet_file: Path) -> Callable[..., Any]:
 
     @asynccontextmanager
     async def factory(
-        *, store: WalletStore | None = None, heights: Any = None, **overrides: Any
+        *,
+        store: WalletStore | None = None,
+        heights: Any = None,
+        node: Any = None,
+        **overrides: Any,
     ) -> AsyncIterator[Rpc]:
         values: dict[str, Any] = {
             "wallet_file": wallet_file,
@@ -93,6 +138,7 @@ def make_rpc(wallet_file: Path) -> Callable[..., Any]:
             clock=clock,
             store=store,
             heights=heights or FixedHeights(),
+            node=node,
         )
         transport = httpx.ASGITransport(app=app)
         async with (

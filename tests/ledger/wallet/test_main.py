@@ -18,14 +18,21 @@ import ledger.wallet
 ZERO_ES = "Es2Rf7iM6PdsqfYCo3D1tnAR65SkLENyWJG1deUzpRMQmbh9F3eG"
 ZERO_EC = "EC2DKSYyRcNWf7RS963VFYgMExoHRYLHVeCfQ9PGPmNzwrcmgm2r"
 EXPORTED = {
+    "ChainNotFoundError",
+    "FeeError",
     "IncorrectPassphraseError",
     "InvalidMnemonicError",
     "KeyPair",
     "Keyring",
     "MemoryWalletStore",
+    "NodeLink",
+    "NodeRefusedError",
     "NodeUnavailableError",
+    "NotAnIdentityError",
     "SqliteWalletStore",
     "StoredKey",
+    "TransactionBook",
+    "TransactionError",
     "UnknownKeyError",
     "WalletError",
     "WalletLockedError",

@@ -57,6 +57,18 @@ def test_remove_key(store: WalletStore) -> None:
     assert store.list_keys() == []
 
 
+def test_transactions_keep_creation_order_through_updates(store: WalletStore) -> None:
+    assert store.get_transaction("a") is None and store.list_transactions() == []
+    store.put_transaction("a", b"one")
+    store.put_transaction("b", b"two")
+    store.put_transaction("a", b"three")  # an update keeps the position
+    assert store.list_transactions() == [("a", b"three"), ("b", b"two")]
+    assert store.get_transaction("a") == b"three"
+    assert store.remove_transaction("a")
+    assert not store.remove_transaction("a")
+    assert store.list_transactions() == [("b", b"two")]
+
+
 def test_stored_key_repr_hides_the_secret() -> None:
     assert "sealed-" not in repr(_key("EC-x"))
 

@@ -218,6 +218,17 @@ def _print_summary(s: dict[str, Any]) -> None:
         err.print(f"[yellow]note:[/yellow] {message}")
 
 
+def _register_sources() -> None:
+    from flows.table_cmd import register as register_table
+    from flows.watch_cmd import register as register_watch
+
+    register_watch(app)
+    register_table(app)
+
+
+_register_sources()
+
+
 def main() -> None:
     """Console-script entry point."""
     try:

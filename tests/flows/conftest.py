@@ -33,6 +33,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
         node_port=free_port(),
         wallet_port=free_port(),
         api_port=free_port(),
+        anchor_port=free_port(),
         block_time_s=0.5,
         sqlite_synchronous="NORMAL",
     )

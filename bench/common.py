@@ -1,0 +1,104 @@
+"""Shared helpers of the benchmarks: figures, a terminal table, one JSON file of results.
+
+Every figure is measured beside a baseline in the same run (this machine is shared and
+noisy, so ratios count more than absolute times).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+@dataclass
+class Figure:
+    """One measured figure with its baseline and goal (``higher_is_better`` sets the direction)."""
+
+    name: str
+    value: float
+    unit: str
+    baseline: float | None = None
+    baseline_name: str = ""
+    goal: float | None = None
+    higher_is_better: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.baseline:
+            return None
+        return self.value / self.baseline
+
+    @property
+    def meets_goal(self) -> bool | None:
+        if self.goal is None:
+            return None
+        return self.value >= self.goal if self.higher_is_better else self.value <= self.goal
+
+
+def machine() -> dict[str, Any]:
+    """Where the figures came from."""
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def write_results(name: str, figures: list[Figure]) -> Path:
+    """Write ``bench/results/<name>.json`` and return its path."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    data = {"machine": machine(), "figures": [_figure_json(f) for f in figures]}
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
+def _figure_json(figure: Figure) -> dict[str, Any]:
+    data = asdict(figure)
+    data["ratio"] = figure.ratio
+    data["meets_goal"] = figure.meets_goal
+    return data
+
+
+def print_table(title: str, figures: list[Figure]) -> None:
+    """Print the figures as a rich table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("figure", "value", "baseline", "ratio", "goal", "ok"):
+        table.add_column(column, justify="right" if column != "figure" else "left")
+    for f in figures:
+        base = f"{f.baseline:,.2f} ({f.baseline_name})" if f.baseline is not None else ""
+        ratio = f"{f.ratio:.2f}" if f.ratio is not None else ""
+        goal = ("≥ " if f.higher_is_better else "≤ ") + f"{f.goal:,.2f}" if f.goal is not None else ""
+        ok = {True: "yes", False: "NO", None: ""}[f.meets_goal]
+        table.add_row(f.name, f"{f.value:,.2f} {f.unit}", base, ratio, goal, ok)
+    Console().print(table)
+
+
+@contextmanager
+def stopwatch() -> Iterator[Callable[[], float]]:
+    """``with stopwatch() as elapsed: ...; elapsed()`` in seconds."""
+    start = time.perf_counter()
+    end: list[float] = []
+    yield lambda: (end[0] if end else time.perf_counter()) - start
+    end.append(time.perf_counter())
+
+
+def peak_rss_mb(children: bool = False) -> float:
+    """Peak resident set size of this process (or of its waited-for children), MB."""
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss / 1024

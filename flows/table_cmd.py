@@ -1,0 +1,189 @@
+"""The ``notary table`` command: notarize the new and changed rows of an SQL table.
+
+Registered on the ``notary`` app by ``flows.cli`` (``register(app)``). Exit codes as for
+``notary notarize``: 0 success; 1 rows failed or are still waiting for the ledger; 2 bad
+usage (URL, table, query, column, missing API key); 3 a database or service could not be
+reached. Prefect, SQLAlchemy and the flow are imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flows.settings import MissingApiKey, PipelineSettings, quiet_prefect_defaults
+
+__all__ = ["register", "table"]
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+
+console = Console()
+err = Console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``table`` command to ``app``."""
+    app.command("table")(table)
+
+
+def table(
+    url: Annotated[
+        str,
+        typer.Argument(
+            envvar="NOTARY_TABLE_URL",
+            metavar="URL",
+            show_default=False,
+            help="SQLAlchemy URL of the database, e.g. sqlite:///shop.db or "
+            "postgresql+psycopg://user@host:5432/db (or set NOTARY_TABLE_URL, which keeps "
+            "a password out of the process list).",
+        ),
+    ],
+    table_name: Annotated[
+        str | None, typer.Option("--table", help="Table to read: NAME or SCHEMA.NAME.")
+    ] = None,
+    query: Annotated[
+        str | None,
+        typer.Option("--query", help="A SELECT to read instead of a table (needs --key)."),
+    ] = None,
+    watermark: Annotated[
+        str | None,
+        typer.Option(
+            "--watermark",
+            help="Increasing column: an id (new rows) or an updated-at timestamp (new and "
+            "changed rows). Default: the single-column primary key.",
+        ),
+    ] = None,
+    key: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--key",
+            help="Key column recorded for each row (repeat or comma-separate for several). "
+            "Default: the primary key.",
+        ),
+    ] = None,
+    collection: Annotated[
+        str | None,
+        typer.Option(help="Collection (one chain); default: table:<url without password>#<table>."),
+    ] = None,
+    data_dir: Annotated[
+        Path,
+        typer.Option("--data-dir", envvar="NOTARY_DATA_DIR", help="Folder of all local data."),
+    ] = Path(".notary"),
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", help="Do not wait for the ledger stage.")
+    ] = False,
+) -> None:
+    """Notarize the rows of a table added or changed since the last run.
+
+    Each row is hashed as canonical JSON (RFC 8785); only its key, hash and size go to the ledger. The position reached is kept in the audit store, so the next run continues after it. Start the services first with `notary up`.
+    """
+    if (table_name is None) == (query is None):
+        _fail("give exactly one of --table and --query", EXIT_USAGE)
+    key_columns = [k.strip() for item in key or [] for k in item.split(",") if k.strip()]
+    settings = PipelineSettings(data_dir=data_dir)
+    _check_key(settings)
+    quiet_prefect_defaults(settings.data_dir)
+    source = dict(
+        table=table_name, query=query, watermark=watermark, key_columns=key_columns or None
+    )
+    name = collection or _check_source(url, source)
+    summary = _run_flow(url, source, name, settings, wait=not no_wait)
+    _print_summary(summary)
+    raise typer.Exit(_exit_code(summary))
+
+
+def _check_source(url: str, source: dict[str, Any]) -> str:
+    """Open the source once to report a bad URL, table or column before Prefect starts;
+    returns the default collection name."""
+    from connectors.table_source import SourceConfigError, SourceUnreachable, TableSource
+
+    try:
+        with TableSource.connect(url, **source) as checked:
+            return checked.name
+    except SourceUnreachable as exc:
+        _fail(f"{exc}\nIs the database server running and the URL right?", EXIT_UNREACHABLE)
+    except SourceConfigError as exc:
+        _fail(str(exc), EXIT_USAGE)
+
+
+def _run_flow(
+    url: str, source: dict[str, Any], name: str, settings: PipelineSettings, *, wait: bool
+) -> dict[str, Any]:
+    from pydantic import SecretStr
+
+    from connectors.errors import ConnectorError
+    from connectors.table_source import SourceUnreachable, TableSourceError
+    from flows.notarize_table import notarize_table
+    from flows.progress import watch_collection
+    from tasks.row_hashing import UnsupportedValue
+
+    start = time.perf_counter()
+    try:
+        with watch_collection(settings.audit_url, name, console=console):
+            summary = notarize_table(
+                SecretStr(url),
+                collection=name,
+                settings=settings,
+                wait_for_ledger_stage=wait,
+                **source,
+            )
+    except (ConnectorError, SourceUnreachable) as exc:
+        _fail(f"{exc}\nAre the services running? Start them with `notary up`.", EXIT_UNREACHABLE)
+    except UnsupportedValue as exc:
+        _fail(
+            f"{exc}; read the table through --query, casting or leaving out the column", EXIT_USAGE
+        )
+    except TableSourceError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    summary["wall_seconds"] = round(time.perf_counter() - start, 2)
+    return summary
+
+
+def _check_key(settings: PipelineSettings) -> None:
+    try:
+        settings.resolve_api_key()
+    except MissingApiKey as exc:
+        _fail(str(exc), EXIT_USAGE)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    err.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(code)
+
+
+def _exit_code(summary: dict[str, Any]) -> int:
+    incomplete = (
+        summary["publish_failed"] or summary["still_waiting"] or summary["receipts_rejected"]
+    )
+    return EXIT_INCOMPLETE if incomplete else EXIT_OK
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    out = Table(title=f"Notarization of {s['source']}", show_header=False)
+    out.add_column("what", style="bold")
+    out.add_column("value", justify="right")
+    rows = [
+        ("rows read (new or changed)", s["files_seen"]),
+        ("canonical JSON bytes hashed", f"{s['bytes_hashed']:,}"),
+        ("skipped (hash already in the collection)", s["skipped_known"]),
+        ("published now", s["published"]),
+        ("in a directory block", s["reached_ledger"]),
+        ("receipts verified", s["receipts_verified"]),
+        ("still waiting", s["still_waiting"]),
+        ("failed", s["publish_failed"] + s["receipts_rejected"]),
+    ]
+    for label, value in rows:
+        out.add_row(label, str(value))
+    for stage, seconds in s["stage_seconds"].items():
+        out.add_row(f"time: {stage}", f"{seconds:.2f} s")
+    out.add_row("time: total", f"{s.get('wall_seconds', 0):.2f} s")
+    console.print(out)
+    if s["files_seen"] == 0:
+        console.print("No new or changed rows since the last run.")
+    for message in s["errors"][:10]:
+        err.print(f"[yellow]note:[/yellow] {message}")

@@ -1,0 +1,349 @@
+"""Drop folders: ``watch_folder`` runs a ``notarize_files`` flow run for every batch of
+complete files the watcher (``connectors.folder_watch``) hands off.
+
+Stages. Each batch run hashes, records and publishes its files (``pending`` ->
+``published``) and does one non-blocking sweep of the ``ledger`` stage for the collection
+(entries of earlier batches are usually in a directory block by then). It never waits for a
+block: a watcher must keep up with incoming files. What is still ``published`` when the
+folder goes quiet is finished by the scheduled ``collect_proofs`` sweep (or
+``notary collect``).
+
+``watch_folder`` itself is a plain long-running loop, not a flow run: a flow run that never
+ends would hold a ``Running`` state forever and bury its batches; each batch is its own
+``notarize-files`` flow run instead. Files whose notarization is not published yet (the API
+was down) are handed off again after the watcher's retry delay, so a quiet folder still
+gets published and moved. Idempotent: the document hash is the key; a startup scan hands
+off every file present and the known ones are skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+
+from connectors.audit_store import STAGE_ORDER, AuditStore, DocumentIn, RunStatus
+from connectors.folder_source import DEFAULT_IGNORE_PATTERNS, ScanEntry, source_name
+from connectors.folder_watch import FolderWatcher, ReadyFile, WatchOptions, move_to_done
+from flows.pipeline import (
+    RunSummary,
+    Services,
+    chunks,
+    finish_counts,
+    open_services,
+    publish_pending,
+    record_batch,
+)
+from flows.settings import PipelineSettings
+from tasks.documents import collection_chain_id
+from tasks.publish import ensure_collection_chain
+from tasks.steps import hash_batch, sweep_ledger_once
+
+__all__ = ["WatchTotals", "notarize_files", "watch_folder"]
+
+logger = logging.getLogger(__name__)
+
+_PUBLISHED = frozenset(STAGE_ORDER[STAGE_ORDER.index("published") :])
+
+
+@flow(name="notarize-files", validate_parameters=False)
+def notarize_files(
+    paths: list[str],
+    root: str,
+    collection: str | None = None,
+    settings: PipelineSettings | None = None,
+) -> dict[str, Any]:
+    """Notarize the given files of drop folder ``root``: hash, record, publish, one sweep.
+
+    Args:
+        paths: absolute paths of files below ``root`` (others are counted as errors).
+        root: the drop folder; documents are recorded by path relative to it.
+        collection: collection name; default the folder's absolute path.
+        settings: pipeline settings.
+
+    Returns:
+        ``RunSummary.as_dict()`` plus ``file_stages``: relative path -> stage of the
+        file's notarization in the collection's chain after the run (``"pending"``,
+        ``"published"``, ... or ``"failed"``); files that could not be hashed are absent.
+
+    Raises:
+        ConnectorError: the publishing API or the node could not be reached.
+    """
+    settings = settings or PipelineSettings()
+    base = Path(root).resolve()
+    name = collection or str(base)
+    summary = RunSummary(str(base), name, collection_chain_id(name))
+    stages: dict[str, str] = {}
+    with open_services(settings) as services:
+        run_id = services.store.start_run(
+            "notarize_files",
+            parameters={"root": str(base), "collection": name, "files": len(paths)},
+        )
+        status: RunStatus = "failed"
+        try:
+            stages = _run(summary, services, base=base, paths=paths)
+            status = "completed"
+        finally:
+            finish_counts(summary, services.store)
+            services.store.finish_run(run_id, counts=summary.as_dict(), status=status)
+    return summary.as_dict() | {"file_stages": stages}
+
+
+def _run(
+    summary: RunSummary, services: Services, *, base: Path, paths: list[str]
+) -> dict[str, str]:
+    entries = _entries(summary, base, paths)
+    summary.files_seen = len(entries)
+    summary.timed("chain", lambda: ensure_collection_chain(services.api, summary.collection))
+    docs, new_ids = summary.timed(
+        "hash", lambda: _hash_and_record(summary, services, entries, base)
+    )
+    summary.timed("publish", lambda: publish_pending(summary, services, frozenset(new_ids)))
+    summary.timed("ledger", lambda: _sweep_once(summary, services))
+    get_run_logger().info("%d files of %s: %d published", len(entries), base, summary.published)
+    return _file_stages(services.store, summary.collection, docs)
+
+
+def _entries(summary: RunSummary, base: Path, paths: Sequence[str]) -> list[ScanEntry]:
+    entries = []
+    for raw in paths:
+        path = Path(raw)
+        try:
+            rel = path.relative_to(base).as_posix()
+            st = path.lstat()
+        except (ValueError, OSError) as exc:
+            summary.hash_errors += 1
+            summary.note(f"{raw}: {exc}")
+            continue
+        entries.append(ScanEntry(rel, path, st.st_size, st.st_mtime))
+    return entries
+
+
+def _hash_and_record(
+    summary: RunSummary, services: Services, entries: list[ScanEntry], base: Path
+) -> tuple[list[DocumentIn], list[int]]:
+    settings = services.settings
+    all_docs: list[DocumentIn] = []
+    new_ids: list[int] = []
+    for batch in chunks(entries, settings.batch_size):
+        docs = []
+        for entry, result in zip(
+            batch, hash_batch(batch, workers=settings.hash_workers), strict=True
+        ):
+            if result.ok and result.sha256 is not None and result.size_bytes is not None:
+                docs.append(DocumentIn(entry.relative_path, result.sha256, result.size_bytes))
+                summary.bytes_hashed += result.size_bytes
+            else:
+                summary.hash_errors += 1
+                summary.note(f"{entry.relative_path}: {result.error}")
+        new_ids += record_batch(summary, services, source=source_name(base), docs=docs)
+        all_docs += docs
+    return all_docs, new_ids
+
+
+def _sweep_once(summary: RunSummary, services: Services) -> None:
+    """One ``ledger`` sweep of the collection; a failure is noted, never fatal."""
+    state = sweep_ledger_once(
+        services.store, services.node, collection=summary.collection, return_state=True
+    )
+    if not state.is_completed():
+        summary.note("ledger sweep failed; `notary collect` finishes it later")
+        return
+    summary.receipts_rejected += state.result().rejected
+
+
+def _file_stages(store: AuditStore, collection: str, docs: Sequence[DocumentIn]) -> dict[str, str]:
+    stage_of: dict[str, str] = {}
+    for sha in {d.sha256 for d in docs}:
+        found = store.proofs(collection=collection, sha256=sha, limit=1)
+        if found:
+            stage_of[sha] = found[0].notarization.stage
+    return {d.path: stage_of[d.sha256] for d in docs if d.sha256 in stage_of}
+
+
+# -- the long-running loop -----------------------------------------------------------------
+
+
+@dataclass
+class WatchTotals:
+    """What a ``watch_folder`` session did (counts over all its batch runs)."""
+
+    batches: int = 0
+    files: int = 0
+    published: int = 0
+    skipped_known: int = 0
+    publish_failed: int = 0
+    hash_errors: int = 0
+    retried: int = 0
+    moved: int = 0
+    interrupted: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, result: dict[str, Any]) -> None:
+        """Add the counts of one ``notarize_files`` result."""
+        self.batches += 1
+        self.files += result["files_seen"]
+        for key in ("published", "skipped_known", "publish_failed", "hash_errors"):
+            setattr(self, key, getattr(self, key) + result[key])
+        for message in result["errors"]:
+            self.note(message)
+
+    def note(self, message: str) -> None:
+        """Keep the last 20 error messages."""
+        self.errors = [*self.errors, message][-20:]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, list) else v) for k, v in vars(self).items()}
+
+
+BatchResultHandler = Callable[[Path, dict[str, Any]], None]
+
+
+def watch_folder(
+    folders: Sequence[str | os.PathLike[str]],
+    collection: str | None = None,
+    settings: PipelineSettings | None = None,
+    *,
+    settle_s: float = 2.0,
+    done_dir: str | os.PathLike[str] | None = None,
+    stop_event: threading.Event | None = None,
+    batch_max_files: int = 100,
+    batch_max_wait_s: float = 1.0,
+    retry_delay_s: float = 10.0,
+    ignore_patterns: Sequence[str] = DEFAULT_IGNORE_PATTERNS,
+    poll_interval_s: float = 0.2,
+    on_batch_result: BatchResultHandler | None = None,
+) -> dict[str, Any]:
+    """Watch drop folders and notarize every complete new or changed file until stopped.
+
+    Args:
+        folders: drop folders (recursive); files already present are notarized first.
+        collection: collection of every folder; default each folder's absolute path.
+        settings: pipeline settings.
+        settle_s: seconds a file must stay unchanged when no close-write event is seen.
+        done_dir: move each file here once its notarization is published (``None``: leave
+            files in place). A relative path is taken inside each folder (``"done"`` ->
+            ``<folder>/done/<relative path>``); an absolute one is shared by all folders.
+            Never watched.
+        stop_event: set it to stop after the current batch. Ctrl-C (``KeyboardInterrupt``)
+            stops at once (``interrupted`` is then true in the totals; a batch cut short is
+            finished by the next run).
+        batch_max_files, batch_max_wait_s: a batch run starts every that many files, or
+            that long after the first complete file.
+        retry_delay_s: delay before a failed batch or a not-yet-published file is retried.
+        ignore_patterns: file and folder names never notarized.
+        poll_interval_s: seconds between two watcher ticks.
+        on_batch_result: called with (folder, ``notarize_files`` result) after each run.
+
+    Returns:
+        ``WatchTotals.as_dict()`` for the whole session.
+
+    Raises:
+        MissingApiKey: no API key configured.
+        ConnectorError: the services cannot be reached at startup.
+        FileNotFoundError, NotADirectoryError: a folder is missing.
+        ValueError: ``done_dir`` is one of the watched folders.
+    """
+    settings = settings or PipelineSettings()
+    roots = [Path(f).resolve() for f in folders]
+    names = {root: collection or str(root) for root in roots}
+    dones = _done_dirs(roots, done_dir)
+    _preflight(settings, set(names.values()))
+    totals = WatchTotals()
+    handler = _BatchHandler(settings, names, dones, totals, on_batch_result)
+    options = WatchOptions(
+        settle_s=settle_s,
+        batch_max_files=batch_max_files,
+        batch_max_wait_s=batch_max_wait_s,
+        ignore_patterns=tuple(ignore_patterns),
+        exclude_dirs=tuple(d for d in dones.values() if d is not None),
+        retry_delay_s=retry_delay_s,
+    )
+    watcher = FolderWatcher(roots, handler, options=options)
+    try:
+        watcher.run(stop_event or threading.Event(), poll_interval_s=poll_interval_s)
+    except KeyboardInterrupt:
+        totals.interrupted = True
+        logger.warning("interrupted; stopped watching %s", ", ".join(map(str, roots)))
+    return totals.as_dict()
+
+
+def _done_dirs(
+    roots: Sequence[Path], done_dir: str | os.PathLike[str] | None
+) -> dict[Path, Path | None]:
+    if done_dir is None:
+        return dict.fromkeys(roots)
+    dones = {root: (root / done_dir).resolve() for root in roots}
+    if any(done in dones for done in dones.values()):
+        raise ValueError(f"the done folder {done_dir} cannot be a watched folder")
+    return dones  # type: ignore[return-value]
+
+
+def _preflight(settings: PipelineSettings, collections: set[str]) -> None:
+    """Fail fast on a missing key or unreachable API; create the collections' chains."""
+    with open_services(settings) as services:
+        for name in sorted(collections):
+            ensure_collection_chain(services.api, name)
+
+
+class _BatchHandler:
+    """The watcher's ``on_batch``: one flow run per folder of the batch, then moves."""
+
+    def __init__(
+        self,
+        settings: PipelineSettings,
+        names: dict[Path, str],
+        dones: dict[Path, Path | None],
+        totals: WatchTotals,
+        on_result: BatchResultHandler | None,
+    ) -> None:
+        self._settings, self._names, self._dones = settings, names, dones
+        self._totals, self._on_result = totals, on_result
+
+    def __call__(self, batch: list[ReadyFile]) -> list[ReadyFile]:
+        retry: list[ReadyFile] = []
+        for root, files in _by_root(batch).items():
+            result = notarize_files(
+                [str(f.path) for f in files], str(root), self._names[root], self._settings
+            )
+            self._totals.add(result)
+            retry += self._after_run(root, files, result["file_stages"])
+            if self._on_result is not None:
+                self._on_result(root, result)
+        self._totals.retried += len(retry)
+        return retry
+
+    def _after_run(
+        self, root: Path, files: list[ReadyFile], stages: dict[str, str]
+    ) -> list[ReadyFile]:
+        """Move the published files to done/ (if asked); return the ones still pending."""
+        retry = []
+        done = self._dones[root]
+        for file in files:
+            stage = stages.get(file.relative_path)
+            if stage == "pending":
+                retry.append(file)
+            elif stage in _PUBLISHED and done is not None:
+                self._move(file, done)
+        return retry
+
+    def _move(self, file: ReadyFile, done: Path) -> None:
+        try:
+            if move_to_done(file, done) is not None:
+                self._totals.moved += 1
+        except OSError as exc:
+            self._totals.note(f"cannot move {file.path} to {done}: {exc}")
+            logger.warning("cannot move %s to %s: %s", file.path, done, exc)
+
+
+def _by_root(batch: Sequence[ReadyFile]) -> dict[Path, list[ReadyFile]]:
+    groups: dict[Path, list[ReadyFile]] = {}
+    for file in batch:
+        groups.setdefault(file.root, []).append(file)
+    return groups

@@ -10,7 +10,11 @@ Tables::
     notarizations  one row per document hash per chain; UNIQUE(chain_id, sha256)
     stage_events   append-only history of every stage change of a notarization
     receipts       verified receipts (Merkle branch entry hash -> directory block KeyMR)
+    anchors        verified anchors of a notarization's directory block (anchor_pow)
     runs           one row per flow run, with its counts
+
+The schema is created and upgraded by the Alembic migrations in ``connectors/migrations``
+(``AuditStore`` runs them when it opens); a change here needs a new revision there.
 
 Below the tables: the frozen value records that ``AuditStore`` takes and returns.
 
@@ -25,7 +29,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import JSON, BigInteger, Column, DateTime, Index, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Index,
+    UniqueConstraint,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
@@ -39,6 +51,7 @@ ALL_STAGES: tuple[Stage, ...] = (*STAGE_ORDER, "failed")
 RunStatus = Literal["running", "completed", "failed"]
 
 _JSON = JSON().with_variant(JSONB(), "postgresql")
+_STAGE_CHECK = "stage IN (" + ", ".join(f"'{s}'" for s in ALL_STAGES) + ")"
 
 
 def _utc_column(*, nullable: bool = True, index: bool = False) -> Any:
@@ -75,6 +88,7 @@ class Notarization(AuditBase, table=True):
     __table_args__ = (
         UniqueConstraint("chain_id", "sha256", name="uq_notarizations_chain_sha256"),
         Index("ix_notarizations_stage_collection", "stage", "collection"),
+        CheckConstraint(_STAGE_CHECK, name="ck_notarizations_stage"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -121,6 +135,27 @@ class StoredReceipt(AuditBase, table=True):
     entry_block_keymr: str = Field(max_length=64)
     directory_block_keymr: str = Field(max_length=64)
     directory_block_height: int
+    raw: dict[str, Any] = Field(sa_column=Column(_JSON, nullable=False))  # the node's object
+    verified_at: datetime = _utc_column(nullable=False)
+
+
+class StoredAnchor(AuditBase, table=True):
+    """An anchor of the directory block holding a notarization, verified before storing.
+
+    One row per notarization (the anchor of its directory block, formats section 7.1
+    ``anchor_pow``); ``confirmations`` and ``verified_at`` are refreshed when recorded again.
+    """
+
+    __tablename__ = "anchors"
+    __table_args__ = (UniqueConstraint("notarization_id", name="uq_anchors_notarization"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    notarization_id: int = Field(foreign_key="notarizations.id")
+    dblock_height: int = Field(index=True)
+    dblock_keymr: str = Field(max_length=64)  # hex
+    anchor_block_hash: str = Field(max_length=64)  # hex, block of the anchoring chain
+    transaction_id: str = Field(max_length=64, index=True)  # hex, anchoring transaction
+    confirmations: int = Field(default=0)
     raw: dict[str, Any] = Field(sa_column=Column(_JSON, nullable=False))  # the node's object
     verified_at: datetime = _utc_column(nullable=False)
 
@@ -232,6 +267,66 @@ class ReceiptRecord:
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a receipt object: {exc!r}") from exc
+
+
+@dataclass(frozen=True)
+class AnchorRecord:
+    """An anchor of one directory block that the caller has verified, ready to store.
+
+    Attributes:
+        dblock_height: height of the anchored directory block.
+        dblock_keymr: hex KeyMR of that directory block.
+        anchor_block_hash: hex hash of the anchoring chain's block (``anchor_pow.blockhash``).
+        transaction_id: hex id of the anchoring transaction (``anchor_pow.transactionhash``).
+        confirmations: blocks of the anchoring chain on top of (and including) that block;
+            0 when unknown.
+        raw: the node's ``anchors`` result as received.
+        verified_at: when the caller verified it.
+    """
+
+    dblock_height: int
+    dblock_keymr: str
+    anchor_block_hash: str
+    transaction_id: str
+    confirmations: int
+    raw: dict[str, Any]
+    verified_at: datetime
+
+    @classmethod
+    def from_node(
+        cls,
+        anchors: Mapping[str, Any],
+        *,
+        verified_at: datetime,
+        confirmations: int | None = None,
+    ) -> AnchorRecord:
+        """Build from the node's ``anchors`` result (formats section 7.1).
+
+        Reads ``directoryblockheight``, ``directoryblockkeymr`` and
+        ``anchor_pow{transactionhash, blockhash}``; ``confirmations`` defaults to
+        ``anchor_pow.confirmations`` when the node gives it, else 0.
+
+        Raises:
+            ValueError: a required field is missing, ``anchor_pow`` is absent/false, or a
+                value has the wrong type.
+        """
+        try:
+            pow_anchor = anchors["anchor_pow"]
+            if not isinstance(pow_anchor, Mapping):
+                raise TypeError(f"anchor_pow is {pow_anchor!r}")
+            if confirmations is None:
+                confirmations = int(pow_anchor.get("confirmations", 0))
+            return cls(
+                dblock_height=int(anchors.get("directoryblockheight", 0)),
+                dblock_keymr=str(anchors["directoryblockkeymr"]),
+                anchor_block_hash=str(pow_anchor["blockhash"]),
+                transaction_id=str(pow_anchor["transactionhash"]),
+                confirmations=int(confirmations),
+                raw=dict(anchors),
+                verified_at=verified_at,
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not an anchors result with anchor_pow: {exc!r}") from exc
 
 
 @dataclass(frozen=True)

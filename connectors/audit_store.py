@@ -15,8 +15,16 @@ notarized at most once per chain (UNIQUE(chain_id, sha256)); duplicates are igno
 ``INSERT ... ON CONFLICT DO NOTHING`` (SQLite >= 3.35 and PostgreSQL). Other SQL backends
 are refused with ``ValueError``.
 
+The anchor stage: ``awaiting_anchor`` / ``awaiting_anchor_blocks`` list what waits for it,
+``record_anchors`` stores verified anchors (one per notarization, by directory block) and
+moves ``ledger`` rows to ``anchor``.
+
 Hex values (sha256, entry hashes, key Merkle roots, chain ids) are 64-char strings and are
 stored lowercase. Times are timezone-aware UTC ``datetime`` values from the injected clock.
+
+The schema is managed by Alembic (``connectors.migrations``): opening a store upgrades the
+database to the newest revision, stamping one made by ``create_all`` before migrations
+existed (``MigrationError`` when existing tables do not match).
 """
 
 from __future__ import annotations
@@ -35,10 +43,12 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import create_engine
 
+from connectors import migrations
 from connectors.audit_models import (
     ALL_STAGES,
     AUDIT_METADATA,
     STAGE_ORDER,
+    AnchorRecord,
     DocumentIn,
     NewNotarization,
     NotarizationRow,
@@ -48,13 +58,16 @@ from connectors.audit_models import (
     Stage,
     StageEventRecord,
 )
+from connectors.migrations import MigrationError
 
 __all__ = [
     "ALL_STAGES",
     "STAGE_ORDER",
+    "AnchorRecord",
     "AuditStore",
     "Clock",
     "DocumentIn",
+    "MigrationError",
     "NewNotarization",
     "NotarizationRow",
     "ProofRecord",
@@ -83,6 +96,7 @@ _notarizations: Table = AUDIT_METADATA.tables["notarizations"]
 _events: Table = AUDIT_METADATA.tables["stage_events"]
 _receipts: Table = AUDIT_METADATA.tables["receipts"]
 _runs: Table = AUDIT_METADATA.tables["runs"]
+_anchors: Table = AUDIT_METADATA.tables["anchors"]
 
 
 class Clock(Protocol):
@@ -110,10 +124,11 @@ class AuditStore:
         schema: PostgreSQL schema to hold the tables (created if missing), set as the
             connections' ``search_path`` so raw SQL finds the tables too; ``None`` for the
             server's default search path. Not supported on SQLite.
-        create_tables: create missing tables now (until migrations take over this job).
+        create_tables: bring the schema up to date now (``create_tables()``).
 
     Raises:
         ValueError: a backend other than SQLite or PostgreSQL, or ``schema`` on SQLite.
+        MigrationError: the database holds tables that are not a recognisable audit store.
     """
 
     def __init__(
@@ -137,11 +152,20 @@ class AuditStore:
         return self._engine
 
     def create_tables(self) -> None:
-        """Create the schema (PostgreSQL, when given) and any missing audit tables."""
-        with self._engine.begin() as conn:
-            if self._schema is not None:
+        """Create the schema (PostgreSQL, when given) and migrate the audit tables to the
+        newest revision (``connectors.migrations.upgrade``; a no-op when up to date).
+
+        Raises:
+            MigrationError: existing tables that do not match any revision.
+        """
+        if self._schema is not None:
+            with self._engine.begin() as conn:
                 conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"'))
-            AUDIT_METADATA.create_all(conn)
+        migrations.upgrade(self._engine)
+
+    def schema_revision(self) -> str | None:
+        """The Alembic revision of the database (``migrations.HEAD_REVISION`` once open)."""
+        return migrations.current_revision(self._engine)
 
     def close(self) -> None:
         """Dispose of the connection pool."""
@@ -391,6 +415,8 @@ class AuditStore:
         collection: str | None = None,
         sha256: str | None = None,
         limit: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> list[ProofRecord]:
         """Notarizations with their receipts (``None`` if not stored yet), oldest first.
 
@@ -398,6 +424,7 @@ class AuditStore:
             collection: only this collection.
             sha256: only notarizations of this document hash (hex).
             limit: at most this many.
+            since, until: only notarizations created in ``[since, until)`` (aware datetimes).
         """
         r = _receipts.c
         query = _row_query().add_columns(*[c.label(f"r_{c.name}") for c in _receipts.c])
@@ -406,6 +433,10 @@ class AuditStore:
             query = query.where(_notarizations.c.collection == collection)
         if sha256 is not None:
             query = query.where(_notarizations.c.sha256 == _hex(sha256))
+        if since is not None:
+            query = query.where(_notarizations.c.created_at >= since)
+        if until is not None:
+            query = query.where(_notarizations.c.created_at < until)
         query = query.order_by(_notarizations.c.id).limit(limit)
         with self._engine.connect() as conn:
             return [_proof_record(row._mapping) for row in conn.execute(query)]
@@ -417,6 +448,104 @@ class AuditStore:
         with self._engine.connect() as conn:
             rows = conn.execute(query.order_by(e.id))
             return [StageEventRecord(r.stage, _aware(r.at), r.details) for r in rows]
+
+    def stage_events(self, notarization_ids: Iterable[int]) -> dict[int, list[StageEventRecord]]:
+        """The stage events of many notarizations: id -> events oldest first (ids without
+        events are absent)."""
+        e = _events.c
+        out: dict[int, list[StageEventRecord]] = {}
+        with self._engine.connect() as conn:
+            for chunk in _chunks(sorted(set(notarization_ids)), _IN_CHUNK):
+                query = select(e.notarization_id, e.stage, e.at, e.details).where(
+                    e.notarization_id.in_(chunk)
+                )
+                for r in conn.execute(query.order_by(e.id)):
+                    record = StageEventRecord(r.stage, _aware(r.at), r.details)
+                    out.setdefault(r.notarization_id, []).append(record)
+        return out
+
+    # -- anchors ---------------------------------------------------------------------------
+
+    def awaiting_anchor(
+        self, *, collection: str | None = None, limit: int = 1000, after_id: int = 0
+    ) -> list[NotarizationRow]:
+        """Notarizations at ``ledger`` (in a directory block, not anchored yet), by id.
+
+        ``after_id`` pages through the rows like ``pending``.
+        """
+        return self.pending(
+            stage_from="ledger",
+            stage_below="anchor",
+            collection=collection,
+            limit=limit,
+            after_id=after_id,
+        )
+
+    def awaiting_anchor_blocks(self, *, collection: str | None = None) -> list[tuple[int, str]]:
+        """Distinct ``(directory block height, KeyMR hex)`` of rows waiting for ``anchor``,
+        lowest height first: one ``anchors`` call to the node per block."""
+        n = _notarizations.c
+        query = (
+            select(n.dblock_height, n.dblock_keymr)
+            .where(n.stage == "ledger", n.dblock_height.is_not(None))
+            .distinct()
+        )
+        if collection is not None:
+            query = query.where(n.collection == collection)
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.order_by(n.dblock_height, n.dblock_keymr))
+            return [(int(r.dblock_height), str(r.dblock_keymr)) for r in rows]
+
+    def record_anchors(
+        self, anchors: Sequence[AnchorRecord], *, collection: str | None = None
+    ) -> int:
+        """Store verified anchors and move the rows of the anchored blocks to ``anchor``.
+
+        Each record applies to every notarization (of ``collection``, if given) at stage
+        ``ledger`` or ``anchor`` whose directory block has the record's height and KeyMR;
+        rows whose stored KeyMR differs are left alone (that anchor is not for their
+        block). One ``anchors`` row per notarization: recording again refreshes its
+        ``confirmations``, hashes, ``raw`` and ``verified_at`` without a new stage event.
+        Moving to ``anchor`` appends an ``anchor`` event with ``{"dblock_height",
+        "anchor_block_hash", "transaction_id", "confirmations"}``.
+
+        Returns:
+            how many rows moved to ``anchor``.
+
+        Raises:
+            ValueError: a hash that is not 64 hex characters, or a negative number.
+        """
+        by_height = {int(a.dblock_height): _anchor_values(a) for a in anchors}
+        with self._engine.begin() as conn:
+            stages, values = _anchored_rows(conn, by_height, collection)
+            for chunk in _chunks(values, _ROW_CHUNK):
+                stmt = self._insert(_anchors).values(chunk)
+                refreshed = {k: stmt.excluded[k] for k in _ANCHOR_REFRESHED}
+                stmt = stmt.on_conflict_do_update(
+                    index_elements=["notarization_id"], set_=refreshed
+                )
+                conn.execute(stmt)
+            to_move = {v["notarization_id"]: v for v in values}
+            to_move = {i: v for i, v in to_move.items() if stages[i] == "ledger"}
+            details = {i: {k: v[k] for k in _ANCHOR_EVENT_KEYS} for i, v in to_move.items()}
+            return self._advance(conn, dict.fromkeys(to_move, {}), "anchor", details=details)
+
+    def stored_anchors(
+        self, *, collection: str | None = None, notarization_ids: Iterable[int] | None = None
+    ) -> dict[int, AnchorRecord]:
+        """Stored anchors: notarization id -> record (of ``collection`` / these ids)."""
+        a, n = _anchors.c, _notarizations.c
+        query = select(_anchors).join(_notarizations, a.notarization_id == n.id)
+        if collection is not None:
+            query = query.where(n.collection == collection)
+        out: dict[int, AnchorRecord] = {}
+        ids = None if notarization_ids is None else sorted(set(notarization_ids))
+        with self._engine.connect() as conn:
+            for chunk in [None] if ids is None else _chunks(ids, _IN_CHUNK):
+                chunk_query = query if chunk is None else query.where(a.notarization_id.in_(chunk))
+                for row in conn.execute(chunk_query.order_by(a.notarization_id)):
+                    out[row.notarization_id] = _anchor_record(row._mapping)
+        return out
 
     # -- runs and reports ------------------------------------------------------------------
 
@@ -662,6 +791,59 @@ def _receipt_values(notarization_id: int, record: ReceiptRecord) -> dict[str, An
         "raw": record.raw,
         "verified_at": record.verified_at,
     }
+
+
+_ANCHOR_REFRESHED = (
+    "dblock_height",
+    "dblock_keymr",
+    "anchor_block_hash",
+    "transaction_id",
+    "confirmations",
+    "raw",
+    "verified_at",
+)
+_ANCHOR_EVENT_KEYS = ("dblock_height", "anchor_block_hash", "transaction_id", "confirmations")
+
+
+def _anchor_values(record: AnchorRecord) -> dict[str, Any]:
+    if record.dblock_height < 0 or record.confirmations < 0:
+        raise ValueError(f"negative height or confirmations in {record!r}")
+    return {
+        "dblock_height": int(record.dblock_height),
+        "dblock_keymr": _hex(record.dblock_keymr),
+        "anchor_block_hash": _hex(record.anchor_block_hash),
+        "transaction_id": _hex(record.transaction_id),
+        "confirmations": int(record.confirmations),
+        "raw": dict(record.raw),
+        "verified_at": record.verified_at,
+    }
+
+
+def _anchored_rows(
+    conn: Connection, by_height: Mapping[int, Mapping[str, Any]], collection: str | None
+) -> tuple[dict[int, str], list[dict[str, Any]]]:
+    """Rows at ``ledger``/``anchor`` in the anchored blocks: (id -> stage, anchor values)."""
+    n = _notarizations.c
+    stages: dict[int, str] = {}
+    values: list[dict[str, Any]] = []
+    for chunk in _chunks(sorted(by_height), _IN_CHUNK):
+        query = select(n.id, n.stage, n.dblock_height, n.dblock_keymr).where(
+            n.stage.in_(["ledger", "anchor"]), n.dblock_height.in_(chunk)
+        )
+        if collection is not None:
+            query = query.where(n.collection == collection)
+        for row in conn.execute(query.order_by(n.id)):
+            anchor = by_height[row.dblock_height]
+            if row.dblock_keymr == anchor["dblock_keymr"]:
+                stages[row.id] = row.stage
+                values.append({"notarization_id": row.id, **anchor})
+    return stages, values
+
+
+def _anchor_record(mapping: Mapping[Any, Any]) -> AnchorRecord:
+    values = {f.name: mapping[f.name] for f in fields(AnchorRecord)}
+    values["verified_at"] = _aware(values["verified_at"])
+    return AnchorRecord(**values)
 
 
 def _proof_record(mapping: Mapping[Any, Any]) -> ProofRecord:

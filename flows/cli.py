@@ -219,11 +219,13 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 
 def _register_sources() -> None:
+    from flows.report_cmd import register as register_report
     from flows.table_cmd import register as register_table
     from flows.watch_cmd import register as register_watch
 
     register_watch(app)
     register_table(app)
+    register_report(app)
 
 
 _register_sources()

@@ -15,11 +15,13 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError
 
 from connectors.audit_store import (
+    AnchorRecord,
     AuditStore,
     DocumentIn,
     NewNotarization,
     ReceiptRecord,
 )
+from connectors.migrations import HEAD_REVISION
 from ledger.core.clock import ManualClock
 
 PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
@@ -233,7 +235,7 @@ def test_stages_may_be_skipped(store: AuditStore) -> None:
 def test_mark_stage_rejects_pending_and_failed(store: AuditStore) -> None:
     for stage in ("pending", "failed"):
         with pytest.raises(ValueError):
-            store.mark_stage([h("e")], stage)  # type: ignore[arg-type]
+            store.mark_stage([h("e")], stage)
 
 
 def test_retryable_error_keeps_stage_and_counts_attempts(store: AuditStore) -> None:
@@ -317,10 +319,12 @@ def test_receipt_from_node_rejects_malformed() -> None:
 
 def test_runs_record_start_finish_and_counts(store: AuditStore, clock) -> None:
     run_id = store.start_run("notarize-folder", parameters={"root": "/drop"})
-    assert store.run(run_id)["status"] == "running"
+    started = store.run(run_id)
+    assert started is not None and started["status"] == "running"
     clock.advance(5)
     store.finish_run(run_id, counts={"hashed": 10, "published": 9})
     run = store.run(run_id)
+    assert run is not None
     assert run["status"] == "completed" and run["counts"] == {"hashed": 10, "published": 9}
     assert (run["finished_at"] - run["started_at"]).total_seconds() == 5
     assert run["parameters"] == {"root": "/drop"}
@@ -366,3 +370,144 @@ def test_audit_tables_do_not_leak_into_sqlmodel_global_metadata() -> None:
     from sqlmodel import SQLModel
 
     assert "notarizations" not in SQLModel.metadata.tables
+
+
+# -- anchors ------------------------------------------------------------------------------
+
+
+def node_anchors(
+    height: int, *, keymr: str | None = None, confirmations: int | None = None
+) -> dict:
+    pow_anchor: dict = {"transactionhash": h(f"tx{height}"), "blockhash": h(f"blk{height}")}
+    if confirmations is not None:
+        pow_anchor["confirmations"] = confirmations
+    return {
+        "directoryblockheight": height,
+        "directoryblockkeymr": keymr or h(f"db{height}"),
+        "anchor_pow": pow_anchor,
+        "anchor_contract": False,
+    }
+
+
+def to_ledger(store: AuditStore, labels: list[str], height: int, **kw) -> list[int]:
+    ids = notarize(store, labels, **kw)
+    store.mark_published({i: h(f"e-{x}") for i, x in zip(ids, labels, strict=True)})
+    store.record_ledger({h(f"e-{x}"): (height, h(f"db{height}")) for x in labels})
+    return ids
+
+
+def test_anchor_record_from_node_reads_anchor_pow() -> None:
+    at = datetime(2024, 5, 6, tzinfo=UTC)
+    record = AnchorRecord.from_node(node_anchors(9, confirmations=3), verified_at=at)
+    assert (record.dblock_height, record.dblock_keymr) == (9, h("db9"))
+    assert (record.transaction_id, record.anchor_block_hash) == (h("tx9"), h("blk9"))
+    assert record.confirmations == 3 and record.raw["anchor_contract"] is False
+    assert (
+        AnchorRecord.from_node(node_anchors(9), verified_at=at, confirmations=7).confirmations == 7
+    )
+    assert AnchorRecord.from_node(node_anchors(9), verified_at=at).confirmations == 0
+    for bad in ({"directoryblockheight": 9}, {**node_anchors(9), "anchor_pow": False}):
+        with pytest.raises(ValueError, match="anchor_pow"):
+            AnchorRecord.from_node(bad, verified_at=at)
+
+
+def test_rows_awaiting_anchor_are_ledger_rows_grouped_by_block(store: AuditStore) -> None:
+    a, b = to_ledger(store, ["a", "b"], 7)
+    (c,) = to_ledger(store, ["c"], 8, collection="c2")
+    notarize(store, ["pending-only"])
+    assert [r.id for r in store.awaiting_anchor()] == [a, b, c]
+    assert [r.id for r in store.awaiting_anchor(collection="c2")] == [c]
+    assert [r.id for r in store.awaiting_anchor(limit=1, after_id=a)] == [b]
+    assert store.awaiting_anchor_blocks() == [(7, h("db7")), (8, h("db8"))]
+    assert store.awaiting_anchor_blocks(collection="c1") == [(7, h("db7"))]
+
+
+def test_record_anchors_moves_the_block_rows_and_logs_events(store: AuditStore, clock) -> None:
+    a, b = to_ledger(store, ["a", "b"], 7)
+    (c,) = to_ledger(store, ["c"], 8)
+    clock.advance(60)
+    verified = datetime(2024, 5, 6, tzinfo=UTC)
+    record = AnchorRecord.from_node(node_anchors(7, confirmations=1), verified_at=verified)
+    assert store.record_anchors([record]) == 2
+    assert [r.id for r in store.awaiting_anchor()] == [c]
+    rows = {p.notarization.id: p.notarization for p in store.proofs()}
+    assert rows[a].stage == rows[b].stage == "anchor"
+    assert rows[a].anchored_at == datetime.fromtimestamp(START_S + 60, UTC)
+    events = store.events(a)
+    assert [e.stage for e in events][-1] == "anchor"
+    assert events[-1].details == {
+        "dblock_height": 7,
+        "anchor_block_hash": h("blk7"),
+        "transaction_id": h("tx7"),
+        "confirmations": 1,
+    }
+    assert store.stored_anchors() == {a: record, b: record}
+    assert store.summary()["anchor"] == 2
+
+
+def test_recording_again_refreshes_confirmations_without_new_events(store: AuditStore) -> None:
+    (a,) = to_ledger(store, ["a"], 7)
+    at = datetime(2024, 5, 6, tzinfo=UTC)
+    store.record_anchors([AnchorRecord.from_node(node_anchors(7), verified_at=at)])
+    later = AnchorRecord.from_node(node_anchors(7, confirmations=6), verified_at=at)
+    assert store.record_anchors([later]) == 0
+    assert store.stored_anchors(notarization_ids=[a])[a].confirmations == 6
+    assert [e.stage for e in store.events(a)].count("anchor") == 1
+
+
+def test_anchor_for_another_block_keymr_is_not_applied(store: AuditStore) -> None:
+    (a,) = to_ledger(store, ["a"], 7)
+    at = datetime(2024, 5, 6, tzinfo=UTC)
+    forged = AnchorRecord.from_node(node_anchors(7, keymr=h("other")), verified_at=at)
+    assert store.record_anchors([forged]) == 0
+    assert store.stored_anchors() == {}
+    assert [r.id for r in store.awaiting_anchor()] == [a]
+
+
+def test_record_anchors_respects_collection_and_skips_failed(store: AuditStore) -> None:
+    (a,) = to_ledger(store, ["a"], 7)
+    (b,) = to_ledger(store, ["b"], 7, collection="c2")
+    (c,) = to_ledger(store, ["c"], 7)
+    store.mark_failed({c: "receipt rejected"}, retryable=False)
+    at = datetime(2024, 5, 6, tzinfo=UTC)
+    record = AnchorRecord.from_node(node_anchors(7), verified_at=at)
+    assert store.record_anchors([record], collection="c2") == 1
+    assert set(store.stored_anchors()) == {b}
+    assert store.record_anchors([record]) == 1
+    assert set(store.stored_anchors()) == {a, b}
+    assert set(store.stored_anchors(collection="c1")) == {a}
+
+
+def test_record_anchors_rejects_bad_hex(store: AuditStore) -> None:
+    to_ledger(store, ["a"], 7)
+    bad = AnchorRecord(7, h("db7"), "xyz", h("tx"), 0, {}, datetime.now(UTC))
+    with pytest.raises(ValueError, match="64 hex"):
+        store.record_anchors([bad])
+
+
+def test_stage_events_in_one_call(store: AuditStore) -> None:
+    a, b = to_ledger(store, ["a", "b"], 7)
+    (c,) = notarize(store, ["c"])
+    events = store.stage_events([a, b, c, 9999])
+    assert set(events) == {a, b, c}
+    assert events[a] == store.events(a)
+    assert [e.stage for e in events[c]] == ["pending"]
+
+
+def test_proofs_filter_by_creation_period(store: AuditStore, clock) -> None:
+    (early,) = notarize(store, ["early"])
+    clock.advance(100)
+    (late,) = notarize(store, ["late"])
+    cut = datetime.fromtimestamp(START_S + 50, UTC)
+    assert [p.notarization.id for p in store.proofs(since=cut)] == [late]
+    assert [p.notarization.id for p in store.proofs(until=cut)] == [early]
+
+
+def test_opened_store_is_at_the_newest_schema_revision(store: AuditStore) -> None:
+    assert store.schema_revision() == HEAD_REVISION
+
+
+def test_stage_values_are_checked_by_the_database(store: AuditStore) -> None:
+    (nid,) = notarize(store, ["a"])
+    with pytest.raises(IntegrityError), store.engine.begin() as conn:
+        conn.execute(text("UPDATE notarizations SET stage = 'bogus' WHERE id = :i"), {"i": nid})

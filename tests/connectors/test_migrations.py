@@ -1,0 +1,240 @@
+"""Alembic migrations of the audit store, on SQLite and the machine's PostgreSQL."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import MetaData, create_engine, inspect, text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+from connectors import migrations
+from connectors.audit_models import AUDIT_METADATA
+from connectors.audit_store import AnchorRecord, AuditStore, DocumentIn, NewNotarization
+from connectors.migrations import HEAD_REVISION, INITIAL_REVISION, VERSION_TABLE, MigrationError
+
+PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
+INITIAL_TABLES = {"documents", "notarizations", "stage_events", "receipts", "runs"}
+
+
+def h(label: str) -> str:
+    return hashlib.sha256(label.encode()).hexdigest()
+
+
+def _postgres_or_skip() -> None:
+    try:
+        import psycopg
+
+        psycopg.connect(PG_URL.replace("+psycopg", ""), connect_timeout=3).close()
+    except Exception as exc:  # any failure means: no server to test against
+        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {exc}")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict]:
+    """Arguments of an empty database: ``url`` and ``schema`` (PostgreSQL, created here)."""
+    if request.param == "sqlite":
+        yield {"url": f"sqlite:///{tmp_path / 'audit.db'}", "schema": None}
+        return
+    _postgres_or_skip()
+    schema = f"test_mig_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    yield {"url": PG_URL, "schema": schema}
+    with admin.begin() as conn:
+        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    admin.dispose()
+
+
+def raw_engine(backend: dict) -> Engine:
+    """An engine on the test database that does not run migrations."""
+    if backend["schema"] is None:
+        return create_engine(backend["url"])
+    return create_engine(
+        backend["url"], connect_args={"options": f"-csearch_path={backend['schema']}"}
+    )
+
+
+def open_store(backend: dict) -> AuditStore:
+    return AuditStore(backend["url"], schema=backend["schema"])
+
+
+def tables(engine: Engine) -> set[str]:
+    return set(inspect(engine).get_table_names()) - {VERSION_TABLE}
+
+
+def schema_diff(engine: Engine) -> list:
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+        return compare_metadata(context, AUDIT_METADATA)
+
+
+def legacy_metadata() -> MetaData:
+    """The tables ``create_all`` made before migrations: no anchors, no stage CHECK."""
+    legacy = MetaData()
+    for name in sorted(INITIAL_TABLES):
+        AUDIT_METADATA.tables[name].to_metadata(legacy)
+    notarizations = legacy.tables["notarizations"]
+    notarizations.constraints = {
+        c for c in notarizations.constraints if c.name != "ck_notarizations_stage"
+    }
+    return legacy
+
+
+def fill(store: AuditStore) -> list[int]:
+    """Two notarizations, one of them in a directory block with a receipt."""
+    docs = store.upsert_documents("folder:/d", [DocumentIn(f"{x}.txt", h(x), 1) for x in "ab"])
+    ids = store.add_notarizations(
+        [NewNotarization(d, "c", h("chain"), h(x)) for d, x in zip(docs, "ab", strict=True)]
+    )
+    store.mark_published({ids[0]: h("ea")})
+    store.record_ledger({h("ea"): (3, h("db3"))})
+    return ids
+
+
+def anchor(height: int) -> AnchorRecord:
+    raw = {
+        "directoryblockheight": height,
+        "directoryblockkeymr": h(f"db{height}"),
+        "anchor_pow": {"transactionhash": h("tx"), "blockhash": h("blk")},
+    }
+    return AnchorRecord.from_node(raw, verified_at=datetime(2024, 1, 1, tzinfo=UTC))
+
+
+def test_head_constant_matches_the_revision_scripts() -> None:
+    script = ScriptDirectory.from_config(migrations.alembic_config())
+    assert script.get_current_head() == HEAD_REVISION
+    assert script.get_base() == INITIAL_REVISION
+    assert [r.revision for r in script.walk_revisions()] == [HEAD_REVISION, INITIAL_REVISION]
+
+
+def test_upgrade_from_empty_matches_the_models(backend: dict) -> None:
+    engine = raw_engine(backend)
+    assert migrations.current_revision(engine) is None
+    assert migrations.upgrade(engine) == HEAD_REVISION
+    assert tables(engine) == INITIAL_TABLES | {"anchors"}
+    assert schema_diff(engine) == []
+    assert migrations.upgrade(engine) == HEAD_REVISION  # idempotent
+    engine.dispose()
+
+
+def test_first_revision_matches_the_unversioned_detection(backend: dict) -> None:
+    engine = raw_engine(backend)
+    migrations.upgrade(engine, INITIAL_REVISION)
+    assert tables(engine) == INITIAL_TABLES
+    with engine.connect() as conn:
+        conn.execute(text(f"DELETE FROM {VERSION_TABLE}"))
+        conn.commit()
+        assert migrations.detect_unversioned_revision(conn) == INITIAL_REVISION
+    engine.dispose()
+
+
+def test_database_made_by_create_all_is_stamped_and_upgraded_with_its_data(backend: dict) -> None:
+    engine = raw_engine(backend)
+    with engine.begin() as conn:
+        legacy_metadata().create_all(conn)
+    with AuditStore(backend["url"], schema=backend["schema"], create_tables=False) as old:
+        ids = fill(old)
+        old_events = old.stage_events(ids)
+    assert migrations.current_revision(engine) is None
+
+    with open_store(backend) as store:
+        assert store.schema_revision() == HEAD_REVISION
+        assert store.stage_events(ids) == old_events
+        assert store.summary("c")["ledger"] == 1
+        assert store.record_anchors([anchor(3)]) == 1
+        assert [p.notarization.stage for p in store.proofs()] == ["anchor", "pending"]
+        with pytest.raises(IntegrityError), store.engine.begin() as conn:
+            conn.execute(text("UPDATE notarizations SET stage = 'bogus'"))
+    assert schema_diff(engine) == []
+    engine.dispose()
+
+
+def test_database_made_by_create_all_with_anchors_is_stamped_at_head(backend: dict) -> None:
+    engine = raw_engine(backend)
+    with engine.begin() as conn:
+        AUDIT_METADATA.create_all(conn)
+    with engine.connect() as conn:
+        assert migrations.detect_unversioned_revision(conn) == HEAD_REVISION
+    with open_store(backend) as store:
+        assert store.schema_revision() == HEAD_REVISION
+    engine.dispose()
+
+
+def test_unrecognised_tables_are_refused_not_stamped(backend: dict) -> None:
+    engine = raw_engine(backend)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE documents (id INTEGER PRIMARY KEY, name TEXT)"))
+    with pytest.raises(MigrationError, match="not an audit store") as partial:
+        open_store(backend)
+    assert "notarizations" in partial.value.missing
+    with engine.begin() as conn:
+        legacy = legacy_metadata()
+        legacy.remove(legacy.tables["documents"])
+        legacy.create_all(conn)
+    with pytest.raises(MigrationError, match="lacks columns") as columns:
+        open_store(backend)
+    assert columns.value.table == "documents" and "sha256" in columns.value.missing
+    assert migrations.current_revision(engine) is None
+    engine.dispose()
+
+
+def test_downgrade_and_upgrade_round_trip_keeps_the_older_data(backend: dict) -> None:
+    with open_store(backend) as store:
+        ids = fill(store)
+        store.record_anchors([anchor(3)])
+    engine = raw_engine(backend)
+    assert migrations.downgrade(engine, INITIAL_REVISION) == INITIAL_REVISION
+    assert tables(engine) == INITIAL_TABLES
+    with engine.begin() as conn:  # the stage CHECK is gone with its revision
+        conn.execute(text("UPDATE notarizations SET stage = 'bogus' WHERE id = :i"), {"i": ids[1]})
+        conn.execute(
+            text("UPDATE notarizations SET stage = 'pending' WHERE id = :i"), {"i": ids[1]}
+        )
+    assert migrations.upgrade(engine) == HEAD_REVISION
+    with open_store(backend) as store:
+        assert store.stored_anchors() == {}
+        assert [p.notarization.stage for p in store.proofs()] == ["anchor", "pending"]
+        assert store.record_anchors([anchor(3)]) == 0  # already at anchor: row refreshed
+        assert set(store.stored_anchors()) == {ids[0]}
+    assert migrations.downgrade(engine, "base") is None
+    assert tables(engine) == set()
+    assert migrations.upgrade(engine) == HEAD_REVISION
+    assert schema_diff(engine) == []
+    engine.dispose()
+
+
+def test_concurrent_openers_migrate_once(backend: dict) -> None:
+    def open_and_count(_: int) -> str | None:
+        with open_store(backend) as store:
+            return store.schema_revision()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert set(pool.map(open_and_count, range(4))) == {HEAD_REVISION}
+    engine = raw_engine(backend)
+    with engine.connect() as conn:
+        assert conn.execute(text(f"SELECT count(*) FROM {VERSION_TABLE}")).scalar_one() == 1
+    engine.dispose()
+
+
+def test_alembic_command_line_environment_migrates_by_url(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    config = migrations.alembic_config()
+    config.set_main_option("sqlalchemy.url", url)
+    command.upgrade(config, "head")
+    engine = create_engine(url)
+    assert migrations.current_revision(engine) == HEAD_REVISION
+    assert schema_diff(engine) == []
+    engine.dispose()

@@ -53,11 +53,14 @@ def up(
     block_time: BlockTime = 2.0,
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
 ) -> None:
-    """Run the bundled node (8088), wallet (8089) and publishing API (8090) until Ctrl-C."""
+    """Run the bundled node (8088), wallet (8089), publishing API (8090) and anchoring
+    service (8091) until Ctrl-C."""
     stack = _stack(data_dir, block_time, host)
     key = stack.prepare()
     s = stack.settings
-    console.print(f"node    {s.node_url}\nwallet  {s.wallet_url}\napi     {s.api_url}")
+    console.print(
+        f"node    {s.node_url}\nwallet  {s.wallet_url}\napi     {s.api_url}\nanchor  {s.anchor_url}"
+    )
     console.print(f"API key in {stack.api_key_file} ({key[:6]}…); block time {block_time} s")
     console.print("Ctrl-C stops the services.")
 
@@ -124,6 +127,57 @@ def collect(
 
 
 @app.command()
+def verify(
+    file: Annotated[Path, typer.Argument(help="The document to check.")],
+    proof: Annotated[Path, typer.Option("--proof", help="Its proof bundle (JSON).")],
+) -> None:
+    """Check FILE against its proof bundle offline, step by step (no service needed).
+
+    Exit code 0 only when every step holds; 1 when a step fails; 2 when a file cannot be read.
+    """
+    from flows.verify_cmd import verify_command
+
+    raise typer.Exit(verify_command(file, proof))
+
+
+proof_app = typer.Typer(help="Proof bundles: one JSON file per document, verifiable offline.")
+app.add_typer(proof_app, name="proof")
+
+
+@proof_app.command("export")
+def proof_export(
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the bundles to.")] = Path(
+        "proofs"
+    ),
+    collection: Annotated[str | None, typer.Option(help="Only this collection.")] = None,
+    data_dir: DataDir = Path(".notary"),
+) -> None:
+    """Write a verified proof bundle for every anchored document of the audit store."""
+    settings = PipelineSettings(data_dir=data_dir)
+    _check_key(settings)
+    from connectors.errors import ConnectorError
+    from flows.pipeline import open_services
+    from flows.proof_export import export_bundles
+
+    try:
+        with open_services(settings) as services:
+            outcome = export_bundles(services, out, collection=collection)
+    except ConnectorError as exc:
+        err.print(
+            f"[red]error:[/red] {exc}\nAre the services running? Start them with `notary up`."
+        )
+        raise typer.Exit(EXIT_UNREACHABLE) from exc
+    console.print(f"wrote {len(outcome.written)} bundles to {out}")
+    if outcome.not_anchored:
+        console.print(
+            f"{outcome.not_anchored} documents are not anchored yet (run `notary collect`)"
+        )
+    for message in outcome.failed[:10]:
+        err.print(f"[red]failed:[/red] {message}")
+    raise typer.Exit(EXIT_INCOMPLETE if outcome.failed or outcome.not_anchored else EXIT_OK)
+
+
+@app.command()
 def demo(
     folder: Annotated[Path, typer.Argument(help="Folder to notarize.")] = Path("/usr/share/doc"),
     data_dir: DataDir = Path(".notary"),
@@ -143,7 +197,9 @@ def demo(
         raise typer.Exit(EXIT_UNREACHABLE) from exc
     try:
         s = stack.settings
-        settings = PipelineSettings(data_dir=data_dir, api_url=s.api_url, node_url=s.node_url)
+        settings = PipelineSettings(
+            data_dir=data_dir, api_url=s.api_url, node_url=s.node_url, anchor_url=s.anchor_url
+        )
         summary = _run_flow(folder, None, settings, wait=True)
     finally:
         thread.stop()

@@ -77,7 +77,7 @@ def read_table_batch(source: TableSource, after: Position | None, *, limit: int)
 
 @flow(name="notarize-table", validate_parameters=False)
 def notarize_table(
-    url: str | SecretStr,
+    url: str | SecretStr | None = None,
     table: str | None = None,
     query: str | None = None,
     watermark: str | None = None,
@@ -90,7 +90,8 @@ def notarize_table(
 
     Args:
         url: SQLAlchemy URL of the source database; pass a ``SecretStr`` when it holds a
-            password so it is not stored with the flow run's parameters.
+            password so it is not stored with the flow run's parameters, or ``None`` to use
+            ``settings.table_url`` (``NOTARY_TABLE_URL``; what scheduled deployments do).
         table: ``name`` or ``schema.name`` (exactly one of ``table`` and ``query``).
         query: a SELECT to read instead of a table (``key_columns`` required).
         watermark: increasing column (an id, or an updated-at timestamp to catch changed
@@ -115,6 +116,9 @@ def notarize_table(
         ConnectorError: the publishing API or the node could not be reached.
     """
     settings = settings or PipelineSettings()
+    url = url if url is not None else settings.table_url
+    if url is None:
+        raise SourceConfigError("no table URL: pass one or set NOTARY_TABLE_URL")
     raw_url = url.get_secret_value() if isinstance(url, SecretStr) else url
     with TableSource.connect(
         raw_url, table=table, query=query, watermark=watermark, key_columns=key_columns

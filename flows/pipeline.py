@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from prefect.artifacts import create_markdown_artifact
 
+from connectors.anchor import AnchorClient
 from connectors.audit_store import AuditStore, DocumentIn
 from connectors.node import NodeClient
 from connectors.publishing import PublishingClient
@@ -78,6 +79,7 @@ class Services:
     store: AuditStore
     api: PublishingClient
     node: NodeClient
+    anchor: AnchorClient
     settings: PipelineSettings
 
 
@@ -95,9 +97,11 @@ def open_services(settings: PipelineSettings) -> Iterator[Services]:
         settings.api_url, key, timeout_s=timeout, max_connections=settings.publish_concurrency
     )
     node = NodeClient(settings.node_url, timeout_s=timeout)
+    anchor = AnchorClient(settings.anchor_url, timeout_s=timeout)
     try:
-        yield Services(store, api, node, settings)
+        yield Services(store, api, node, anchor, settings)
     finally:
+        anchor.close()
         node.close()
         api.close()
         store.close()

@@ -18,6 +18,9 @@ class PipelineSettings(BaseSettings):
         api_url: publishing API base URL (with ``/v1``).
         api_key: the account's key (``user-key``); default: read from ``<data_dir>/api-key``.
         node_url: ledger node JSON-RPC URL (receipts are fetched from the node).
+        anchor_url: anchoring service JSON-RPC URL (anchor proofs of directory blocks).
+        table_url: source database of ``notarize_table`` when a run gives none (kept out of
+            Prefect's stored parameters because it may hold a password).
         batch_size: documents per task run (a task run costs milliseconds in Prefect).
         hash_workers: threads hashing files at once.
         publish_concurrency: simultaneous POSTs to the publishing API.
@@ -32,6 +35,8 @@ class PipelineSettings(BaseSettings):
     api_url: str = "http://127.0.0.1:8090/v1"
     api_key: SecretStr | None = None
     node_url: str = "http://127.0.0.1:8088/v2"
+    anchor_url: str = "http://127.0.0.1:8091/v2"
+    table_url: SecretStr | None = None
     batch_size: int = Field(default=500, ge=1, le=10_000)
     hash_workers: int = Field(default=4, ge=1, le=64)
     publish_concurrency: int = Field(default=16, ge=1, le=256)

@@ -1,10 +1,11 @@
-"""The bundled development stack: node, wallet and publishing API in one process.
+"""The bundled development stack: node, wallet, publishing API and anchoring in one process.
 
 ``Stack.prepare()`` lays out the data folder (``node/``, ``wallet/``, ``api/``), imports
 the well-known development keys into the wallet (``ledger.devnet``) and makes sure an API
 account exists whose key is kept in ``<data_dir>/api-key`` (file mode 0600; the API itself
-stores only its hash). ``Stack.serve()`` runs the three services on loopback until told
-to stop. Every service binds ``host`` (127.0.0.1 unless told otherwise).
+stores only its hash). ``Stack.serve()`` runs the four services (the fourth, ``anchor/``,
+anchors directory blocks into the bundled proof-of-work chain) on loopback until told to
+stop. Every service binds ``host`` (127.0.0.1 unless told otherwise).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger import devnet
+from ledger.anchor.app import create_app as create_anchor_app
+from ledger.anchor.settings import AnchorSettings
 from ledger.api.accounts import create_account, verify_key
 from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
@@ -47,7 +50,13 @@ class StackSettings(BaseSettings):
     node_port: int = 8088
     wallet_port: int = 8089
     api_port: int = 8090
+    anchor_port: int = 8091
     block_time_s: float = Field(default=2.0, gt=0)
+    #: The bundled proof-of-work chain: one block per ``pow_block_time_s``, each with about
+    #: ``pow_difficulty_bits`` bits of work; anchors are final after ``anchor_confirmations``.
+    pow_block_time_s: float = Field(default=1.0, gt=0)
+    pow_difficulty_bits: int = Field(default=16, ge=1, le=64)
+    anchor_confirmations: int = Field(default=2, ge=1)
     sqlite_synchronous: str = "FULL"
 
     def url(self, port: int, path: str) -> str:
@@ -65,9 +74,13 @@ class StackSettings(BaseSettings):
     def api_url(self) -> str:
         return self.url(self.api_port, "/v1")
 
+    @property
+    def anchor_url(self) -> str:
+        return self.url(self.anchor_port, "/v2")
+
 
 class _QuietServer(uvicorn.Server):
-    """A uvicorn server that leaves signal handling to the stack (three share one loop)."""
+    """A uvicorn server that leaves signal handling to the stack (four share one loop)."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -76,7 +89,7 @@ class _QuietServer(uvicorn.Server):
 
 @dataclass
 class Stack:
-    """The three services of the development network, configured from ``StackSettings``."""
+    """The four services of the development network, configured from ``StackSettings``."""
 
     settings: StackSettings
 
@@ -111,8 +124,23 @@ class Stack:
             wallet_url=s.wallet_url,
             ec_address=devnet.DEV_EC_ADDRESS,
             worker_poll_interval_s=min(0.5, s.block_time_s / 10),
+            anchor_poll_interval_s=min(1.0, s.block_time_s / 2),
             callback_allowed_hosts=["127.0.0.0/8", "::1"],
             public_base_url=s.url(s.api_port, ""),
+        )
+
+    def anchor_settings(self) -> AnchorSettings:
+        s = self.settings
+        return AnchorSettings(
+            host=s.host,
+            port=s.anchor_port,
+            data_dir=s.data_dir / "anchor",
+            node_url=s.node_url,
+            poll_interval_s=min(1.0, s.block_time_s / 2),
+            pow_block_time_s=s.pow_block_time_s,
+            pow_difficulty_bits=s.pow_difficulty_bits,
+            confirmations=s.anchor_confirmations,
+            sqlite_synchronous=s.sqlite_synchronous,
         )
 
     @property
@@ -152,6 +180,7 @@ class Stack:
             (create_node_app(self.node_settings()), s.node_port),
             (create_wallet_app(self.wallet_settings()), s.wallet_port),
             (create_api_app(self.api_settings()), s.api_port),
+            (create_anchor_app(self.anchor_settings()), s.anchor_port),
         ]
         return [
             _QuietServer(
@@ -161,7 +190,7 @@ class Stack:
         ]
 
     async def serve(self, stop: asyncio.Event, *, ready: threading.Event | None = None) -> None:
-        """Run the services until ``stop`` is set; ``ready`` is set once all three answer."""
+        """Run the services until ``stop`` is set; ``ready`` is set once all four answer."""
         servers = self.servers()
         tasks = [asyncio.create_task(server.serve()) for server in servers]
         try:

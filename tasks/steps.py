@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from connectors.anchor import AnchorClient
 from connectors.audit_store import AuditStore, DocumentIn, NewNotarization, NotarizationRow
 from connectors.folder_source import ScanEntry
 from connectors.node import NodeClient
 from connectors.publishing import PublishingClient
+from tasks.anchor_stage import AnchorSweep, sweep_anchor
 from tasks.hashing import HashResult, hash_files
 from tasks.ledger_stage import SweepOutcome, sweep_ledger
 from tasks.publish import PublishOutcome, publish_rows
@@ -101,3 +103,11 @@ def backoff_delays(total_s: float, *, first_s: float = 0.5, cap_s: float = 15.0)
         spent += step
         delay *= 2
     return delays
+
+
+@task(name="sweep-anchor", cache_policy=NO_CACHE)
+def sweep_anchor_once(
+    store: AuditStore, node: NodeClient, anchor: AnchorClient, *, collection: str | None
+) -> AnchorSweep:
+    """One sweep of the ``anchor`` stage (see ``tasks.anchor_stage.sweep_anchor``)."""
+    return sweep_anchor(store, node, anchor, collection=collection)

@@ -9,3 +9,6 @@ os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["DO_NOT_TRACK"] = "1"
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="notary-prefect-"))
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+# Fixtures that start the real bundled stack (used by flow, anchor and reliability tests).
+pytest_plugins = ["tests.stack_fixtures"]

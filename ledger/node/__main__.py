@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import uvicorn
 
 from ledger.node.app import create_app
@@ -9,7 +11,9 @@ from ledger.node.settings import NodeSettings
 
 
 def main() -> None:
+    """Serve the node until SIGINT/SIGTERM; uvicorn picks uvloop and httptools when present."""
     settings = NodeSettings()
+    sys.setswitchinterval(settings.gil_switch_interval_s)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
 
 

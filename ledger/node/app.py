@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ledger.core.clock import Clock, SystemClock
-from ledger.jsonrpc import create_jsonrpc_app
+from ledger.node.endpoint import NodeEndpoint
 from ledger.node.handlers import build_registry
 from ledger.node.service import NodeService
 from ledger.node.settings import NodeSettings
@@ -46,18 +46,22 @@ def create_app(
             stop.set()
             if task is not None:
                 await task
-            store.close()
+            service.close()
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "height": service.tip.height})
 
-    app = create_jsonrpc_app(
+    endpoint = NodeEndpoint(
         build_registry(service),
-        path="/v2",
         error_http_status=400,
         max_body_bytes=settings.max_body_bytes,
-        lifespan=lifespan,
-        extra_routes=[Route("/health", health)],
+        signatures=service.signatures,
     )
+    routes = [
+        Route("/v2", endpoint.handle_http, methods=["GET", "POST"]),
+        Route("/health", health),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.jsonrpc = endpoint
     app.state.node = service
     return app

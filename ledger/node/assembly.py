@@ -1,9 +1,11 @@
 """Turning a finished process list into the five blocks of one directory block height.
 
-``assemble_block`` is pure apart from reading chain heads from the store; the returned
+``chain_heads`` reads what assembly needs from the store; ``assemble_block`` is then pure
+(it runs in a worker thread while the event loop goes on); the returned
 ``BlockSet`` carries the exact block bytes and ``save(conn)``, which writes every block,
-entry, chain head and balance change of the height in one transaction and clears the
-journal rows the blocks now record (factom-formats section 5).
+entry index row, chain head and balance change of the height in one transaction, with the
+journal floor and carry list that tell a restarted node what to replay (factom-formats
+section 5; ``ledger.node.store`` for the tables).
 """
 
 from __future__ import annotations
@@ -11,22 +13,37 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 
-from ledger.core.addresses import public_key_from_ec_address, rcd_hash_from_fct_address
-from ledger.core.addresses import seed_from_fct_secret
+from ledger import devnet
+from ledger.core.addresses import (
+    public_key_from_ec_address,
+    rcd_hash_from_fct_address,
+    seed_from_fct_secret,
+)
 from ledger.core.blocks.admin import AdminBlock, DBSignature
 from ledger.core.blocks.coin import FactoidBlock
-from ledger.core.blocks.directory import DBlockEntry, DirectoryBlock
-from ledger.core.blocks.directory import ADMIN_CHAIN_ID, COIN_CHAIN_ID, EC_CHAIN_ID
-from ledger.core.blocks.entry_block import EntryBlock
-from ledger.core.blocks.entry_credit import EntryCreditBlock, MinuteNumber, ServerIndexNumber
+from ledger.core.blocks.directory import (
+    ADMIN_CHAIN_ID,
+    COIN_CHAIN_ID,
+    DIRECTORY_HEADER_BYTES,
+    EC_CHAIN_ID,
+    DBlockEntry,
+    DirectoryBlock,
+)
+from ledger.core.blocks.entry_block import EntryBlock, is_minute_marker
+from ledger.core.blocks.entry_credit import (
+    ECObject,
+    EntryCreditBlock,
+    MinuteNumber,
+    ServerIndexNumber,
+)
 from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.entry import chain_id_from_external_ids
+from ledger.core.hashing import ZERO_HASH, sha256, sha512_half
 from ledger.core.keys import SigningKey
 from ledger.core.transaction import Transaction, TxAddress
-from ledger import devnet
 from ledger.node.process_list import MINUTES_PER_BLOCK, ProcessList
 from ledger.node.settings import NodeSettings
-from ledger.node.store import Store, put_meta
+from ledger.node.store import Store, insert_rows, put_meta
 from ledger.node.tip import ChainTip
 
 BalanceDeltas = dict[tuple[str, bytes], int]
@@ -49,35 +66,76 @@ def node_identity(store: Store) -> NodeIdentity:
     return NodeIdentity(key, chain_id_from_external_ids([b"notary node identity", key.public_key]))
 
 
+@dataclass(frozen=True)
+class SealedEntryBlock:
+    """An entry block with its hashes and bytes computed once."""
+
+    block: EntryBlock
+    key_mr: bytes
+    full_hash: bytes
+    raw: bytes
+
+    @classmethod
+    def seal(cls, block: EntryBlock) -> SealedEntryBlock:
+        header = block.header()
+        body = b"".join(block.items)
+        body_mr = header[32:64]
+        return cls(block, sha256(sha256(header) + body_mr), sha256(header + body), header + body)
+
+
 @dataclass
 class BlockSet:
-    """The blocks of one height, ready to save, and what saving them changes."""
+    """The blocks of one height, ready to save, and what saving them changes.
+
+    Hashes and exact bytes of every block are computed once, at construction.
+    """
 
     height: int
     dblock: DirectoryBlock
     ablock: AdminBlock
     ecblock: EntryCreditBlock
     fblock: FactoidBlock
-    eblocks: list[EntryBlock]
+    eblocks: list[SealedEntryBlock]
     process_list: ProcessList
     balance_deltas: BalanceDeltas
-    new_chains: dict[bytes, int] = field(default_factory=dict)
+    floor_seq: int = 0
+    carry: tuple[int, ...] = ()
     meta: dict[str, bytes] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        d, a, e, f = self.dblock, self.ablock, self.ecblock, self.fblock
+        self.dblock_raw, self.dblock_keymr, self.dblock_full = (
+            d.marshal(),
+            d.key_mr(),
+            d.full_hash(),
+        )
+        self.ablock_raw = a.marshal()
+        self.ablock_lookup, self.ablock_backref = (
+            sha256(self.ablock_raw),
+            sha512_half(self.ablock_raw),
+        )
+        self.ecblock_raw = e.marshal()
+        self.ecblock_header_hash, self.ecblock_full = e.header_hash(), sha256(self.ecblock_raw)
+        self.fblock_raw, self.fblock_keymr, self.fblock_ledger = (
+            f.marshal(),
+            f.key_mr(),
+            f.ledger_key_mr(),
+        )
 
     @property
     def tip(self) -> ChainTip:
-        d, e, f = self.dblock, self.ecblock, self.fblock
+        """The tip after this block set is saved."""
         return ChainTip(
             height=self.height,
-            dblock_keymr=d.key_mr(),
-            dblock_full_hash=d.full_hash(),
-            dblock_header=d.header(),
-            timestamp_min=d.timestamp_min,
-            ablock_back_ref=self.ablock.back_reference_hash(),
-            ecblock_header_hash=e.header_hash(),
-            ecblock_full_hash=e.full_hash(),
-            fblock_keymr=f.key_mr(),
-            fblock_ledger_keymr=f.ledger_key_mr(),
+            dblock_keymr=self.dblock_keymr,
+            dblock_full_hash=self.dblock_full,
+            dblock_header=self.dblock_raw[:DIRECTORY_HEADER_BYTES],
+            timestamp_min=self.dblock.timestamp_min,
+            ablock_back_ref=self.ablock_backref,
+            ecblock_header_hash=self.ecblock_header_hash,
+            ecblock_full_hash=self.ecblock_full,
+            fblock_keymr=self.fblock_keymr,
+            fblock_ledger_keymr=self.fblock_ledger,
         )
 
     def save(self, conn: sqlite3.Connection) -> None:
@@ -90,52 +148,63 @@ class BlockSet:
         self._save_journal(conn)
 
     def _save_blocks(self, conn: sqlite3.Connection) -> None:
-        h, d, a, e, f = self.height, self.dblock, self.ablock, self.ecblock, self.fblock
+        h = self.height
         conn.execute(
-            "INSERT INTO dblocks(height, keymr, full_hash, timestamp_min, raw) VALUES (?,?,?,?,?)",
-            (h, d.key_mr(), d.full_hash(), d.timestamp_min, d.marshal()),
+            "INSERT INTO dblocks(height, keymr, full_hash, timestamp_min, floor_seq, raw)"
+            " VALUES (?,?,?,?,?,?)",
+            (
+                h,
+                self.dblock_keymr,
+                self.dblock_full,
+                self.dblock.timestamp_min,
+                self.floor_seq,
+                self.dblock_raw,
+            ),
         )
         conn.execute(
             "INSERT INTO ablocks(height, lookup_hash, back_ref, raw) VALUES (?,?,?,?)",
-            (h, a.lookup_hash(), a.back_reference_hash(), a.marshal()),
+            (h, self.ablock_lookup, self.ablock_backref, self.ablock_raw),
         )
         conn.execute(
             "INSERT INTO ecblocks(height, header_hash, full_hash, raw) VALUES (?,?,?,?)",
-            (h, e.header_hash(), e.full_hash(), e.marshal()),
+            (h, self.ecblock_header_hash, self.ecblock_full, self.ecblock_raw),
         )
         conn.execute(
             "INSERT INTO fblocks(height, keymr, ledger_keymr, raw) VALUES (?,?,?,?)",
-            (h, f.key_mr(), f.ledger_key_mr(), f.marshal()),
+            (h, self.fblock_keymr, self.fblock_ledger, self.fblock_raw),
         )
-        fkeymr = f.key_mr()
         conn.executemany(
             "INSERT OR IGNORE INTO txs(txid, full_hash, height, fblock_keymr, raw) VALUES (?,?,?,?,?)",
-            [(t.txid(), t.full_hash(), h, fkeymr, t.marshal()) for t in f.transactions],
+            [
+                (t.txid(), t.full_hash(), h, self.fblock_keymr, t.marshal())
+                for t in self.fblock.transactions
+            ],
         )
 
     def _save_entries(self, conn: sqlite3.Connection) -> None:
-        entries = self.process_list.entries
-        for eb in self.eblocks:
-            keymr, full = eb.key_mr(), eb.full_hash()
+        h = self.height
+        for sealed in self.eblocks:
+            eb = sealed.block
             conn.execute(
                 "INSERT INTO eblocks(keymr, full_hash, chain_id, sequence, height, raw)"
                 " VALUES (?,?,?,?,?,?)",
-                (keymr, full, eb.chain_id, eb.sequence, self.height, eb.marshal()),
-            )
-            conn.executemany(
-                "INSERT OR IGNORE INTO entries(entry_hash, chain_id, height, eblock_keymr, raw)"
-                " VALUES (?,?,?,?,?)",
-                [
-                    (ehash, eb.chain_id, self.height, keymr, entries[ehash][1])
-                    for ehash in eb.entry_hashes()
-                ],
+                (sealed.key_mr, sealed.full_hash, eb.chain_id, eb.sequence, h, sealed.raw),
             )
             conn.execute(
                 "INSERT INTO chains(chain_id, head_keymr, head_full_hash, sequence, created_height)"
                 " VALUES (?,?,?,?,?) ON CONFLICT(chain_id) DO UPDATE SET head_keymr=excluded.head_keymr,"
                 " head_full_hash=excluded.head_full_hash, sequence=excluded.sequence",
-                (eb.chain_id, keymr, full, eb.sequence, self.height),
+                (eb.chain_id, sealed.key_mr, sealed.full_hash, eb.sequence, h),
             )
+        insert_rows(
+            conn,
+            "INSERT OR IGNORE INTO entry_index(entry_hash, height, reveal_seq, commit_seq)"
+            " VALUES (?,?,?,?)",
+            [
+                (ehash, h, rec.reveal_seq, rec.commit_seq)
+                for ehash, rec in self.process_list.entries.items()
+            ],
+        )
 
     def _save_balances(self, conn: sqlite3.Connection) -> None:
         conn.executemany(
@@ -145,52 +214,67 @@ class BlockSet:
         )
 
     def _save_journal(self, conn: sqlite3.Connection) -> None:
-        pl = self.process_list
-        conn.executemany(
-            "UPDATE commits SET block_height=? WHERE txid=? AND block_height IS NULL",
-            [(self.height, c.txid()) for c in pl.commits()],
-        )
-        conn.executemany(
-            "UPDATE commits SET revealed=1 WHERE txid=?",
-            [(txid,) for txid in pl.revealed_commit_txids],
-        )
-        conn.executemany(
-            "DELETE FROM pending_reveals WHERE entry_hash=?", [(h,) for h in pl.entries]
-        )
-        conn.executemany(
-            "DELETE FROM pending_txs WHERE txid=?",
-            [(t.txid(),) for bucket in pl.transactions for t in bucket],
-        )
+        conn.execute("DELETE FROM carry")
+        conn.executemany("INSERT INTO carry(seq) VALUES (?)", [(seq,) for seq in self.carry])
 
 
-def _chain_head(store: Store, chain_id: bytes) -> EntryBlock | None:
-    row = store.read.execute(
-        "SELECT b.raw FROM chains c JOIN eblocks b ON b.keymr = c.head_keymr WHERE c.chain_id=?",
-        (chain_id,),
-    ).fetchone()
-    return None if row is None else EntryBlock.unmarshal(bytes(row[0]))
+ChainHead = tuple[int, bytes, bytes]
 
 
-def _entry_blocks(pl: ProcessList, store: Store) -> list[EntryBlock]:
+def chain_heads(pl: ProcessList, store: Store) -> dict[bytes, ChainHead]:
+    """``(sequence, keymr, full hash)`` of the head entry block of every saved chain that
+    receives entries in ``pl`` (read on the caller's thread, before assembling)."""
+    heads: dict[bytes, ChainHead] = {}
+    for chain_id in pl.eblock_items:
+        row = store.read.execute(
+            "SELECT sequence, head_keymr, head_full_hash FROM chains WHERE chain_id=?",
+            (chain_id,),
+        ).fetchone()
+        if row is not None:
+            heads[chain_id] = (int(row[0]), bytes(row[1]), bytes(row[2]))
+    return heads
+
+
+def _entry_blocks(pl: ProcessList, heads: dict[bytes, ChainHead]) -> list[SealedEntryBlock]:
+    """One entry block per chain that received entries, sorted by chain id (section 5.3)."""
     blocks = []
     for chain_id, items in sorted(pl.eblock_items.items()):
-        if not items:
+        if not any(not is_minute_marker(item) for item in items):
             continue
-        prev = _chain_head(store, chain_id)
-        blocks.append(
-            EntryBlock(
-                chain_id=chain_id,
-                sequence=0 if prev is None else prev.sequence + 1,
-                height=pl.height,
-                prev_key_mr=bytes(32) if prev is None else prev.key_mr(),
-                prev_full_hash=bytes(32) if prev is None else prev.full_hash(),
-                items=tuple(items),
-            )
+        prev = heads.get(chain_id)
+        block = EntryBlock(
+            chain_id=chain_id,
+            sequence=0 if prev is None else prev[0] + 1,
+            height=pl.height,
+            prev_key_mr=ZERO_HASH if prev is None else prev[1],
+            prev_full_hash=ZERO_HASH if prev is None else prev[2],
+            items=tuple(items),
         )
+        blocks.append(SealedEntryBlock.seal(block))
     return blocks
 
 
-def _ec_objects(pl: ProcessList) -> tuple[object, ...]:
+class _SealedECBlock(EntryCreditBlock):
+    """An ``EntryCreditBlock`` that marshals its body and header once (it is immutable);
+    the core class recomputes them for every hash, which costs a full pass over thousands
+    of commits each time."""
+
+    def body(self) -> bytes:
+        cached = self.__dict__.get("_body")
+        if cached is None:
+            cached = super().body()
+            object.__setattr__(self, "_body", cached)
+        return cached
+
+    def header(self) -> bytes:
+        cached = self.__dict__.get("_header")
+        if cached is None:
+            cached = super().header()
+            object.__setattr__(self, "_header", cached)
+        return cached
+
+
+def _ec_objects(pl: ProcessList) -> tuple[ECObject, ...]:
     return tuple(MinuteNumber(obj) if isinstance(obj, int) else obj for obj in pl.ec_objects)
 
 
@@ -231,13 +315,13 @@ def _directory_block(
     *,
     pl: ProcessList,
     special: tuple[bytes, bytes, bytes],
-    eblocks: list[EntryBlock],
+    eblocks: list[SealedEntryBlock],
 ) -> DirectoryBlock:
     entries = [
         DBlockEntry(ADMIN_CHAIN_ID, special[0]),
         DBlockEntry(EC_CHAIN_ID, special[1]),
         DBlockEntry(COIN_CHAIN_ID, special[2]),
-        *(DBlockEntry(eb.chain_id, eb.key_mr()) for eb in eblocks),
+        *(DBlockEntry(eb.block.chain_id, eb.key_mr) for eb in eblocks),
     ]
     return DirectoryBlock(
         height=pl.height,
@@ -254,22 +338,18 @@ def _build(
     tip: ChainTip,
     *,
     settings: NodeSettings,
-    store: Store,
-    ec_prefix: tuple[object, ...] = (),
+    heads: dict[bytes, ChainHead],
+    ec_prefix: tuple[ECObject, ...] = (),
     coinbase_outputs: tuple[TxAddress, ...] = (),
     identity: NodeIdentity | None,
 ) -> BlockSet:
-    eblocks = _entry_blocks(pl, store)
-    ecblock = EntryCreditBlock(
+    eblocks = _entry_blocks(pl, heads)
+    ecblock = _SealedECBlock(
         pl.height, tip.ecblock_header_hash, tip.ecblock_full_hash, ec_prefix + _ec_objects(pl)
     )
     minutes = [list(bucket) for bucket in pl.transactions]
     minutes[0].insert(0, _coinbase(pl, coinbase_outputs))
-    fblock = FactoidBlock.build(prev=None, exchange_rate=settings.ec_rate, minutes=minutes)
-    fblock = FactoidBlock(
-        pl.height, settings.ec_rate, tip.fblock_keymr, tip.fblock_ledger_keymr,
-        fblock.transactions, fblock.minute_ends,
-    )
+    fblock = _coin_block(pl.height, tip, rate=settings.ec_rate, minutes=minutes)
     ablock = _admin_block(tip, pl.height, identity)
     special = (ablock.lookup_hash(), ecblock.header_hash(), fblock.key_mr())
     dblock = _directory_block(settings, tip, pl=pl, special=special, eblocks=eblocks)
@@ -285,19 +365,48 @@ def _build(
     )
 
 
+def _coin_block(
+    height: int, tip: ChainTip, *, rate: int, minutes: list[list[Transaction]]
+) -> FactoidBlock:
+    """Coin block with a 0x00 marker after each minute's transactions (section 5.7)."""
+    ends, total = [], 0
+    for bucket in minutes:
+        total += len(bucket)
+        ends.append(total)
+    transactions = tuple(tx for bucket in minutes for tx in bucket)
+    return FactoidBlock(
+        height, rate, tip.fblock_keymr, tip.fblock_ledger_keymr, transactions, tuple(ends)
+    )
+
+
 def assemble_block(
-    pl: ProcessList, tip: ChainTip, *, settings: NodeSettings, store: Store, rules: object = None
+    pl: ProcessList,
+    tip: ChainTip,
+    *,
+    settings: NodeSettings,
+    heads: dict[bytes, ChainHead],
+    identity: NodeIdentity,
+    floor_seq: int,
+    carry: tuple[int, ...] = (),
 ) -> BlockSet:
     """The blocks recording the complete process list ``pl`` on top of ``tip``.
+
+    Pure (no I/O; safe in a worker thread while ``pl`` no longer changes): ``heads`` comes
+    from :func:`chain_heads`. ``floor_seq`` is the last journal sequence number accepted
+    before the cut; ``carry`` the journal rows at or below it that stay pending (held
+    reveals, open commits).
 
     Requires ``pl.complete`` (ten minutes closed) and ``pl.height == tip.height + 1``.
     """
     if not pl.complete or pl.height != tip.height + 1:
         raise ValueError(f"cannot assemble height {pl.height} on tip {tip.height}")
-    return _build(pl, tip, settings=settings, store=store, identity=node_identity(store))
+    blocks = _build(pl, tip, settings=settings, heads=heads, identity=identity)
+    blocks.floor_seq = floor_seq
+    blocks.carry = carry
+    return blocks
 
 
-def genesis_block(settings: NodeSettings, now_s: float, store: Store) -> BlockSet:
+def genesis_block(settings: NodeSettings, now_s: float) -> BlockSet:
     """Height 0: empty admin block, EC block with server index 0 and ten minutes, and a coin
     block whose coinbase funds the development coin address, followed (dev network) by a
     purchase of entry credits for the development EC address."""
@@ -315,7 +424,7 @@ def genesis_block(settings: NodeSettings, now_s: float, store: Store) -> BlockSe
         pl,
         ChainTip.empty(),
         settings=settings,
-        store=store,
+        heads={},
         ec_prefix=(ServerIndexNumber(0),),
         coinbase_outputs=coinbase_outputs,
         identity=None,
@@ -341,10 +450,13 @@ def _dev_purchase(
 
 __all__ = [
     "BlockSet",
+    "ChainHead",
     "CommitChain",
     "CommitEntry",
     "NodeIdentity",
+    "SealedEntryBlock",
     "assemble_block",
+    "chain_heads",
     "genesis_block",
     "node_identity",
 ]

@@ -3,11 +3,13 @@
 Exception tree::
 
     NodeError
-    ├── RuleViolation        a well-formed message the ledger rules refuse (balance, cost, window)
-    ├── RepeatedCommitError  a commit with equal or greater payment is pending (-32011)
-    ├── UnknownObject        no block, entry or transaction under that key (-32008)
-    ├── UnknownChain         no chain with that id (-32009)
-    └── NotInBlockError      the entry is not (yet) in a directory block, no receipt (-32010)
+    ├── RuleViolation         a well-formed message the ledger rules refuse (balance, cost, window)
+    ├── RepeatedCommitError   a commit with equal or greater payment is pending, or the very
+    │                         same commit (txid) was accepted before (-32011)
+    ├── DuplicateTransaction  a coin transaction with this txid was accepted before
+    ├── UnknownObject         no block, entry or transaction under that key (-32008)
+    ├── UnknownChain          no chain with that id (-32009)
+    └── NotInBlockError       the entry is not (yet) in a directory block, no receipt (-32010)
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ class RuleViolation(NodeError):
 
 
 class RepeatedCommitError(NodeError):
-    """A commit for the same entry hash with equal or greater credits is already pending.
+    """A commit for the same entry hash with equal or greater credits is already pending,
+    or this exact commit (same txid) was accepted before (formats 2.4).
 
     Attributes:
         entry_hash: raw 32-byte entry hash of the repeated commit.
@@ -31,6 +34,18 @@ class RepeatedCommitError(NodeError):
     def __init__(self, entry_hash: bytes) -> None:
         super().__init__("A commit with equal or greater payment already exists")
         self.entry_hash = entry_hash
+
+
+class DuplicateTransaction(NodeError):
+    """A coin transaction with the same txid was already accepted (the replay filter, 4.3).
+
+    Attributes:
+        txid: raw 32-byte txid.
+    """
+
+    def __init__(self, txid: bytes) -> None:
+        super().__init__(f"transaction {txid.hex()} was already submitted")
+        self.txid = txid
 
 
 class UnknownObject(NodeError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr
 
 MAX_MESSAGE_HEX_CHARS = 2 * 1_000_000
 
@@ -64,16 +64,17 @@ class HashParams(_Params):
 
 
 class KeyMRParams(_Params):
-    """Block lookups by key: ``keymr`` (64 hex)."""
+    """Block lookups by key: ``keymr`` (64 hex); ``noraw`` omits ``rawdata``."""
 
     keymr: HashHex
+    noraw: StrictBool = False
 
 
 class HeightParams(_Params):
     """Block lookups by height: ``height`` (integer >= 0); ``noraw`` omits ``rawdata``."""
 
     height: int = Field(ge=0, le=2**32 - 1, strict=True)
-    noraw: bool = False
+    noraw: StrictBool = False
 
 
 class ChainIdParams(_Params):
@@ -85,19 +86,19 @@ class ChainIdParams(_Params):
 class AddressParams(_Params):
     """Balance calls: ``address`` (EC/FA human address or 64 hex)."""
 
-    address: str = Field(max_length=128)
+    address: StrictStr = Field(max_length=128)
 
 
 class AddressesParams(_Params):
     """``multiple-*-balances``: ``addresses`` (list of addresses)."""
 
-    addresses: list[str] = Field(max_length=10_000)
+    addresses: list[Annotated[StrictStr, Field(max_length=128)]] = Field(max_length=10_000)
 
 
 class OptionalAddressParams(_Params):
     """``pending-transactions``: optional ``address``."""
 
-    address: str | None = Field(default=None, max_length=128)
+    address: StrictStr | None = Field(default=None, max_length=128)
 
 
 class OptionalChainParams(_Params):
@@ -110,14 +111,20 @@ class ReceiptParams(_Params):
     """``receipt``: ``hash`` (entry hash), ``includerawentry`` (bool)."""
 
     hash: HashHex
-    includerawentry: bool = False
+    includerawentry: StrictBool = False
+
+
+def _ack_chain(value: object) -> str:
+    if value in ("c", "f"):
+        return str(value)
+    return _hash(value).hex()
 
 
 class AckParams(_Params):
     """``ack``: ``hash``, ``chainid`` (``c``, ``f`` or a 64-hex chain id), optional ``fulltransaction``."""
 
     hash: HashHex | None = None
-    chainid: str = Field(max_length=64)
+    chainid: Annotated[str, BeforeValidator(_ack_chain)]
     fulltransaction: HexBytes | None = None
 
 
@@ -131,5 +138,5 @@ class TxidParams(_Params):
 class AnchorsParams(_Params):
     """``anchors``: ``height`` or ``hash``."""
 
-    height: int | None = Field(default=None, ge=0, le=2**32 - 1)
+    height: int | None = Field(default=None, ge=0, le=2**32 - 1, strict=True)
     hash: HashHex | None = None

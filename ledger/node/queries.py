@@ -1,12 +1,14 @@
 """Read-side queries of the node service (pending lists, statuses, lookups).
 
-A mixin of ``NodeService``: it relies on ``self.store``, ``self.process_list``,
-``self._saving`` and ``self._rules()`` and never changes state.
+A mixin of ``NodeService``: it relies on ``self.store``, ``self.floor_seq``, the process
+lists and ``self._rules()`` and never changes state. Saved data is read from the store
+(``ledger.node.store`` describes the tables); pending data from the process lists.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ledger.core.entry import Entry
@@ -15,10 +17,39 @@ from ledger.node.assembly import node_identity
 from ledger.node.process_list import ProcessList
 
 if TYPE_CHECKING:
-    from ledger.node.assembly import BlockSet
+    from ledger.node.assembly import BlockSet, NodeIdentity
     from ledger.node.rules import LedgerRules
     from ledger.node.store import Store
     from ledger.node.tip import ChainTip
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """A journaled commit: raw bytes, txid, node receive time (ms) and height once in a block."""
+
+    raw: bytes
+    txid: bytes
+    received_ms: int
+    height: int | None
+
+    @property
+    def entry_hash(self) -> bytes:
+        """The entry hash the commit pays for (raw 32 bytes)."""
+        return self.raw[7:39] if len(self.raw) == 136 else self.raw[71:103]
+
+
+@dataclass(frozen=True)
+class SavedEntry:
+    """An entry recorded in a saved block."""
+
+    entry_hash: bytes
+    raw: bytes
+    height: int
+    commit_seq: int
+
+    @property
+    def chain_id(self) -> bytes:
+        return self.raw[1:33]
 
 
 class NodeQueries:
@@ -26,7 +57,10 @@ class NodeQueries:
 
     store: Store
     tip: ChainTip
+    floor_seq: int
+    identity: NodeIdentity | None
     _saving: BlockSet | None
+    _cut: Any
 
     @property
     def process_list(self) -> ProcessList:  # provided by NodeService
@@ -35,11 +69,20 @@ class NodeQueries:
     def _rules(self) -> LedgerRules:  # provided by NodeService
         raise NotImplementedError
 
-    def _open_lists(self) -> list[ProcessList]:
-        lists = [self.process_list]
+    def _closed_lists(self) -> list[ProcessList]:
+        """Process lists cut but not yet saved (being assembled, being written)."""
+        lists = []
+        if self._cut is not None:
+            lists.append(self._cut.pl)
         if self._saving is not None:
             lists.append(self._saving.process_list)
         return lists
+
+    def _open_lists(self) -> list[ProcessList]:
+        """The current process list and those cut but not yet saved."""
+        return [self.process_list, *self._closed_lists()]
+
+    # -- balances and status ----------------------------------------------------------------
 
     def balance(self, kind: str, key: bytes, *, saved: bool = False) -> int:
         """Balance of ``key``: ``kind`` "ec" (credits, by public key) or "fct" (minor units, by
@@ -73,111 +116,186 @@ class NodeQueries:
 
     def identity_hex(self) -> dict[str, str]:
         """The node's identity chain id and public key (hex), as used in admin block signatures."""
-        identity = node_identity(self.store)
+        identity = self.identity or node_identity(self.store)
         return {"chain_id": identity.chain_id.hex(), "public_key": identity.key.public_key.hex()}
 
+    def block_time_ms(self, height: int | None) -> int | None:
+        """Start of the saved directory block at ``height`` in Unix ms (None if not saved)."""
+        if height is None:
+            return None
+        row = self.store.read.execute(
+            "SELECT timestamp_min FROM dblocks WHERE height=?", (height,)
+        ).fetchone()
+        return None if row is None else int(row[0]) * 60_000
+
+    def height_of_seq(self, seq: int) -> int | None:
+        """Height of the saved block that recorded the commit or transaction journaled as ``seq``.
+
+        Every commit is recorded in the first block cut after it was accepted, i.e. the
+        lowest height whose journal floor is at least ``seq``; None while not yet saved.
+        """
+        if seq > self.floor_seq:
+            return None
+        row = self.store.read.execute(
+            "SELECT height FROM dblocks WHERE floor_seq >= ? ORDER BY floor_seq LIMIT 1", (seq,)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def ec_block_keys(self, height: int | None) -> tuple[bytes, bytes] | None:
+        """``(entry credit block header hash, directory block keymr)`` of a saved height."""
+        if height is None:
+            return None
+        row = self.store.read.execute(
+            "SELECT e.header_hash, d.keymr FROM ecblocks e JOIN dblocks d ON d.height=e.height"
+            " WHERE e.height=?",
+            (height,),
+        ).fetchone()
+        return None if row is None else (bytes(row[0]), bytes(row[1]))
+
+    # -- entries ------------------------------------------------------------------------------
+
+    def saved_entry(self, entry_hash: bytes) -> SavedEntry | None:
+        """The entry as recorded in a saved block, if it is."""
+        row = self.store.read.execute(
+            "SELECT j.raw, i.height, i.commit_seq FROM entry_index i"
+            " JOIN journal j ON j.seq = i.reveal_seq WHERE i.entry_hash=?",
+            (entry_hash,),
+        ).fetchone()
+        if row is None:
+            return None
+        return SavedEntry(entry_hash, bytes(row[0]), int(row[1]), int(row[2]))
+
+    def entry_height(self, entry_hash: bytes) -> int | None:
+        """Height of the saved directory block recording ``entry_hash``, if any."""
+        row = self.store.read.execute(
+            "SELECT height FROM entry_index WHERE entry_hash=?", (entry_hash,)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
     def pending_entry(self, entry_hash: bytes) -> tuple[bytes, bytes] | None:
-        """``(chain_id, raw entry)`` if the entry is in the process list or held."""
-        found = self.process_list.entries.get(entry_hash)
-        if found is None and self._saving is not None:
-            found = self._saving.process_list.entries.get(entry_hash)
-        if found is not None:
-            return found
+        """``(chain_id, raw entry)`` if the entry is in an unsaved process list or held."""
+        for pl in self._open_lists():
+            found = pl.entries.get(entry_hash)
+            if found is not None:
+                return found.chain_id, found.raw
         held = self._rules().held.get(entry_hash)
         return None if held is None else (held.entry.chain_id, held.raw)
 
+    def chain_of_entry(self, entry_hash: bytes) -> bytes | None:
+        """Chain id of an entry the node has seen (recorded, pending or held), else None."""
+        pending = self.pending_entry(entry_hash)
+        if pending is not None:
+            return pending[0]
+        saved = self.saved_entry(entry_hash)
+        return None if saved is None else saved.chain_id
+
     def pending_entries(self) -> list[dict[str, str]]:
         """Entries accepted but not in a saved block: TransactionACK, or NotConfirmed if held."""
-        lists = self._open_lists()
         items = [
-            {"entryhash": ehash.hex(), "chainid": chain_id.hex(), "status": "TransactionACK"}
-            for pl in lists
-            for ehash, (chain_id, _raw) in pl.entries.items()
+            {"entryhash": ehash.hex(), "chainid": rec.chain_id.hex(), "status": "TransactionACK"}
+            for pl in self._open_lists()
+            for ehash, rec in pl.entries.items()
         ]
         items += [
-            {"entryhash": ehash.hex(), "chainid": held.entry.chain_id.hex(), "status": "NotConfirmed"}
+            {
+                "entryhash": ehash.hex(),
+                "chainid": held.entry.chain_id.hex(),
+                "status": "NotConfirmed",
+            }
             for ehash, held in self._rules().held.items()
         ]
         return items
 
-    def commit_for_entry(self, entry_hash: bytes) -> tuple[bytes | None, int | None]:
-        """``(commit txid, received ms)`` of the latest commit paying for ``entry_hash``."""
-        row = self.store.read.execute(
-            "SELECT txid, received_ms FROM commits WHERE entry_hash=? ORDER BY seq DESC LIMIT 1",
-            (entry_hash,),
-        ).fetchone()
-        return (None, None) if row is None else (bytes(row[0]), int(row[1]))
-
-    def entry_block_time_ms(self, entry_hash: bytes) -> int | None:
-        """Start of the directory block that records ``entry_hash`` (ms), if any."""
-        row = self.store.read.execute(
-            "SELECT d.timestamp_min FROM entries e JOIN dblocks d ON d.height=e.height"
-            " WHERE e.entry_hash=?",
-            (entry_hash,),
-        ).fetchone()
-        return None if row is None else int(row[0]) * 60_000
-
-    def commit_ack(self, txid: bytes) -> dict[str, object]:
-        """``ack`` with chainid ``c``: status of a commit by its txid (dates in seconds, as factomd)."""
-        row = self.store.read.execute(
-            "SELECT entry_hash, received_ms, block_height FROM commits WHERE txid=?", (txid,)
-        ).fetchone()
-        if row is None:
-            return {"committxid": txid.hex(), "entryhash": "", "commitdata": {"status": "Unknown"}}
-        status = "DBlockConfirmed" if row[2] is not None else "TransactionACK"
-        return {
-            "committxid": txid.hex(),
-            "entryhash": bytes(row[0]).hex(),
-            "commitdata": {"status": status, "transactiondate": int(row[1]) // 1000},
-        }
-
     def entry_status(self, entry_hash: bytes) -> str:
         """Ack status of an entry: DBlockConfirmed, TransactionACK, NotConfirmed or Unknown."""
-        if self.store.read.execute(
-            "SELECT 1 FROM entries WHERE entry_hash=?", (entry_hash,)
-        ).fetchone():
+        if self.entry_height(entry_hash) is not None:
             return "DBlockConfirmed"
-        if entry_hash in self.process_list.entries or (
-            self._saving is not None and entry_hash in self._saving.process_list.entries
-        ):
+        if any(entry_hash in pl.entries for pl in self._open_lists()):
             return "TransactionACK"
         if entry_hash in self._rules().held:
             return "NotConfirmed"
         return "Unknown"
 
+    def find_entry(self, entry_hash: bytes) -> tuple[Entry, int, bytes | None, bytes | None] | None:
+        """``(entry, height or -1, entry block keymr, directory block keymr)`` of an entry."""
+        saved = self.saved_entry(entry_hash)
+        if saved is not None:
+            keys = self.eblock_keys(saved.chain_id, saved.height)
+            eblock, dblock = keys if keys else (None, None)
+            return Entry.unmarshal(saved.raw), saved.height, eblock, dblock
+        pending = self.pending_entry(entry_hash)
+        if pending is None:
+            return None
+        return Entry.unmarshal(pending[1]), -1, None, None
 
-
-    def coin_ack(self, txid: bytes) -> dict[str, Any]:
-        """``coin-ack`` result: DBlockConfirmed once in a saved block, TransactionACK if pending."""
-        from ledger.node.handlers.transactions import coin_ack_json
-
-        found = self.find_transaction(txid)
-        if found is None:
-            return coin_ack_json(txid, status="Unknown", tx_ms=None, block_ms=None)
-        tx, height, _fkeymr, _dkeymr = found
-        if height < 0:
-            return coin_ack_json(txid, status="TransactionACK", tx_ms=tx.timestamp_ms, block_ms=None)
+    def eblock_keys(self, chain_id: bytes, height: int) -> tuple[bytes, bytes] | None:
+        """``(entry block keymr, directory block keymr)`` of a chain's block at ``height``."""
         row = self.store.read.execute(
-            "SELECT timestamp_min FROM dblocks WHERE height=?", (height,)
+            "SELECT b.keymr, d.keymr FROM eblocks b JOIN dblocks d ON d.height=b.height"
+            " WHERE b.chain_id=? AND b.height=?",
+            (chain_id, height),
         ).fetchone()
-        return coin_ack_json(
-            txid, status="DBlockConfirmed", tx_ms=tx.timestamp_ms, block_ms=int(row[0]) * 60_000
-        )
+        return None if row is None else (bytes(row[0]), bytes(row[1]))
 
-    def find_transaction(self, key: bytes) -> tuple[Transaction, int, bytes | None, bytes | None] | None:
-        """``(tx, height or -1, coin block keymr, directory block keymr)`` by txid or full hash."""
+    # -- commits ------------------------------------------------------------------------------
+
+    def find_commit(self, txid: bytes) -> CommitInfo | None:
+        """A journaled commit by its txid (raw 32 bytes)."""
         row = self.store.read.execute(
-            "SELECT t.raw, t.height, t.fblock_keymr, d.keymr FROM txs t"
-            " JOIN dblocks d ON d.height=t.height WHERE t.txid=? OR t.full_hash=?",
-            (key, key),
+            "SELECT seq, raw, received_ms FROM journal WHERE kind=1 AND key=?", (txid,)
         ).fetchone()
-        if row is not None:
-            return Transaction.unmarshal(bytes(row[0])), int(row[1]), bytes(row[2]), bytes(row[3])
+        if row is None:
+            return None
+        return CommitInfo(bytes(row[1]), txid, int(row[2]), self.height_of_seq(int(row[0])))
+
+    def commit_for_entry(self, entry_hash: bytes) -> CommitInfo | None:
+        """The commit that paid for ``entry_hash`` (recorded entries) or the open commit
+        waiting for its reveal; None if the node knows of neither."""
+        saved = self.saved_entry(entry_hash)
+        if saved is not None:
+            return self._commit_by_seq(saved.commit_seq)
         for pl in self._open_lists():
-            for bucket in pl.transactions:
-                for tx in bucket:
-                    if key in (tx.txid(), tx.full_hash()):
-                        return tx, -1, None, None
+            rec = pl.entries.get(entry_hash)
+            if rec is not None:
+                return self._commit_by_seq(rec.commit_seq)
+        opened = self._rules().open_commits.get(entry_hash)
+        if opened is None:
+            return None
+        raw = opened.commit.marshal()
+        return CommitInfo(raw, opened.txid, opened.received_ms, self.height_of_seq(opened.seq))
+
+    def _commit_by_seq(self, seq: int) -> CommitInfo | None:
+        row = self.store.read.execute(
+            "SELECT raw, key, received_ms FROM journal WHERE seq=?", (seq,)
+        ).fetchone()
+        if row is None:  # its journal write is still in flight
+            return None
+        return CommitInfo(bytes(row[0]), bytes(row[1]), int(row[2]), self.height_of_seq(seq))
+
+    # -- coin transactions --------------------------------------------------------------------
+
+    def find_transaction(
+        self, key: bytes
+    ) -> tuple[Transaction, int, bytes | None, bytes | None] | None:
+        """``(tx, height or -1, coin block keymr, directory block keymr)`` by txid or full hash."""
+        read = self.store.read
+        for column in ("txid", "full_hash"):
+            row = read.execute(
+                f"SELECT t.raw, t.height, t.fblock_keymr, d.keymr FROM txs t"
+                f" JOIN dblocks d ON d.height=t.height WHERE t.{column}=?",
+                (key,),
+            ).fetchone()
+            if row is not None:
+                tx = Transaction.unmarshal(bytes(row[0]))
+                return tx, int(row[1]), bytes(row[2]), bytes(row[3])
+        for pl in self._open_lists():
+            pending = pl.tx_index.get(key)
+            if pending is not None:
+                return pending, -1, None, None
+        for pl in self._open_lists():
+            for candidate in pl.tx_index.values():
+                if candidate.full_hash() == key:
+                    return candidate, -1, None, None
         return None
 
     def pending_transactions(self, rcd_hash: bytes | None) -> list[dict[str, Any]]:
@@ -185,35 +303,21 @@ class NodeQueries:
         rate = self._rules().ec_rate
         result = []
         for pl in self._open_lists():
-            for bucket in pl.transactions:
-                for tx in bucket:
-                    touched = {a.address for a in (*tx.inputs, *tx.outputs)}
-                    if rcd_hash is not None and rcd_hash not in touched:
-                        continue
-                    body = tx.to_json()
-                    result.append(
-                        {
-                            "transactionid": tx.txid().hex(),
-                            "dbheight": pl.height,
-                            "status": "TransactionACK",
-                            "inputs": body["inputs"],
-                            "outputs": body["outputs"],
-                            "ecoutputs": body["outecs"],
-                            "fees": tx.fee(rate),
-                        }
-                    )
+            for txid, tx in pl.tx_index.items():
+                touched = {a.address for a in (*tx.inputs, *tx.outputs)}
+                if rcd_hash is None or rcd_hash in touched:
+                    result.append(_pending_tx_json(txid, tx, height=pl.height, rate=rate))
         return result
 
-    def find_entry(self, entry_hash: bytes) -> tuple[Entry, int, bytes | None, bytes | None] | None:
-        """``(entry, height or -1, entry block keymr, directory block keymr)`` of an entry."""
-        row = self.store.read.execute(
-            "SELECT e.raw, e.height, e.eblock_keymr, d.keymr FROM entries e"
-            " JOIN dblocks d ON d.height=e.height WHERE e.entry_hash=?",
-            (entry_hash,),
-        ).fetchone()
-        if row is not None:
-            return Entry.unmarshal(bytes(row[0])), int(row[1]), bytes(row[2]), bytes(row[3])
-        pending = self.pending_entry(entry_hash)
-        if pending is None:
-            return None
-        return Entry.unmarshal(pending[1]), -1, None, None
+
+def _pending_tx_json(txid: bytes, tx: Transaction, *, height: int, rate: int) -> dict[str, Any]:
+    body = tx.to_json()
+    return {
+        "transactionid": txid.hex(),
+        "dbheight": height,
+        "status": "TransactionACK",
+        "inputs": body["inputs"],
+        "outputs": body["outputs"],
+        "ecoutputs": body["outecs"],
+        "fees": tx.fee(rate),
+    }

@@ -1,54 +1,86 @@
-"""Acceptance rules for commits, reveals and coin transactions (factom-formats sections 1.4, 2.4, 4.3).
+"""Acceptance rules for commits, reveals and coin transactions (factom-formats 1.4, 2.4, 4.3).
 
-``LedgerRules`` holds the in-memory view that the rules need (temporary balances, open
-commits, held reveals, known chains) and the current ``ProcessList``. Every ``accept_*``
-method either raises a ``NodeError`` and changes nothing, or applies the message in memory
-and returns an ``Accepted`` with the journal write that makes it durable and the undo that
-reverts it if that write fails. Nothing here does I/O.
+``LedgerRules`` holds the in-memory view that the rules need (acknowledged balances, open
+commits, held reveals) and the current ``ProcessList``. Every ``accept_*`` method either
+raises a ``NodeError`` and changes nothing, or applies the message in memory and returns an
+``Accepted`` holding the journal row that makes it durable and the undo that reverts it if
+that write fails. Nothing here does I/O: whether a chain, a commit txid or a transaction
+txid is already known is asked through the callables given to the constructor.
+
+Rules, in the order they are checked:
+
+Commits (2.4): 1. canonical signature; 2. timestamp within ``commit_window_ms`` of the node
+clock; 3. the same txid was not accepted before (replay filter); 4. no pending commit for the
+entry pays as much or more (else -32011; a larger one replaces it and both spend);
+5. the EC balance covers the credits, which are deducted at once.
+
+Reveals (1.3, 1.4, 2.2): recorded when an open commit pays ``KSize`` (entry) or ``KSize + 10``
+with a matching chain id hash (new chain); a chain reveal paid by a commit-chain into an
+existing chain is an ordinary entry; otherwise held until its commit (or chain) arrives.
+
+Coin transactions (4.3): 1. at least one input; 2. RCD1 matches every input and every
+signature verifies canonically; 3. timestamp window; 4. size <= 10240 bytes and inputs >=
+outputs + EC outputs + fee (int64 sums); 5. per address, the inputs do not exceed the
+acknowledged balance (no double spend); 6. the same txid was not accepted before.
+EC outputs buy ``floor(amount / ec_rate)`` credits.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from ledger.core.commit import CommitChain, CommitEntry
+from ledger.core.commit import CommitChain
 from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry
 from ledger.core.errors import LedgerFormatError
-from ledger.core.hashing import sha256d
+from ledger.core.hashing import entry_hash, sha256d
 from ledger.core.transaction import Transaction
-from ledger.node.errors import RepeatedCommitError, RuleViolation
-from ledger.node.process_list import Commit, ProcessList
+from ledger.node.errors import DuplicateTransaction, RepeatedCommitError, RuleViolation
+from ledger.node.process_list import Commit, ProcessList, RecordedEntry
 
-Journal = Callable[[sqlite3.Connection], None]
+#: One journal write: ``(sql, params)`` executed in the store's group commit.
+JournalRow = tuple[str, tuple[Any, ...]]
+
+MAX_INT64 = 2**63 - 1
+
+#: Journal row kinds (``journal.kind``).
+KIND_COMMIT, KIND_REVEAL, KIND_TRANSACTION = 1, 2, 3
+INSERT_JOURNAL = "INSERT INTO journal(seq, kind, key, raw, received_ms) VALUES (?,?,?,?,?)"
 
 
-@dataclass
+@dataclass(frozen=True)
 class OpenCommit:
-    """A commit not yet consumed by a reveal. ``in_block`` once an EC block records it."""
+    """A commit not yet consumed by a reveal (``txid`` raw 32 bytes, ``received_ms`` node ms,
+    ``seq`` its journal sequence number)."""
 
     commit: Commit
+    txid: bytes
     received_ms: int
-    in_block: bool = False
+    seq: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class HeldReveal:
-    """A reveal waiting for its commit (or its chain)."""
+    """A reveal waiting for its commit (or its chain); ``seq`` its journal sequence number."""
 
     entry: Entry
     raw: bytes
     received_ms: int
+    seq: int
 
 
 @dataclass
 class Accepted:
-    """Result of an accepted message: the journal write and its undo."""
+    """Result of an accepted message: its journal row and the undo of its in-memory effects."""
 
-    journal: Journal
+    journal: JournalRow
     undo: Callable[[], None]
     info: dict[str, object] = field(default_factory=dict)
+
+
+def _never(_key: bytes) -> bool:
+    return False
 
 
 class LedgerRules:
@@ -57,7 +89,10 @@ class LedgerRules:
     Args:
         ec_rate: coin minor units per entry credit.
         commit_window_ms: allowed distance between a message timestamp and the node clock.
-        known_chain: callable telling whether a chain exists in a saved block.
+        known_chain: whether a chain exists in a saved block (raw chain id).
+        known_commit: whether a commit with this txid was accepted before (journal or open lists).
+        known_transaction: whether a coin transaction with this txid was accepted before.
+        process_list: the list being filled.
     """
 
     def __init__(
@@ -67,23 +102,33 @@ class LedgerRules:
         commit_window_ms: int,
         known_chain: Callable[[bytes], bool],
         process_list: ProcessList,
+        known_commit: Callable[[bytes], bool] = _never,
+        known_transaction: Callable[[bytes], bool] = _never,
     ) -> None:
         self.ec_rate = ec_rate
         self.commit_window_ms = commit_window_ms
         self._known_chain = known_chain
+        self._known_commit = known_commit
+        self._known_transaction = known_transaction
         self.pl = process_list
         self.ec_balances: dict[bytes, int] = {}
         self.fct_balances: dict[bytes, int] = {}
         self.open_commits: dict[bytes, OpenCommit] = {}
         self.held: dict[bytes, HeldReveal] = {}
+        self._held_by_chain: dict[bytes, set[bytes]] = {}
         self.seq = 0
 
     # -- helpers --------------------------------------------------------------------------
 
     def chain_exists(self, chain_id: bytes) -> bool:
+        """True if the chain is in a saved block or created in the current process list."""
         return chain_id in self.pl.new_chains or self._known_chain(chain_id)
 
-    def _next_seq(self) -> int:
+    def _next_seq(self, given: int | None = None) -> int:
+        """A new journal sequence number, or ``given`` (journal replay keeps the original)."""
+        if given is not None:
+            self.seq = max(self.seq, given)
+            return given
         self.seq += 1
         return self.seq
 
@@ -96,21 +141,51 @@ class LedgerRules:
 
     # -- commits (section 2.4) ------------------------------------------------------------
 
-    def accept_commit(self, commit: Commit, *, now_ms: int, replay: bool = False) -> Accepted:
-        """Accept a commit: signature, window, repeat rule, EC balance; deduct the credits.
+    def check_commit(self, commit: Commit, *, now_ms: int, verified: bool = False) -> bytes:
+        """Stateless-then-replay checks of a commit (rules 1-3); returns its txid.
+
+        ``verified=True`` skips the signature check (already done, e.g. in a worker thread).
 
         Raises:
-            RuleViolation: bad signature, outside the time window, or not enough credits.
-            RepeatedCommitError: a pending commit for the entry pays as much or more.
+            RuleViolation: bad signature or outside the time window.
+            RepeatedCommitError: the same commit (txid) was accepted before.
         """
-        if not replay:
+        if not verified:
             try:
                 commit.verify()
             except LedgerFormatError as exc:
                 raise RuleViolation(f"invalid commit signature: {exc}") from exc
-            self._check_window(commit.timestamp_ms, now_ms)
+        self._check_window(commit.timestamp_ms, now_ms)
+        txid = commit.txid()
+        if self._known_commit(txid):
+            raise RepeatedCommitError(commit.entry_hash)
+        return txid
+
+    def accept_commit(
+        self,
+        commit: Commit,
+        *,
+        now_ms: int,
+        replay: bool = False,
+        verified: bool = False,
+        seq: int | None = None,
+    ) -> Accepted:
+        """Accept a commit: rules 1-5 above; deduct the credits; release a held reveal.
+
+        ``replay=True`` (journal replay at start-up) skips rules 1-4: the journal holds only
+        accepted commits, and a later one replaces an earlier one for the same entry.
+        ``seq`` (replay) is the journal sequence number the commit already has.
+
+        Raises:
+            RuleViolation: bad signature, outside the time window, or not enough credits.
+            RepeatedCommitError: a pending commit for the entry pays as much or more, or
+                this commit was accepted before.
+        """
+        txid = (
+            commit.txid() if replay else self.check_commit(commit, now_ms=now_ms, verified=verified)
+        )
         prior = self.open_commits.get(commit.entry_hash)
-        if prior is not None and prior.commit.credits >= commit.credits:
+        if not replay and prior is not None and prior.commit.credits >= commit.credits:
             raise RepeatedCommitError(commit.entry_hash)
         pub = commit.ec_public_key
         balance = self.ec_balances.get(pub, 0)
@@ -119,22 +194,15 @@ class LedgerRules:
                 f"entry credit balance {balance} is less than the {commit.credits} credits committed"
             )
         self.ec_balances[pub] = balance - commit.credits
-        opened = OpenCommit(commit, now_ms)
+        seq = self._next_seq(seq)
+        opened = OpenCommit(commit, txid, now_ms, seq)
         self.open_commits[commit.entry_hash] = opened
         pl = self.pl
-        pl.add_commit(commit)
-        seq = self._next_seq()
+        pl.add_commit(commit, txid)
         released = self.release_after_commit(commit.entry_hash)
 
-        def journal(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT OR IGNORE INTO commits(txid, entry_hash, raw, received_ms, seq)"
-                " VALUES (?,?,?,?,?)",
-                (commit.txid(), commit.entry_hash, commit.marshal(), now_ms, seq),
-            )
-
         def undo() -> None:
-            for release_undo in released:
+            for release_undo in reversed(released):
                 release_undo()
             self.ec_balances[pub] = self.ec_balances.get(pub, 0) + commit.credits
             if self.open_commits.get(commit.entry_hash) is opened:
@@ -142,100 +210,121 @@ class LedgerRules:
                     self.open_commits[commit.entry_hash] = prior
                 else:
                     del self.open_commits[commit.entry_hash]
-            pl.remove_commit(commit)
+            pl.remove_commit(commit, txid)
 
-        return Accepted(journal, undo, {"released": len(released)})
+        row = (seq, KIND_COMMIT, txid, commit.marshal(), now_ms)
+        return Accepted((INSERT_JOURNAL, row), undo, {"released": len(released), "txid": txid})
+
+    def restore_open_commit(self, commit: Commit, *, received_ms: int, seq: int) -> None:
+        """Journal replay: a commit recorded in a saved block and not yet consumed by a reveal."""
+        self.open_commits[commit.entry_hash] = OpenCommit(commit, commit.txid(), received_ms, seq)
 
     # -- reveals (sections 1.3, 1.4, 2.2) -------------------------------------------------
 
-    def accept_reveal(self, raw: bytes, *, now_ms: int) -> tuple[Entry, bytes, Accepted]:
+    def accept_reveal(
+        self, raw: bytes, *, now_ms: int, seq: int | None = None
+    ) -> tuple[Entry, bytes, Accepted]:
         """Accept a reveal: record it now if its commit and chain allow, else hold it.
 
         Returns:
             ``(entry, entry_hash, accepted)``; ``accepted.info["held"]`` tells whether it waits.
 
         Raises:
-            LedgerFormatError: the entry bytes do not parse.
+            LedgerFormatError: the entry bytes do not parse (or the payload exceeds 10240).
         """
         entry = Entry.unmarshal(raw)
-        ehash = entry.hash()
-        seq = self._next_seq()
-        recorded = self._try_record(entry, ehash, raw)
+        ehash = entry_hash(raw)  # the entry bytes are canonical: marshal(unmarshal(raw)) == raw
+        seq = self._next_seq(seq)
+        prior_held = self.held.get(ehash)
+        recorded = self._try_record(HeldReveal(entry, raw, now_ms, seq), ehash)
         held_item = None
         if recorded is None:
-            held_item = HeldReveal(entry, raw, now_ms)
-            self.held[ehash] = held_item
-        cascade = self._release_held(entry.chain_id) if recorded is not None else []
-
-        def journal(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT OR REPLACE INTO pending_reveals(entry_hash, raw, received_ms, seq)"
-                " VALUES (?,?,?,?)",
-                (ehash, raw, now_ms, seq),
-            )
+            held_item = HeldReveal(entry, raw, now_ms, seq)
+            self._hold(ehash, held_item)
 
         def undo() -> None:
             if held_item is not None and self.held.get(ehash) is held_item:
-                del self.held[ehash]
+                self._unhold(ehash)
+                if prior_held is not None:
+                    self._hold(ehash, prior_held)
             if recorded is not None:
                 recorded()
-            for release_undo in cascade:
-                release_undo()
 
-        info: dict[str, object] = {"held": recorded is None}
-        return entry, ehash, Accepted(journal, undo, info)
+        row = (seq, KIND_REVEAL, ehash, raw, now_ms)
+        return entry, ehash, Accepted((INSERT_JOURNAL, row), undo, {"held": recorded is None})
 
-    def _try_record(self, entry: Entry, ehash: bytes, raw: bytes) -> Callable[[], None] | None:
-        """Record the entry in the process list if a sufficient commit and the chain exist.
+    def _hold(self, ehash: bytes, item: HeldReveal) -> None:
+        self.held[ehash] = item
+        self._held_by_chain.setdefault(item.entry.chain_id, set()).add(ehash)
+
+    def _unhold(self, ehash: bytes) -> HeldReveal | None:
+        item = self.held.pop(ehash, None)
+        if item is not None:
+            waiting = self._held_by_chain.get(item.entry.chain_id)
+            if waiting is not None:
+                waiting.discard(ehash)
+                if not waiting:
+                    del self._held_by_chain[item.entry.chain_id]
+        return item
+
+    def drop_held(self, ehash: bytes) -> None:
+        """Forget a held reveal (expiry)."""
+        self._unhold(ehash)
+
+    def _try_record(self, reveal: HeldReveal, ehash: bytes) -> Callable[[], None] | None:
+        """Record the reveal in the process list if a sufficient commit and the chain exist;
+        a newly created chain then releases the reveals that waited for it.
 
         Returns the undo callable, or ``None`` when the reveal must wait.
         """
         opened = self.open_commits.get(ehash)
         if opened is None:
             return None
-        commit = opened.commit
-        ksize = entry.ksize()
+        commit, entry = opened.commit, reveal.entry
         chain_id = entry.chain_id
         creates_chain = isinstance(commit, CommitChain) and not self.chain_exists(chain_id)
         if creates_chain:
             assert isinstance(commit, CommitChain)
             if commit.chain_id_hash != sha256d(chain_id):
                 return None
-            if commit.credits < ksize + NEW_CHAIN_FEE_EC:
+            if commit.credits < entry.ksize() + NEW_CHAIN_FEE_EC:
                 return None
-        else:
-            if not self.chain_exists(chain_id) or commit.credits < ksize:
-                return None
+        elif not self.chain_exists(chain_id) or commit.credits < entry.ksize():
+            return None
         del self.open_commits[ehash]
         pl = self.pl
         if creates_chain:
             pl.new_chains[chain_id] = ehash
-        pl.add_entry(ehash, chain_id=chain_id, raw=raw)
-        pl.revealed_commit_txids.append(commit.txid())
-        was_held = self.held.pop(ehash, None)
+        recorded = RecordedEntry(
+            chain_id, reveal.raw, reveal.seq, opened.txid, opened.seq, opened.received_ms
+        )
+        pl.add_entry(ehash, recorded)
+        pl.revealed_commit_txids.append(opened.txid)
+        was_held = self._unhold(ehash)
+        cascade = self._release_chain(chain_id) if creates_chain else []
 
         def undo() -> None:
+            for release_undo in reversed(cascade):
+                release_undo()
             if was_held is not None:
-                self.held[ehash] = was_held
+                self._hold(ehash, was_held)
             pl.remove_entry(ehash, chain_id)
-            if commit.txid() in pl.revealed_commit_txids:
-                pl.revealed_commit_txids.remove(commit.txid())
+            if opened.txid in pl.revealed_commit_txids:
+                pl.revealed_commit_txids.remove(opened.txid)
             self.open_commits.setdefault(ehash, opened)
 
         return undo
 
-    def _release_held(self, chain_id: bytes) -> list[Callable[[], None]]:
-        """Record held reveals that can now go in (their chain or commit arrived)."""
+    def _release_chain(self, chain_id: bytes) -> list[Callable[[], None]]:
+        """The chain now exists: record the held reveals into it that have their commit."""
         undos: list[Callable[[], None]] = []
-        progress = True
-        while progress:
-            progress = False
-            for ehash, item in list(self.held.items()):
-                if ehash in self.open_commits:
-                    undo = self._try_record(item.entry, ehash, item.raw)
-                    if undo is not None:
-                        undos.append(undo)
-                        progress = True
+        waiting = [(self.held[h].seq, h) for h in self._held_by_chain.get(chain_id, ())]
+        for _seq, ehash in sorted(waiting):
+            item = self.held.get(ehash)
+            if item is not None and ehash in self.open_commits:
+                undo = self._try_record(item, ehash)
+                if undo is not None:
+                    undos.append(undo)
         return undos
 
     def release_after_commit(self, entry_hash: bytes) -> list[Callable[[], None]]:
@@ -243,57 +332,80 @@ class LedgerRules:
         item = self.held.get(entry_hash)
         if item is None:
             return []
-        undo = self._try_record(item.entry, entry_hash, item.raw)
-        if undo is None:
-            return []
-        return [undo, *self._release_held(item.entry.chain_id)]
+        undo = self._try_record(item, entry_hash)
+        return [] if undo is None else [undo]
 
     # -- coin transactions (section 4.3) --------------------------------------------------
 
-    def accept_transaction(self, tx: Transaction, *, now_ms: int, replay: bool = False) -> Accepted:
-        """Accept a signed coin transaction: signatures, window, fee, balances; apply it.
+    def accept_transaction(
+        self,
+        tx: Transaction,
+        *,
+        now_ms: int,
+        replay: bool = False,
+        verified: bool = False,
+        seq: int | None = None,
+    ) -> Accepted:
+        """Accept a signed coin transaction: rules 1-6 above; apply its balance changes.
+
+        ``replay=True`` skips rules 1-4 and 6 (the journal holds only accepted transactions).
 
         Raises:
-            RuleViolation: no inputs, bad signature, under-paid fee, or an input balance too low.
+            RuleViolation: no inputs, bad signature, window, size, under-paid fee or an input
+                above the address balance.
+            DuplicateTransaction: the same txid was accepted before.
         """
+        txid = tx.txid()
         if not replay:
-            self._check_transaction(tx, now_ms)
+            self.check_transaction(tx, now_ms=now_ms, verified=verified)
+            if txid in self.pl.tx_index or self._known_transaction(txid):
+                raise DuplicateTransaction(txid)
+        self._check_balances(tx)
         deltas = self._transaction_deltas(tx)
-        for rcd_hash, delta in deltas["fct"].items():
-            if delta < 0 and self.fct_balances.get(rcd_hash, 0) + delta < 0:
-                raise RuleViolation("input amount exceeds the address balance")
         self._apply_deltas(deltas, sign=1)
         pl = self.pl
-        pl.add_transaction(tx)
-        seq = self._next_seq()
-
-        def journal(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT OR IGNORE INTO pending_txs(txid, raw, received_ms, seq) VALUES (?,?,?,?)",
-                (tx.txid(), tx.marshal(), now_ms, seq),
-            )
+        pl.add_transaction(tx, txid)
+        seq = self._next_seq(seq)
 
         def undo() -> None:
             self._apply_deltas(deltas, sign=-1)
-            pl.remove_transaction(tx)
+            pl.remove_transaction(tx, txid)
 
-        return Accepted(journal, undo)
+        row = (seq, KIND_TRANSACTION, txid, tx.marshal(), now_ms)
+        return Accepted((INSERT_JOURNAL, row), undo, {"txid": txid})
 
-    def _check_transaction(self, tx: Transaction, now_ms: int) -> None:
+    def check_transaction(self, tx: Transaction, *, now_ms: int, verified: bool = False) -> None:
+        """Rules 1-4 (no state needed). Raises RuleViolation."""
         if not tx.inputs:
             raise RuleViolation("a transaction needs at least one input")
-        try:
-            tx.verify_signatures()
-        except LedgerFormatError as exc:
-            raise RuleViolation(f"invalid transaction signature: {exc}") from exc
+        if not verified:
+            try:
+                tx.verify_signatures()
+            except LedgerFormatError as exc:
+                raise RuleViolation(f"invalid transaction signature: {exc}") from exc
         self._check_window(tx.timestamp_ms, now_ms)
-        total_in = sum(i.amount for i in tx.inputs)
-        total_out = sum(o.amount for o in tx.outputs) + sum(o.amount for o in tx.ec_outputs)
-        fee = tx.fee(self.ec_rate)
+        try:
+            fee = tx.fee(self.ec_rate)
+        except LedgerFormatError as exc:
+            raise RuleViolation(f"invalid transaction: {exc}") from exc
+        total_in, total_out = tx.total_inputs(), tx.total_outputs()
+        if max(total_in, total_out + fee) > MAX_INT64:
+            raise RuleViolation("transaction amounts overflow a signed 64-bit sum")
         if total_in < total_out + fee:
             raise RuleViolation(
                 f"inputs {total_in} do not cover outputs {total_out} plus the fee {fee}"
             )
+
+    def _check_balances(self, tx: Transaction) -> None:
+        spent: dict[bytes, int] = {}
+        for item in tx.inputs:
+            spent[item.address] = spent.get(item.address, 0) + item.amount
+        for address, amount in spent.items():
+            balance = self.fct_balances.get(address, 0)
+            if amount > balance:
+                raise RuleViolation(
+                    f"inputs of {amount} exceed the address balance of {balance} minor units"
+                )
 
     def _transaction_deltas(self, tx: Transaction) -> dict[str, dict[bytes, int]]:
         fct: dict[bytes, int] = {}

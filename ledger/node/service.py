@@ -9,29 +9,65 @@ Blocks: block ``N`` starts at ``start_s``; minute ``k`` ends at ``start_s + k * 
 ``tick()`` closes every minute whose end has passed and saves the block after minute 10.
 After a pause longer than a minute (a restart, a stalled clock) the next block starts at
 the current time instead of producing a run of empty blocks.
+
+Start-up (``open``): create the genesis blocks on an empty store, load the tip and the
+saved balances, then replay, in acceptance order (``seq``), the journal rows the saved
+blocks do not settle: the tip's ``carry`` list (held reveals and commits in a block still
+waiting for their reveal) and every row above the tip's journal floor.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
+import time
 from dataclasses import dataclass
 
 from ledger.core.clock import Clock
 from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.entry import Entry
 from ledger.core.transaction import Transaction
-from ledger.node.assembly import BlockSet, assemble_block, genesis_block
-from ledger.node.errors import NodeError
+from ledger.node.assembly import (
+    BlockSet,
+    ChainHead,
+    NodeIdentity,
+    assemble_block,
+    chain_heads,
+    genesis_block,
+    node_identity,
+)
+from ledger.node.errors import DuplicateTransaction, NodeError, RuleViolation
 from ledger.node.process_list import ProcessList
-from ledger.node.rules import Accepted, LedgerRules
-from ledger.node.settings import NodeSettings
-from ledger.node.store import Store, StoreError
 from ledger.node.queries import NodeQueries
+from ledger.node.rules import KIND_COMMIT, KIND_TRANSACTION, Accepted, LedgerRules
+from ledger.node.settings import NodeSettings
+from ledger.node.sigcheck import SignatureChecker
+from ledger.node.store import Store, StoreError
 from ledger.node.tip import ChainTip, load_tip
+from ledger.node.txfilter import TxidFilter
 
 log = logging.getLogger(__name__)
+
+_REPLAY_SQL = (
+    "SELECT seq, kind, raw, received_ms FROM journal WHERE seq > ?"
+    " UNION ALL SELECT j.seq, j.kind, j.raw, j.received_ms FROM carry c"
+    " JOIN journal j ON j.seq = c.seq WHERE c.seq <= ?"
+    " ORDER BY 1"
+)
+#: Chains known to exist, cached (a chain never disappears); bounded.
+_CHAIN_CACHE_MAX = 100_000
+
+
+@dataclass(frozen=True)
+class _Cut:
+    """A process list closed for assembly, with what its blocks need from the store."""
+
+    pl: ProcessList
+    heads: dict[bytes, ChainHead]
+    floor_seq: int
+    carry: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -59,26 +95,37 @@ class NodeService(NodeQueries):
         self.minute_s = settings.block_time_s / 10
         self.tip: ChainTip = ChainTip.empty()
         self.rules: LedgerRules | None = None
+        self.identity: NodeIdentity | None = None
         self._saving: BlockSet | None = None
+        self._cut: _Cut | None = None
+        self._known_chains: set[bytes] = set()
+        self.floor_seq = 0
         self._tick_lock = asyncio.Lock()
         self.started_at_s = clock.now()
+        self.accepted_entries = 0
+        self.signatures = SignatureChecker()
+        self._commit_filter = TxidFilter()
 
     # -- start-up -------------------------------------------------------------------------
 
     def open(self) -> None:
         """Load the saved chain (creating the genesis blocks on first start) and replay the journal."""
         if self.store.read.execute("SELECT 1 FROM dblocks LIMIT 1").fetchone() is None:
-            blocks = genesis_block(self.settings, self.clock.now(), self.store)
+            blocks = genesis_block(self.settings, self.clock.now())
             self.store.write_sync(blocks.save)
         self.tip = load_tip(self.store.read)
+        self.identity = node_identity(self.store)
         pl = ProcessList(height=self.tip.height + 1, start_s=self.clock.now())
         self.rules = LedgerRules(
             ec_rate=self.settings.ec_rate,
             commit_window_ms=int(self.settings.commit_window_s * 1000),
             known_chain=self.chain_saved,
+            known_commit=self.commit_known,
+            known_transaction=self.transaction_known,
             process_list=pl,
         )
         self._load_balances()
+        self._load_commit_filter()
         self._replay_journal()
 
     def _load_balances(self) -> None:
@@ -87,30 +134,45 @@ class NodeService(NodeQueries):
             target = rules.ec_balances if kind == "ec" else rules.fct_balances
             target[bytes(key)] = amount
 
+    def _load_commit_filter(self) -> None:
+        for (txid,) in self.store.read.execute("SELECT key FROM journal WHERE kind=1"):
+            self._commit_filter.add(bytes(txid))
+
     def _replay_journal(self) -> None:
-        """Re-apply every acknowledged message that no saved block records yet."""
+        """Re-apply, in acceptance order, every acknowledged message no saved block settles."""
         rules = self._rules()
-        read = self.store.read
-        rows = read.execute(
-            "SELECT raw, received_ms, block_height FROM commits WHERE revealed=0 ORDER BY seq"
-        ).fetchall()
-        for raw, received_ms, block_height in rows:
-            commit = _parse_commit(bytes(raw))
-            if block_height is None:
-                rules.accept_commit(commit, now_ms=received_ms, replay=True)
-            else:
-                rules.open_commits[commit.entry_hash] = _open(commit, received_ms)
-        for raw, received_ms in read.execute(
-            "SELECT raw, received_ms FROM pending_txs ORDER BY seq"
-        ).fetchall():
-            rules.accept_transaction(
-                Transaction.unmarshal(bytes(raw)), now_ms=received_ms, replay=True
-            )
-        for raw, received_ms in read.execute(
-            "SELECT raw, received_ms FROM pending_reveals ORDER BY seq"
-        ).fetchall():
-            rules.accept_reveal(bytes(raw), now_ms=received_ms)
-        rules.seq = _max_seq(read)
+        floor = self.floor_seq = self.tip_floor()
+        best = floor
+        for seq, kind, raw, received_ms in self.store.read.execute(_REPLAY_SQL, (floor, floor)):
+            best = max(best, seq)
+            try:
+                self._replay_one(seq, kind, bytes(raw), received_ms, in_block=seq <= floor)
+            except (NodeError, ValueError) as exc:  # an inconsistent journal must not stop the node
+                log.error("journal replay skipped message %d (kind %d): %s", seq, kind, exc)
+        rules.seq = best
+
+    def _replay_one(
+        self, seq: int, kind: int, raw: bytes, received_ms: int, *, in_block: bool
+    ) -> None:
+        rules = self._rules()
+        if kind == KIND_COMMIT:
+            commit = _parse_commit(raw)
+            if not in_block:
+                rules.accept_commit(commit, now_ms=received_ms, replay=True, seq=seq)
+            elif received_ms >= self.now_ms() - rules.commit_window_ms:  # else expired
+                rules.restore_open_commit(commit, received_ms=received_ms, seq=seq)
+        elif kind == KIND_TRANSACTION:
+            tx = Transaction.unmarshal(raw)
+            rules.accept_transaction(tx, now_ms=received_ms, replay=True, seq=seq)
+        else:
+            rules.accept_reveal(raw, now_ms=received_ms, seq=seq)
+
+    def tip_floor(self) -> int:
+        """Journal floor of the saved tip (0 before any block)."""
+        row = self.store.read.execute(
+            "SELECT floor_seq FROM dblocks ORDER BY height DESC LIMIT 1"
+        ).fetchone()
+        return 0 if row is None else int(row[0])
 
     # -- state helpers --------------------------------------------------------------------
 
@@ -127,14 +189,39 @@ class NodeService(NodeQueries):
         return int(self.clock.now() * 1000)
 
     def chain_saved(self, chain_id: bytes) -> bool:
+        """Whether ``chain_id`` has an entry block in a saved block (or one being saved)."""
+        if chain_id in self._known_chains:
+            return True
+        if any(chain_id in pl.new_chains for pl in self._closed_lists()):
+            return True
         row = self.store.read.execute(
             "SELECT 1 FROM chains WHERE chain_id=?", (chain_id,)
         ).fetchone()
+        if row is not None and len(self._known_chains) < _CHAIN_CACHE_MAX:
+            self._known_chains.add(chain_id)
+        return row is not None
+
+    def commit_known(self, txid: bytes) -> bool:
+        """Whether a commit with this txid was accepted before (open lists or journal)."""
+        if any(txid in pl.commit_txids for pl in self._open_lists()):
+            return True
+        if not self._commit_filter.might_contain(txid):
+            return False
+        row = self.store.read.execute(
+            "SELECT 1 FROM journal WHERE kind=1 AND key=?", (txid,)
+        ).fetchone()
+        return row is not None
+
+    def transaction_known(self, txid: bytes) -> bool:
+        """Whether a coin transaction with this txid was accepted before."""
+        if any(txid in pl.tx_index for pl in self._open_lists()):
+            return True
+        row = self.store.read.execute("SELECT 1 FROM txs WHERE txid=?", (txid,)).fetchone()
         return row is not None
 
     async def _commit_journal(self, accepted: Accepted, pl: ProcessList) -> None:
         try:
-            await self.store.write(accepted.journal)
+            await self.store.append(*accepted.journal)
         except StoreError:
             if self.process_list is pl:
                 accepted.undo()
@@ -142,16 +229,22 @@ class NodeService(NodeQueries):
 
     # -- writes ---------------------------------------------------------------------------
 
-    async def submit_commit(self, commit: CommitEntry | CommitChain) -> None:
-        """Accept a commit and return once it is journaled on disk.
+    async def submit_commit(self, commit: CommitEntry | CommitChain) -> bytes:
+        """Accept a commit and return its txid once it is journaled on disk.
+
+        The signature is checked in the signature worker (or was, for a batch).
 
         Raises:
             RuleViolation, RepeatedCommitError: the rules refuse it (nothing changed).
             StoreError: the journal write failed (nothing changed).
         """
+        if not await self.signatures.commit_ok(commit):
+            raise RuleViolation("invalid commit signature: the signature does not verify")
         pl = self.process_list
-        accepted = self._rules().accept_commit(commit, now_ms=self.now_ms())
+        accepted = self._rules().accept_commit(commit, now_ms=self.now_ms(), verified=True)
+        self._commit_filter.add(accepted.info["txid"])  # type: ignore[arg-type]
         await self._commit_journal(accepted, pl)
+        return accepted.info["txid"]  # type: ignore[return-value]
 
     async def submit_reveal(self, raw: bytes) -> RevealResult:
         """Accept a reveal (recorded now, or held for its commit or chain); durable on return.
@@ -163,20 +256,43 @@ class NodeService(NodeQueries):
         pl = self.process_list
         entry, ehash, accepted = self._rules().accept_reveal(raw, now_ms=self.now_ms())
         await self._commit_journal(accepted, pl)
+        self.accepted_entries += 1
         return RevealResult(ehash, entry.chain_id, bool(accepted.info.get("held")))
 
-    async def submit_transaction(self, tx: Transaction) -> None:
-        """Accept a signed coin transaction; durable on return."""
+    async def submit_transaction(self, tx: Transaction) -> bytes:
+        """Accept a signed coin transaction; durable on return. Returns the txid.
+
+        Submitting an already accepted transaction again changes nothing and succeeds
+        (once the original is on disk): clients may retry after a lost reply.
+
+        Raises:
+            RuleViolation: the rules refuse it (nothing changed).
+            StoreError: the journal write failed (nothing changed).
+        """
+        reason = await self.signatures.transaction_error(tx) if tx.inputs else None
+        if reason is not None:
+            raise RuleViolation(f"invalid transaction signature: {reason}")
         pl = self.process_list
-        accepted = self._rules().accept_transaction(tx, now_ms=self.now_ms())
+        try:
+            accepted = self._rules().accept_transaction(tx, now_ms=self.now_ms(), verified=True)
+        except DuplicateTransaction as dup:
+            await self.store.barrier()
+            return dup.txid
         await self._commit_journal(accepted, pl)
+        return accepted.info["txid"]  # type: ignore[return-value]
 
     # -- block production -----------------------------------------------------------------
 
     async def tick(self) -> int:
-        """Close passed minutes and save finished blocks; returns how many blocks were saved."""
+        """Close passed minutes and save finished blocks; returns how many blocks were saved.
+
+        A block whose assembly or save failed is retried first (nothing newer is cut
+        before it is saved, so heights stay contiguous).
+        """
         async with self._tick_lock:
             saved = 0
+            if self._cut is not None:
+                self._saving = await self._assemble(self._cut)
             if self._saving is not None and await self._save(self._saving):
                 saved += 1
             if self._saving is not None:
@@ -186,25 +302,58 @@ class NodeService(NodeQueries):
             while not pl.complete and now >= pl.start_s + (pl.minute + 1) * self.minute_s:
                 pl.end_minute()
             if pl.complete:
-                block_end = pl.start_s + 10 * self.minute_s
-                next_start = block_end if now - block_end < self.minute_s else now
-                blocks = assemble_block(
-                    pl, self.tip, settings=self.settings, store=self.store, rules=self._rules()
-                )
-                self._rules().pl = ProcessList(height=pl.height + 1, start_s=next_start)
-                self._expire_held(now)
-                self._saving = blocks
-                if await self._save(blocks):
+                self._saving = await self._assemble(self._cut_block(pl, now))
+                if await self._save(self._saving):
                     saved += 1
             return saved
 
+    def _cut_block(self, pl: ProcessList, now: float) -> _Cut:
+        """Close the complete list ``pl`` and open the next one at once."""
+        rules = self._rules()
+        block_end = pl.start_s + 10 * self.minute_s
+        next_start = block_end if now - block_end < self.minute_s else now
+        self._expire_held(now)
+        carry = [h.seq for h in rules.held.values()] + [c.seq for c in rules.open_commits.values()]
+        cut = _Cut(pl, chain_heads(pl, self.store), rules.seq, tuple(sorted(carry)))
+        rules.pl = ProcessList(height=pl.height + 1, start_s=next_start)
+        self._cut = cut
+        return cut
+
+    async def _assemble(self, cut: _Cut) -> BlockSet:
+        """Assemble the blocks of a cut list in a worker thread (the event loop keeps
+        accepting messages meanwhile; the cut list no longer changes)."""
+        if self.identity is None:
+            raise RuntimeError("NodeService.open() was not called")
+        started = time.perf_counter()
+        blocks = await asyncio.to_thread(
+            assemble_block,
+            cut.pl,
+            self.tip,
+            settings=self.settings,
+            heads=cut.heads,
+            identity=self.identity,
+            floor_seq=cut.floor_seq,
+            carry=cut.carry,
+        )
+        self._cut = None
+        log.debug("block %d assembled in %.3f s", cut.pl.height, time.perf_counter() - started)
+        return blocks
+
     async def _save(self, blocks: BlockSet) -> bool:
+        started = time.perf_counter()
         try:
             await self.store.write(blocks.save)
+            log.debug(
+                "directory block %d saved in %.3f s (%d entries)",
+                blocks.height,
+                time.perf_counter() - started,
+                len(blocks.process_list.entries),
+            )
         except (StoreError, sqlite3.Error) as exc:
             log.error("saving directory block %d failed, will retry: %s", blocks.height, exc)
             return False
         self.tip = blocks.tip
+        self.floor_seq = blocks.floor_seq
         self._saving = None
         return True
 
@@ -213,10 +362,15 @@ class NodeService(NodeQueries):
         limit_ms = int(now_s * 1000) - rules.commit_window_ms
         for ehash, item in list(rules.held.items()):
             if item.received_ms < limit_ms:
-                del rules.held[ehash]
+                rules.drop_held(ehash)
         for ehash, opened in list(rules.open_commits.items()):
             if opened.received_ms < limit_ms:
                 del rules.open_commits[ehash]
+
+    def close(self) -> None:
+        """Stop the signature worker and close the store (after the block loop stopped)."""
+        self.signatures.close()
+        self.store.close()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Produce blocks until ``stop`` is set (polls the clock every ~50 ms or faster)."""
@@ -226,10 +380,9 @@ class NodeService(NodeQueries):
                 await self.tick()
             except Exception:  # keep producing: one bad tick must not stop the ledger
                 log.exception("block production tick failed")
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll_s)
-            except TimeoutError:
-                pass
+
 
 def _parse_commit(raw: bytes) -> CommitEntry | CommitChain:
     if len(raw) == 200:
@@ -237,18 +390,4 @@ def _parse_commit(raw: bytes) -> CommitEntry | CommitChain:
     return CommitEntry.unmarshal(raw)
 
 
-def _open(commit: CommitEntry | CommitChain, received_ms: int):  # type: ignore[no-untyped-def]
-    from ledger.node.rules import OpenCommit
-
-    return OpenCommit(commit, received_ms, in_block=True)
-
-
-def _max_seq(conn: sqlite3.Connection) -> int:
-    best = 0
-    for table in ("commits", "pending_reveals", "pending_txs"):
-        row = conn.execute(f"SELECT MAX(seq) FROM {table}").fetchone()
-        best = max(best, row[0] or 0)
-    return best
-
-
-__all__ = ["NodeError", "NodeService", "RevealResult", "Entry"]
+__all__ = ["Entry", "NodeError", "NodeService", "RevealResult"]

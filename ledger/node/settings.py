@@ -37,6 +37,9 @@ class NodeSettings(BaseSettings):
     sqlite_synchronous: str = "FULL"
     max_body_bytes: int = 1_048_576
     node_name: str = "notary-node"
+    #: Python's thread switch interval in the node process (``python -m ledger.node``): short,
+    #: so the store writer and signature threads get the GIL back quickly after each I/O.
+    gil_switch_interval_s: float = Field(default=0.0005, gt=0)
 
     @property
     def db_path(self) -> Path:

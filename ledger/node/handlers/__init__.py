@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from ledger.jsonrpc import MethodRegistry
-from ledger.node.handlers import balances, blocks, entries, status, transactions, write
+from ledger.node.handlers import anchors, balances, blocks, entries, status, transactions, write
 from ledger.node.service import NodeService
 
 
 def build_registry(service: NodeService) -> MethodRegistry:
     """Every node method of the spec (and factomd's aliases), bound to ``service``."""
     registry = MethodRegistry()
-    for group in (status, balances, write, entries, blocks, transactions):
+    for group in (status, balances, write, entries, blocks, transactions, anchors):
         group.register(registry, service)
     return registry

@@ -99,7 +99,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
             raw = raw_by_key(read, kind, params.keymr)
             if raw is None:
                 raise NotFound(NotFound.BLOCK)
-            return _render(kind, raw)
+            return _render(kind, raw, noraw=params.noraw)
 
         return handler
 
@@ -142,22 +142,22 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
 
 def find_raw(service: NodeService, key: bytes) -> bytes | None:
     """Exact bytes of the entry, commit, coin transaction or block stored under ``key``."""
-    read = service.store.read
-    for sql in (
-        "SELECT raw FROM entries WHERE entry_hash=?",
-        "SELECT raw FROM txs WHERE txid=?",
-        "SELECT raw FROM txs WHERE full_hash=?",
-        "SELECT raw FROM commits WHERE txid=?",
-    ):
-        row = read.execute(sql, (key,)).fetchone()
-        if row is not None:
-            return bytes(row[0])
+    saved = service.saved_entry(key)
+    if saved is not None:
+        return saved.raw
     pending = service.pending_entry(key)
     if pending is not None:
         return pending[1]
+    commit = service.find_commit(key)
+    if commit is not None:
+        return commit.raw
+    found = service.find_transaction(key)
+    if found is not None:
+        return found[0].marshal()
+    read = service.store.read
     for kind in HEIGHT_KINDS:
         raw = raw_by_key(read, kind, key)
         if raw is not None:
             return raw
-    found = eblock_raw(read, key)
-    return None if found is None else found[0]
+    located = eblock_raw(read, key)
+    return None if located is None else located[0]

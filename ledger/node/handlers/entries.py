@@ -13,7 +13,14 @@ from ledger.core.entry import Entry
 from ledger.core.receipt import build_receipt
 from ledger.jsonrpc import MethodRegistry
 from ledger.jsonrpc.errors import InvalidParams, MissingChainHead, NotFound, ReceiptError
-from ledger.node.handlers.timefmt import ms_fields
+from ledger.node.handlers.acks import (
+    coin_ack_json,
+    commit_ack_json,
+    entry_ack_json,
+    entry_hash_of,
+    txid_of_commit,
+    txid_of_transaction,
+)
 from ledger.node.params import (
     AckParams,
     ChainIdParams,
@@ -31,10 +38,10 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
 
     @registry.method("entry", params=HashParams, blocking=False)
     def entry(params: HashParams) -> dict[str, Any]:
-        row = read.execute("SELECT raw FROM entries WHERE entry_hash=?", (params.hash,)).fetchone()
-        if row is None:
+        saved = service.saved_entry(params.hash)
+        if saved is None:
             raise NotFound(NotFound.ENTRY)
-        return Entry.unmarshal(bytes(row[0])).to_json()
+        return Entry.unmarshal(saved.raw).to_json()
 
     @registry.method("chain-head", params=ChainIdParams, blocking=False)
     def chain_head(params: ChainIdParams) -> dict[str, Any]:
@@ -63,31 +70,25 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
     @registry.method("ack", params=AckParams, blocking=False)
     def ack(params: AckParams) -> dict[str, Any]:
         if params.chainid == "f":
-            return service.coin_ack(_ack_hash(params, coin=True))
+            txid = params.hash or txid_of_transaction(_required(params.fulltransaction))
+            return coin_ack_json(service, txid)
         if params.chainid == "c":
-            return service.commit_ack(_ack_hash(params, coin=False))
-        return entry_ack_json(service, _ack_hash(params, coin=False))
+            txid = params.hash or txid_of_commit(_required(params.fulltransaction))
+            return commit_ack_json(service, txid)
+        return entry_ack_json(
+            service, params.hash or entry_hash_of(_required(params.fulltransaction))
+        )
 
     @registry.method("entry-ack", params=TxidParams, blocking=False)
     def entry_ack(params: TxidParams) -> dict[str, Any]:
-        if params.txid is None:
-            raise InvalidParams("txid is required")
-        return entry_ack_json(service, params.txid)
+        entry_hash = params.txid or entry_hash_of(_required(params.fulltransaction, "txid"))
+        return entry_ack_json(service, entry_hash)
 
 
-def _ack_hash(params: AckParams, *, coin: bool) -> bytes:
-    if params.hash is not None:
-        return params.hash
-    if params.fulltransaction is not None:
-        from ledger.core.hashing import entry_hash, sha256
-
-        raw = params.fulltransaction
-        if coin:
-            from ledger.core.transaction import Transaction
-
-            return Transaction.unmarshal(raw).txid()
-        return sha256(raw) if len(raw) in (136, 200) else entry_hash(raw)
-    raise InvalidParams("hash or fulltransaction is required")
+def _required(value: bytes | None, name: str = "hash") -> bytes:
+    if value is None:
+        raise InvalidParams(f"{name} or fulltransaction is required")
+    return value
 
 
 def receipt_json(service: NodeService, entry_hash: bytes, *, include_raw: bool) -> dict[str, Any]:
@@ -96,37 +97,19 @@ def receipt_json(service: NodeService, entry_hash: bytes, *, include_raw: bool) 
     Raises:
         ReceiptError: the entry is not in any saved directory block.
     """
-    read = service.store.read
-    row = read.execute(
-        "SELECT e.eblock_keymr, e.height, e.raw, b.raw, d.raw FROM entries e"
-        " JOIN eblocks b ON b.keymr = e.eblock_keymr JOIN dblocks d ON d.height = e.height"
-        " WHERE e.entry_hash=?",
-        (entry_hash,),
-    ).fetchone()
-    if row is None:
+    saved = service.saved_entry(entry_hash)
+    row = None
+    if saved is not None:
+        row = service.store.read.execute(
+            "SELECT b.raw, d.raw FROM eblocks b JOIN dblocks d ON d.height = b.height"
+            " WHERE b.chain_id=? AND b.height=?",
+            (saved.chain_id, saved.height),
+        ).fetchone()
+    if saved is None or row is None:
         raise ReceiptError("entry is not in a directory block yet")
-    eblock = EntryBlock.unmarshal(bytes(row[3]))
-    dblock = DirectoryBlock.unmarshal(bytes(row[4]))
-    result = build_receipt(entry_hash, eblock, dblock)
-    data = result.to_json()
+    eblock = EntryBlock.unmarshal(bytes(row[0]))
+    dblock = DirectoryBlock.unmarshal(bytes(row[1]))
+    data = build_receipt(entry_hash, eblock, dblock).to_json()
     if include_raw:
-        data["entry"]["raw"] = bytes(row[2]).hex()
+        data["entry"]["raw"] = saved.raw.hex()
     return data
-
-
-def entry_ack_json(service: NodeService, entry_hash: bytes) -> dict[str, Any]:
-    """``ack`` / ``entry-ack`` result for an entry hash (status DBlockConfirmed ... Unknown)."""
-    status = service.entry_status(entry_hash)
-    commit_txid, commit_ms = service.commit_for_entry(entry_hash)
-    block_ms = service.entry_block_time_ms(entry_hash)
-    commit_data: dict[str, Any] = {"status": status if commit_txid else "Unknown"}
-    commit_data.update(ms_fields("transaction", commit_ms))
-    commit_data.update(ms_fields("block", block_ms))
-    entry_data: dict[str, Any] = {"status": status}
-    entry_data.update(ms_fields("block", block_ms))
-    return {
-        "committxid": commit_txid.hex() if commit_txid else "",
-        "entryhash": entry_hash.hex(),
-        "commitdata": commit_data,
-        "entrydata": entry_data,
-    }

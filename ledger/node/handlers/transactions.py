@@ -1,4 +1,4 @@
-"""Transaction methods: transaction, coin-ack, pending-transactions, send-raw-message, anchors.
+"""Transaction methods: transaction, coin-ack, pending-transactions, send-raw-message.
 
 ``send-raw-message`` takes a network message: one type byte then the payload
 (factom-formats 2.6: CommitChain=5, CommitEntry=6, FactoidTransaction=9, RevealEntry=13).
@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from ledger.core.blocks.entry_credit import ec_object_to_json
 from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.entry import Entry
 from ledger.core.errors import LedgerFormatError
 from ledger.core.transaction import Transaction
 from ledger.jsonrpc import MethodRegistry
 from ledger.jsonrpc.errors import InvalidParams, NotFound
+from ledger.node.handlers.acks import coin_ack_json, txid_of_transaction
 from ledger.node.handlers.balances import parse_address
 from ledger.node.handlers.errors import node_errors
-from ledger.node.handlers.timefmt import ms_fields
 from ledger.node.params import (
-    AnchorsParams,
     HashParams,
     MessageParams,
     OptionalAddressParams,
@@ -42,10 +42,9 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
     @registry.method("coin-ack", params=TxidParams, aliases=("factoid-ack",), blocking=False)
     def coin_ack(params: TxidParams) -> dict[str, Any]:
         if params.txid is not None:
-            return service.coin_ack(params.txid)
+            return coin_ack_json(service, params.txid)
         if params.fulltransaction is not None:
-            tx = _parse(Transaction.unmarshal, params.fulltransaction, "Invalid Transaction")
-            return service.coin_ack(tx.txid())
+            return coin_ack_json(service, txid_of_transaction(params.fulltransaction))
         raise InvalidParams("txid or fulltransaction is required")
 
     @registry.method("pending-transactions", params=OptionalAddressParams, blocking=False)
@@ -60,28 +59,26 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
         await _dispatch_raw(service, params.message)
         return {"message": "Successfully sent the message"}
 
-    @registry.method("anchors", params=AnchorsParams, blocking=False)
-    def anchors(params: AnchorsParams) -> dict[str, Any]:
-        # Anchoring lands with its own issue; until then say so in the spec's error form.
-        raise NotFound(NotFound.OBJECT, data="anchoring is not enabled on this node yet")
-
 
 async def _dispatch_raw(service: NodeService, message: bytes) -> None:
+    """Apply one network message: type byte, then the payload (formats 2.6)."""
     if not message:
         raise InvalidParams("Invalid data passed: empty message")
     kind, payload = message[0], message[1:]
     with node_errors():
         if kind == MSG_COMMIT_CHAIN:
-            await service.submit_commit(_parse(CommitChain.unmarshal, payload[:200], "Invalid Commit Chain"))
+            commit = _parse(CommitChain.unmarshal, payload[:200], "Invalid Commit Chain")
+            await service.submit_commit(commit)
         elif kind == MSG_COMMIT_ENTRY:
-            await service.submit_commit(_parse(CommitEntry.unmarshal, payload[:136], "Invalid Commit Entry"))
+            commit = _parse(CommitEntry.unmarshal, payload[:136], "Invalid Commit Entry")
+            await service.submit_commit(commit)
         elif kind == MSG_COIN_TRANSACTION:
-            await service.submit_transaction(
-                _parse(Transaction.unmarshal, payload, "Invalid Transaction")
-            )
+            tx = _parse(Transaction.unmarshal, payload, "Invalid Transaction")
+            await service.submit_transaction(tx)
         elif kind == MSG_REVEAL_ENTRY:
-            _parse(Entry.unmarshal, payload[6:], "Invalid Entry")
-            await service.submit_reveal(payload[6:])
+            raw = payload[6:]
+            _parse(Entry.unmarshal, raw, "Invalid Entry")
+            await service.submit_reveal(raw)
         else:
             raise InvalidParams(f"Invalid data passed: unsupported message type {kind}")
 
@@ -94,7 +91,12 @@ def _parse(parse: Any, raw: bytes, what: str) -> Any:
 
 
 def transaction_json(service: NodeService, key: bytes) -> dict[str, Any]:
-    """``transaction`` result for a coin transaction id or an entry hash (spec node methods)."""
+    """``transaction`` result for a coin transaction (txid or full hash), a commit (txid) or
+    an entry hash; ``includedindirectoryblockheight`` is -1 while pending.
+
+    Raises:
+        NotFound: nothing known under ``key``.
+    """
     found = service.find_transaction(key)
     if found is not None:
         tx, height, fblock_keymr, dblock_keymr = found
@@ -102,26 +104,39 @@ def transaction_json(service: NodeService, key: bytes) -> dict[str, Any]:
         return {
             "cointransaction": body,
             "factoidtransaction": body,
-            "includedintransactionblock": fblock_keymr.hex() if fblock_keymr else "",
-            "includedindirectoryblock": dblock_keymr.hex() if dblock_keymr else "",
-            "includedindirectoryblockheight": height,
+            **_included(fblock_keymr, dblock_keymr, height),
         }
+    commit = _commit_json(service, key)
+    if commit is not None:
+        return commit
     located = service.find_entry(key)
     if located is None:
         raise NotFound(NotFound.OBJECT)
     entry, height, eblock_keymr, dblock_keymr = located
     return {
         "entry": {"version": 0, **entry.to_json()},
-        "includedintransactionblock": eblock_keymr.hex() if eblock_keymr else "",
+        **_included(eblock_keymr, dblock_keymr, height),
+    }
+
+
+def _included(block_key: bytes | None, dblock_keymr: bytes | None, height: int) -> dict[str, Any]:
+    return {
+        "includedintransactionblock": block_key.hex() if block_key else "",
         "includedindirectoryblock": dblock_keymr.hex() if dblock_keymr else "",
         "includedindirectoryblockheight": height,
     }
 
 
-def coin_ack_json(txid: bytes, *, status: str, tx_ms: int | None, block_ms: int | None) -> dict[str, Any]:
-    """``coin-ack`` / ``ack`` (chainid ``f``) shape: txid, dates (ms), date strings, status."""
-    result: dict[str, Any] = {"txid": txid.hex()}
-    result.update(ms_fields("transaction", tx_ms))
-    result.update(ms_fields("block", block_ms))
-    result["status"] = status
-    return result
+def _commit_json(service: NodeService, txid: bytes) -> dict[str, Any] | None:
+    found = service.find_commit(txid)
+    if found is None:
+        return None
+    raw, height = found.raw, found.height
+    commit = (CommitChain if len(raw) == 200 else CommitEntry).unmarshal(raw)
+    keys = service.ec_block_keys(height)
+    return {
+        "ectransaction": ec_object_to_json(commit),
+        **_included(
+            keys[0] if keys else None, keys[1] if keys else None, -1 if height is None else height
+        ),
+    }

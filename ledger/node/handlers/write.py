@@ -5,10 +5,10 @@ Results follow factom-formats 9.3; each reply is sent only after the message is 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from ledger.core.commit import CommitChain, CommitEntry
-from ledger.core.errors import LedgerFormatError, LimitError
+from ledger.core.errors import LedgerFormatError
 from ledger.core.transaction import Transaction
 from ledger.jsonrpc import MethodRegistry
 from ledger.jsonrpc.errors import InvalidParams
@@ -22,24 +22,28 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
 
     @registry.method("commit-chain", params=MessageParams, blocking=False)
     async def commit_chain(params: MessageParams) -> dict[str, Any]:
-        commit = _decode(CommitChain.unmarshal, params.message, "Invalid Commit Chain")
+        commit = _commit(service, CommitChain, params.message, "Invalid Commit Chain")
         with node_errors():
-            await service.submit_commit(commit)
-        return {
+            txid = await service.submit_commit(commit)
+        result = {
             "message": "Chain Commit Success",
-            "txid": commit.txid().hex(),
+            "txid": txid.hex(),
             "entryhash": commit.entry_hash.hex(),
             "chainidhash": commit.chain_id_hash.hex(),
         }
+        chain_id = service.chain_of_entry(commit.entry_hash)
+        if chain_id is not None:  # the commit alone names only the chain id's hash
+            result["chainid"] = chain_id.hex()
+        return result
 
     @registry.method("commit-entry", params=MessageParams, blocking=False)
     async def commit_entry(params: MessageParams) -> dict[str, Any]:
-        commit = _decode(CommitEntry.unmarshal, params.message, "Invalid Commit Entry")
+        commit = _commit(service, CommitEntry, params.message, "Invalid Commit Entry")
         with node_errors():
-            await service.submit_commit(commit)
+            txid = await service.submit_commit(commit)
         return {
             "message": "Entry Commit Success",
-            "txid": commit.txid().hex(),
+            "txid": txid.hex(),
             "entryhash": commit.entry_hash.hex(),
         }
 
@@ -47,8 +51,6 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
         with node_errors():
             try:
                 result = await service.submit_reveal(params.entry)
-            except LimitError as exc:
-                raise InvalidParams(f"Invalid Entry: {exc}") from exc
             except LedgerFormatError as exc:
                 raise InvalidParams(f"Invalid Entry: {exc}") from exc
         return {
@@ -66,8 +68,8 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
     async def coin_submit(params: TransactionParams) -> dict[str, Any]:
         tx = _decode(Transaction.unmarshal, params.transaction, "Invalid Transaction")
         with node_errors():
-            await service.submit_transaction(tx)
-        return {"message": "Successfully submitted the transaction", "txid": tx.txid().hex()}
+            txid = await service.submit_transaction(tx)
+        return {"message": "Successfully submitted the transaction", "txid": txid.hex()}
 
 
 def _decode(parse: Any, raw: bytes, what: str) -> Any:
@@ -75,3 +77,14 @@ def _decode(parse: Any, raw: bytes, what: str) -> Any:
         return parse(raw)
     except LedgerFormatError as exc:
         raise InvalidParams(f"{what}: {exc}") from exc
+
+
+CommitT = TypeVar("CommitT", CommitEntry, CommitChain)
+
+
+def _commit(service: NodeService, cls: type[CommitT], message: bytes, what: str) -> CommitT:
+    """The commit in ``message``: parsed by the batch pre-check already, or parsed now."""
+    cached = service.signatures.parsed(message)
+    if isinstance(cached, cls):
+        return cached
+    return _decode(cls.unmarshal, message, what)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,8 +12,10 @@ import httpx
 import pytest
 
 from ledger import devnet
-from ledger.core.addresses import seed_from_ec_secret
+from ledger.core.addresses import seed_from_ec_secret, seed_from_fct_secret
 from ledger.core.clock import ManualClock
+from ledger.core.commit import CommitChain, CommitEntry
+from ledger.core.entry import Entry
 from ledger.core.keys import SigningKey
 from ledger.node.app import create_app
 from ledger.node.service import NodeService
@@ -20,6 +23,8 @@ from ledger.node.settings import NodeSettings
 
 BLOCK_TIME_S = 10.0
 START_S = 1_700_000_000.0
+EC_KEY = SigningKey.from_seed(seed_from_ec_secret(devnet.DEV_EC_SECRET))
+FCT_KEY = SigningKey.from_seed(seed_from_fct_secret(devnet.DEV_FCT_SECRET))
 
 
 @pytest.fixture
@@ -47,6 +52,7 @@ class NodeHarness:
         response = await self.rpc(method, params)
         data = response.json()
         assert "error" not in data, data
+        assert response.status_code == 200
         return data["result"]
 
     async def error(self, method: str, params: Any = None) -> dict[str, Any]:
@@ -56,32 +62,50 @@ class NodeHarness:
         assert response.status_code == 400
         return data["error"]
 
+    async def next_minute(self) -> int:
+        self.clock.advance(BLOCK_TIME_S / 10)
+        return await self.service.tick()
+
     async def next_block(self) -> int:
-        """Advance the clock through a whole block and let the node save it."""
+        """Advance the clock through the rest of the block and let the node save it."""
         saved = 0
-        for _ in range(10):
-            self.clock.advance(BLOCK_TIME_S / 10)
-            saved += await self.service.tick()
+        while not saved:
+            saved += await self.next_minute()
         return saved
+
+    async def publish_chain(self, ext_ids: list[bytes], content: bytes = b"") -> Entry:
+        first = Entry.first_entry(ext_ids, content)
+        commit = CommitChain.create(self.ec_key, first, timestamp_ms=self.service.now_ms())
+        await self.call("commit-chain", {"message": commit.marshal().hex()})
+        await self.call("reveal-chain", {"entry": first.marshal().hex()})
+        return first
+
+    async def publish_entry(self, chain_id: bytes, content: bytes) -> Entry:
+        entry = Entry(chain_id, (b"doc",), content)
+        commit = CommitEntry.create(self.ec_key, entry, timestamp_ms=self.service.now_ms())
+        await self.call("commit-entry", {"message": commit.marshal().hex()})
+        await self.call("reveal-entry", {"entry": entry.marshal().hex()})
+        return entry
 
 
 def make_settings(tmp_path: Path) -> NodeSettings:
     return NodeSettings(data_dir=tmp_path / "node", block_time_s=BLOCK_TIME_S)
 
 
-@pytest.fixture
-async def node(tmp_path: Path) -> AsyncIterator[NodeHarness]:
-    clock = ManualClock(START_S)
-    settings = make_settings(tmp_path)
+@contextlib.asynccontextmanager
+async def open_node(settings: NodeSettings, clock: ManualClock) -> AsyncIterator[NodeHarness]:
+    """A node over ``settings.data_dir``; closing it and opening again is a clean restart."""
     app = create_app(settings, clock=clock, produce_blocks=False)
     service: NodeService = app.state.node
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://node") as client:
-        yield NodeHarness(
-            client,
-            service,
-            clock,
-            settings,
-            SigningKey.from_seed(seed_from_ec_secret(devnet.DEV_EC_SECRET)),
-        )
-    service.store.close()
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://node") as client:
+            yield NodeHarness(client, service, clock, settings, EC_KEY)
+    finally:
+        service.close()
+
+
+@pytest.fixture
+async def node(tmp_path: Path) -> AsyncIterator[NodeHarness]:
+    async with open_node(make_settings(tmp_path), ManualClock(START_S)) as harness:
+        yield harness

@@ -74,7 +74,9 @@ async def test_chain_and_entries_reach_a_block_with_valid_receipts(node: NodeHar
 async def test_repeated_commit_and_balance(node: NodeHarness) -> None:
     from ledger import devnet
 
-    before = (await node.call("entry-credit-balance", {"address": devnet.DEV_EC_ADDRESS}))["balance"]
+    before = (await node.call("entry-credit-balance", {"address": devnet.DEV_EC_ADDRESS}))[
+        "balance"
+    ]
     first = Entry.first_entry([b"x"], b"")
     commit = CommitChain.create(node.ec_key, first, timestamp_ms=node.service.now_ms())
     await node.call("commit-chain", {"message": commit.marshal().hex()})

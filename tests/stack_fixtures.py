@@ -1,4 +1,4 @@
-"""Fixtures for flow tests: the real bundled stack on free loopback ports, a Prefect harness."""
+"""Shared fixtures: the real bundled stack on free loopback ports, and a Prefect test harness."""
 
 from __future__ import annotations
 
@@ -51,5 +51,10 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
 def pipeline_settings(stack: Stack) -> PipelineSettings:
     s = stack.settings
     return PipelineSettings(
-        data_dir=s.data_dir, api_url=s.api_url, node_url=s.node_url, batch_size=7, ledger_wait_s=60
+        data_dir=s.data_dir,
+        api_url=s.api_url,
+        node_url=s.node_url,
+        anchor_url=s.anchor_url,
+        batch_size=7,
+        ledger_wait_s=60,
     )

@@ -1,0 +1,131 @@
+"""Composition root of the anchoring service: ``create_app(settings)``.
+
+Builds the proof-of-work chain (``pow.sqlite``), the service's state (``anchor.sqlite``),
+the node client, the ledger writer and the service, and serves JSON-RPC at ``/v2`` and a
+``/health`` probe. The lifespan mines the chain every ``pow_block_time_s`` and runs an
+anchoring round every ``poll_interval_s``; everything is closed when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from ledger.anchor.backend import EmbeddedPowBackend
+from ledger.anchor.pow.chain import PowChain
+from ledger.anchor.rpc import build_registry
+from ledger.anchor.service import AnchorService
+from ledger.anchor.settings import AnchorSettings
+from ledger.anchor.state import AnchorState
+from ledger.anchor.writer import LedgerWriter
+from ledger.core.addresses import seed_from_ec_secret
+from ledger.core.clock import Clock, SystemClock
+from ledger.core.keys import SigningKey
+from ledger.jsonrpc import AsyncJsonRpcClient, create_jsonrpc_app
+
+__all__ = ["AnchorRuntime", "build_runtime", "create_app"]
+
+
+@dataclass
+class AnchorRuntime:
+    """Everything the anchoring service runs on; ``close()`` releases the stores."""
+
+    settings: AnchorSettings
+    chain: PowChain
+    backend: EmbeddedPowBackend
+    state: AnchorState
+    node: AsyncJsonRpcClient
+    service: AnchorService
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Mine and anchor until ``stop`` is set."""
+        miner = self.backend.run_miner(stop, interval_s=self.settings.pow_block_time_s)
+        await asyncio.gather(miner, self.service.run(stop))
+
+    async def aclose(self) -> None:
+        await self.node.aclose()
+        self.state.close()
+        self.chain.close()
+
+
+def build_runtime(
+    settings: AnchorSettings,
+    *,
+    clock: Clock | None = None,
+    node_transport: httpx.AsyncBaseTransport | None = None,
+) -> AnchorRuntime:
+    """Open the stores (mining the genesis block on first start) and wire the service.
+
+    ``node_transport`` replaces the HTTP transport to the node (``httpx.ASGITransport``
+    around an in-process node app in tests).
+    """
+    clock = clock or SystemClock()
+    chain = PowChain(
+        settings.pow_path,
+        params=settings.pow_params(),
+        clock=clock,
+        synchronous=settings.sqlite_synchronous,
+    )
+    chain.open()
+    backend = EmbeddedPowBackend(chain)
+    state = AnchorState(settings.state_path, synchronous=settings.sqlite_synchronous)
+    node = AsyncJsonRpcClient(
+        settings.node_url, timeout_s=settings.node_timeout_s, transport=node_transport
+    )
+    ec_key = SigningKey.from_seed(seed_from_ec_secret(settings.ec_secret.get_secret_value()))
+    signer = SigningKey.from_seed(bytes.fromhex(settings.anchor_secret.get_secret_value()))
+    writer = LedgerWriter(node, ec_key=ec_key, clock=clock)
+    service = AnchorService(
+        settings, backend=backend, state=state, node=node, writer=writer, signer=signer
+    )
+    return AnchorRuntime(settings, chain, backend, state, node, service)
+
+
+def create_app(
+    settings: AnchorSettings,
+    *,
+    clock: Clock | None = None,
+    node_transport: httpx.AsyncBaseTransport | None = None,
+    run_loops: bool = True,
+) -> Starlette:
+    """The service's ASGI app; the runtime is ``app.state.anchor`` (an ``AnchorRuntime``).
+
+    ``run_loops=False`` leaves mining and anchoring to the caller (tests call
+    ``chain.mine_block()`` and ``service.step()`` themselves).
+    """
+    runtime = build_runtime(settings, clock=clock, node_transport=node_transport)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        task = asyncio.create_task(runtime.run(stop)) if run_loops else None
+        try:
+            yield
+        finally:
+            stop.set()
+            if task is not None:
+                await task
+            await runtime.aclose()
+
+    async def health(request: Request) -> JSONResponse:
+        tip = runtime.chain.tip()
+        return JSONResponse({"status": "ok", "pow_height": -1 if tip is None else tip.height})
+
+    app = create_jsonrpc_app(
+        build_registry(runtime.service, runtime.chain),
+        path="/v2",
+        error_http_status=400,
+        max_body_bytes=settings.max_body_bytes,
+        lifespan=lifespan,
+        extra_routes=[Route("/health", health)],
+    )
+    app.state.anchor = runtime
+    return app

@@ -1,0 +1,57 @@
+"""Parameters of a proof-of-work anchor chain, shared by the miner and the verifier.
+
+The bundled development chain mines every block at ``difficulty_bits`` (about that many
+leading zero bits in every block hash) and counts an anchor as final after
+``confirmations`` blocks (the anchor's own block included, as Bitcoin counts). The
+verifier reads the same object as its policy: every header must be at least that hard and
+a bundle must carry at least that many headers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ledger.anchor.pow.header import difficulty_target, target_to_bits
+
+__all__ = [
+    "DEVNET_CHAIN_NAME",
+    "DEVNET_CONFIRMATIONS",
+    "DEVNET_DIFFICULTY_BITS",
+    "PowParams",
+]
+
+DEVNET_CHAIN_NAME = "notary-devnet-pow"
+#: About 65,000 double SHA-256 per block: tens of milliseconds in Python.
+DEVNET_DIFFICULTY_BITS = 16
+DEVNET_CONFIRMATIONS = 2
+
+
+@dataclass(frozen=True)
+class PowParams:
+    """One proof-of-work chain's name, difficulty and confirmation depth.
+
+    Attributes:
+        chain: the chain's name, written in proof bundles (``anchor.chain``).
+        difficulty_bits: 1..255; the target is ``difficulty_target(difficulty_bits)``.
+        confirmations: blocks (the anchor's included) before an anchor counts, >= 1.
+    """
+
+    chain: str = DEVNET_CHAIN_NAME
+    difficulty_bits: int = DEVNET_DIFFICULTY_BITS
+    confirmations: int = DEVNET_CONFIRMATIONS
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.difficulty_bits <= 255:
+            raise ValueError("difficulty_bits must be in 1..255")
+        if self.confirmations < 1:
+            raise ValueError("confirmations must be at least 1")
+
+    @property
+    def target(self) -> int:
+        """The easiest target allowed (a header's target must be at most this)."""
+        return difficulty_target(self.difficulty_bits)
+
+    @property
+    def bits(self) -> int:
+        """``target`` in compact form, as the miner writes it in headers."""
+        return target_to_bits(self.target)

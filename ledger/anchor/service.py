@@ -1,0 +1,276 @@
+"""The anchoring service (anchormaker-like): directory blocks in, signed anchor records out.
+
+One round (``step``):
+
+1. **discover**: ask the node (``heights``, ``dblock-by-height``) for directory blocks not
+   anchored yet, in height order (at most ``max_heights_per_round``); check each block's
+   KeyMR by hashing its raw bytes; submit one anchor per block (formats 7.2) and one window
+   commitment (7.3) over the last ``window_blocks`` KeyMRs up to the newest block; save them.
+2. **record**: for every anchor whose transaction has ``confirmations`` blocks, write a
+   signed ``AnchorRecord`` (7.4 v2) into ChainID(["FactomAnchorChain"]); for every confirmed
+   window, one into ChainID(["FactomEthereumAnchorChain"]). Both chains are created at the
+   first record. The node's ``anchors`` method reads these records.
+
+``anchor_proof`` serves the material of a proof bundle's ``anchor`` and ``contract``
+sections (docs/proof-bundle.md) from the service's state and the backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.anchor.backend import AnchorBackend, Inclusion, InclusionProof, NotConfirmed
+from ledger.anchor.settings import AnchorSettings
+from ledger.anchor.state import AnchoredBlock, AnchoredWindow, AnchorState
+from ledger.anchor.writer import LedgerWriter
+from ledger.core.anchor_record import (
+    AnchorRecord,
+    ContractRef,
+    PowRef,
+    WindowCommitment,
+    anchor_chain_first_entry,
+    contract_chain_first_entry,
+    window_root,
+)
+from ledger.core.blocks.directory import DirectoryBlock
+from ledger.core.errors import LedgerFormatError
+from ledger.core.keys import SigningKey
+from ledger.core.merkle import merkle_branch
+from ledger.jsonrpc.client import AsyncJsonRpcClient, JsonRpcCallError
+
+__all__ = ["AnchorService", "AnchorServiceError", "RoundReport"]
+
+log = logging.getLogger(__name__)
+
+_RECORD_BATCH = 200
+
+
+class AnchorServiceError(RuntimeError):
+    """The node answered something the service cannot use (a block that does not hash)."""
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    """What one round did: blocks submitted, anchor and window records written."""
+
+    submitted: int = 0
+    recorded: int = 0
+    windows_recorded: int = 0
+
+
+class AnchorService:
+    """Anchors the node's directory blocks into ``backend`` and records the anchors.
+
+    Args:
+        settings: the service's settings (window, confirmations, batch sizes).
+        backend: the external chain.
+        state: the service's own store.
+        node: client of the node's ``/v2``.
+        writer: pays for and reveals the records.
+        signer: the anchor key (its public key is the node's trusted anchor key).
+    """
+
+    def __init__(
+        self,
+        settings: AnchorSettings,
+        *,
+        backend: AnchorBackend,
+        state: AnchorState,
+        node: AsyncJsonRpcClient,
+        writer: LedgerWriter,
+        signer: SigningKey,
+    ) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.state = state
+        self._node = node
+        self._writer = writer
+        self._signer = signer
+        self._address = settings.contract_address_bytes()
+
+    # -- the loop -------------------------------------------------------------------------
+
+    async def step(self) -> RoundReport:
+        """One round: discover and submit new blocks, then record confirmed anchors."""
+        tip = await self._node_height()
+        submitted = await self.discover(tip)
+        recorded, windows = await self.record(record_height=tip + 1)
+        return RoundReport(submitted, recorded, windows)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run rounds every ``poll_interval_s`` until ``stop`` is set; errors are logged."""
+        while not stop.is_set():
+            try:
+                await self.step()
+            except Exception as exc:  # keep anchoring: the node may be restarting
+                log.warning("anchoring round failed: %s", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.settings.poll_interval_s)
+
+    async def _node_height(self) -> int:
+        heights = await self._node.call("heights")
+        return int(heights["directoryblockheight"])
+
+    # -- step 1: discover -----------------------------------------------------------------
+
+    async def discover(self, tip: int) -> int:
+        """Submit anchors for directory blocks above the last one submitted (up to ``tip``)."""
+        start = self.state.last_height() + 1
+        end = min(tip, start + self.settings.max_heights_per_round - 1)
+        if start > end:
+            return 0
+        heights = list(range(start, end + 1))
+        replies = await self._node.batch([("dblock-by-height", {"height": h}) for h in heights])
+        blocks: list[AnchoredBlock] = []
+        for height, reply in zip(heights, replies, strict=True):
+            if isinstance(reply, JsonRpcCallError):
+                break
+            keymr = _checked_keymr(reply, height)
+            blocks.append(AnchoredBlock(height, keymr, self.backend.submit_anchor(height, keymr)))
+        if blocks:
+            self.state.add(blocks, self._submit_window(blocks))
+        return len(blocks)
+
+    def _submit_window(self, blocks: list[AnchoredBlock]) -> AnchoredWindow:
+        top = blocks[-1].height
+        low = max(0, top - self.settings.window_blocks + 1)
+        keymrs = self.state.keymrs(low, blocks[0].height - 1)
+        keymrs += [b.keymr for b in blocks if b.height >= low]
+        if len(keymrs) != top - low + 1:
+            raise AnchorServiceError(f"window {low}..{top} misses directory blocks")
+        commitment = WindowCommitment(self._address, low, top, window_root(keymrs))
+        txid = self.backend.submit_window(commitment)
+        return AnchoredWindow(txid, low, top, commitment.window_mr)
+
+    # -- step 2: record -------------------------------------------------------------------
+
+    async def record(self, *, record_height: int) -> tuple[int, int]:
+        """Write records of confirmed anchors and windows; returns how many of each."""
+        need = self.settings.confirmations
+        blocks = [
+            (b, inc)
+            for b in self.state.unrecorded_blocks(_RECORD_BATCH)
+            if (inc := self.backend.inclusion(b.anchor_txid)) and inc.confirmations >= need
+        ]
+        windows = [
+            (w, inc)
+            for w in self.state.unrecorded_windows(_RECORD_BATCH)
+            if (inc := self.backend.inclusion(w.txid)) and inc.confirmations >= need
+        ]
+        recorded = await self._record_blocks(blocks, record_height)
+        return recorded, await self._record_windows(windows, record_height)
+
+    async def _record_blocks(self, items: list[tuple[AnchoredBlock, Inclusion]], at: int) -> int:
+        if not items:
+            return 0
+        await self._writer.ensure_chain(anchor_chain_first_entry())
+        entries = [self._pow_record(b, inc, at).to_entry(self._signer) for b, inc in items]
+        done = await self._writer.write(entries)
+        for (block, _inc), entry, ok in zip(items, entries, done, strict=True):
+            if ok:
+                self.state.mark_block_recorded(block.height, entry.hash())
+        return sum(done)
+
+    async def _record_windows(self, items: list[tuple[AnchoredWindow, Inclusion]], at: int) -> int:
+        if not items:
+            return 0
+        await self._writer.ensure_chain(contract_chain_first_entry())
+        entries = [self._window_record(w, inc, at).to_entry(self._signer) for w, inc in items]
+        done = await self._writer.write(entries)
+        for (window, _inc), entry, ok in zip(items, entries, done, strict=True):
+            if ok:
+                self.state.mark_window_recorded(window.txid, entry.hash())
+        return sum(done)
+
+    def _pow_record(self, block: AnchoredBlock, inc: Inclusion, at: int) -> AnchorRecord:
+        ref = PowRef(_display(inc.txid), _display(inc.block_hash), inc.block_height, inc.tx_index)
+        return AnchorRecord(db_height=block.height, keymr=block.keymr, record_height=at, pow=ref)
+
+    def _window_record(self, window: AnchoredWindow, inc: Inclusion, at: int) -> AnchorRecord:
+        commitment = WindowCommitment(
+            self._address, window.height_min, window.height_max, window.window_mr
+        )
+        ref = ContractRef(
+            contract_address=commitment.address_hex,
+            txid="0x" + _display(inc.txid),
+            block_hash="0x" + _display(inc.block_hash),
+            block_height=inc.block_height,
+            tx_index=inc.tx_index,
+        )
+        (keymr,) = self.state.keymrs(window.height_max, window.height_max)
+        return AnchorRecord(
+            db_height=window.height_max,
+            keymr=keymr,
+            record_height=at,
+            contract=ref,
+            window=commitment,
+        )
+
+    # -- proofs ---------------------------------------------------------------------------
+
+    def anchor_proof(self, height: int, *, depth: int | None = None) -> dict[str, Any]:
+        """``{"anchor": ..., "contract": ... | None}`` for directory block ``height``.
+
+        ``depth`` headers (default: ``confirmations``) from the anchor's block; when the
+        window covering ``height`` was mined at or after it and is ``depth`` deep too, the
+        headers run on to cover it and ``contract`` is filled.
+
+        Raises:
+            KeyError: ``height`` was not submitted.
+            NotConfirmed: the anchor is not ``depth`` deep yet.
+        """
+        block = self.state.block(height)
+        if block is None:
+            raise KeyError(height)
+        depth = depth or self.settings.confirmations
+        anchor = self.backend.inclusion_proof(block.anchor_txid, depth=depth)
+        contract = None
+        window = self.state.window_for(height)
+        inc = None if window is None else self.backend.inclusion(window.txid)
+        if window is not None and inc is not None and inc.block_height >= anchor.block_height:
+            offset = inc.block_height - anchor.block_height
+            try:
+                longer = self.backend.inclusion_proof(block.anchor_txid, depth=offset + depth)
+                window_tx = self.backend.inclusion_proof(window.txid, depth=1)
+            except NotConfirmed:
+                pass
+            else:
+                anchor = longer
+                contract = self._contract_json(window, height, window_tx, offset)
+        return {"anchor": anchor.to_json(), "contract": contract}
+
+    def _contract_json(
+        self, window: AnchoredWindow, height: int, proof: InclusionProof, header_index: int
+    ) -> dict[str, Any]:
+        keymrs = self.state.keymrs(window.height_min, window.height_max)
+        branch = merkle_branch(keymrs, height - window.height_min)
+        return {
+            "contractaddress": "0x" + self._address.hex(),
+            "dbheightmin": window.height_min,
+            "dbheightmax": window.height_max,
+            "windowmr": window.window_mr.hex(),
+            "merklebranch": [node.to_json() for node in branch],
+            **proof.tx_json(),
+            "header_index": header_index,
+        }
+
+
+def _checked_keymr(reply: Any, height: int) -> bytes:
+    """The KeyMR of a ``dblock-by-height`` reply, recomputed from its raw bytes."""
+    try:
+        block = DirectoryBlock.unmarshal(bytes.fromhex(reply["rawdata"]))
+        stated = str(reply["dblock"]["keymr"])
+    except (KeyError, TypeError, ValueError, LedgerFormatError) as exc:
+        raise AnchorServiceError(f"directory block {height}: malformed reply ({exc})") from exc
+    keymr = block.key_mr()
+    if block.height != height or keymr.hex() != stated:
+        raise AnchorServiceError(f"directory block {height}: raw bytes do not match its KeyMR")
+    return keymr
+
+
+def _display(hash32: bytes) -> str:
+    return hash32[::-1].hex()

@@ -1,0 +1,68 @@
+"""Configuration of the anchoring service (one settings object, env prefix ``NOTARY_ANCHOR_``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ledger import devnet
+from ledger.anchor.devnet import DEV_ANCHOR_SEED_HEX, DEV_CONTRACT_ADDRESS
+from ledger.anchor.pow.params import (
+    DEVNET_CHAIN_NAME,
+    DEVNET_CONFIRMATIONS,
+    DEVNET_DIFFICULTY_BITS,
+    PowParams,
+)
+
+
+class AnchorSettings(BaseSettings):
+    """Settings of one anchoring service.
+
+    Units are in the names. ``poll_interval_s``: how often the node is asked for new
+    directory blocks and confirmed anchors are recorded. ``pow_block_time_s``: one block of
+    the bundled proof-of-work chain is mined every so many seconds. ``confirmations``: blocks
+    (the anchor's own included) before an anchor is final and its record is written.
+    ``window_blocks``: directory blocks per window commitment (factomd's Ethereum anchor
+    uses 1000). Secrets: ``anchor_secret`` (hex ed25519 seed signing the anchor records) and
+    ``ec_secret`` (``Es...`` address paying for them) default to public development keys.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="NOTARY_ANCHOR_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8091
+    data_dir: Path = Path(".notary/anchor")
+    node_url: str = "http://127.0.0.1:8088/v2"
+    poll_interval_s: float = Field(default=1.0, gt=0)
+    pow_block_time_s: float = Field(default=1.0, gt=0)
+    pow_chain_name: str = DEVNET_CHAIN_NAME
+    pow_difficulty_bits: int = Field(default=DEVNET_DIFFICULTY_BITS, ge=1, le=64)
+    confirmations: int = Field(default=DEVNET_CONFIRMATIONS, ge=1)
+    window_blocks: int = Field(default=1000, ge=1)
+    max_heights_per_round: int = Field(default=200, ge=1)
+    contract_address: str = Field(default=DEV_CONTRACT_ADDRESS, pattern=r"^0x[0-9a-fA-F]{40}$")
+    anchor_secret: SecretStr = SecretStr(DEV_ANCHOR_SEED_HEX)
+    ec_secret: SecretStr = SecretStr(devnet.DEV_EC_SECRET)
+    node_timeout_s: float = Field(default=30.0, gt=0)
+    sqlite_synchronous: str = "FULL"
+    max_body_bytes: int = 1_048_576
+
+    @property
+    def pow_path(self) -> Path:
+        """The proof-of-work chain's SQLite file."""
+        return self.data_dir / "pow.sqlite"
+
+    @property
+    def state_path(self) -> Path:
+        """The service's own SQLite file (what was anchored and recorded)."""
+        return self.data_dir / "anchor.sqlite"
+
+    def pow_params(self) -> PowParams:
+        """Name, difficulty and confirmations of the bundled chain."""
+        return PowParams(self.pow_chain_name, self.pow_difficulty_bits, self.confirmations)
+
+    def contract_address_bytes(self) -> bytes:
+        """The 20-byte contract address."""
+        return bytes.fromhex(self.contract_address[2:])

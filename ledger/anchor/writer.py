@@ -1,0 +1,105 @@
+"""Writing anchor records into the ledger: commit + reveal through the node's JSON-RPC.
+
+Commits are composed here (``ledger.core.commit``) and paid with the configured entry
+credit key; the wallet is not needed. A commit answered with Repeated Commit (-32011) is
+treated as paid (the reveal follows), as the spec's sequence rules say.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from ledger.core.clock import Clock
+from ledger.core.commit import CommitChain, CommitEntry
+from ledger.core.entry import Entry
+from ledger.core.keys import SigningKey
+from ledger.jsonrpc.client import AsyncJsonRpcClient, JsonRpcCallError
+
+__all__ = ["LedgerWriter"]
+
+log = logging.getLogger(__name__)
+
+MISSING_CHAIN_HEAD = -32009
+REPEATED_COMMIT = -32011
+
+
+class LedgerWriter:
+    """Pays for and reveals entries on the node.
+
+    Args:
+        node: client of the node's ``/v2``.
+        ec_key: the entry credit key that pays.
+        clock: commit timestamps.
+    """
+
+    def __init__(self, node: AsyncJsonRpcClient, *, ec_key: SigningKey, clock: Clock) -> None:
+        self._node = node
+        self._ec_key = ec_key
+        self._clock = clock
+        self._ready: set[bytes] = set()
+
+    def _now_ms(self) -> int:
+        return int(self._clock.now() * 1000)
+
+    async def ensure_chain(self, first: Entry) -> None:
+        """Create the chain of ``first`` (its first entry) unless the node knows it.
+
+        Raises:
+            JsonRpcCallError, JsonRpcTransportError: the node refused or was unreachable.
+        """
+        chain_id = first.chain_id
+        if chain_id in self._ready:
+            return
+        try:
+            await self._node.call("chain-head", {"chainid": chain_id.hex()})
+        except JsonRpcCallError as exc:
+            if exc.code != MISSING_CHAIN_HEAD:
+                raise
+            commit = CommitChain.create(self._ec_key, first, timestamp_ms=self._now_ms())
+            await self._paid("commit-chain", commit.marshal())
+            await self._node.call("reveal-chain", {"entry": first.marshal().hex()})
+            log.info("created anchor chain %s", chain_id.hex())
+        self._ready.add(chain_id)
+
+    async def _paid(self, method: str, message: bytes) -> None:
+        try:
+            await self._node.call(method, {"message": message.hex()})
+        except JsonRpcCallError as exc:
+            if exc.code != REPEATED_COMMIT:
+                raise
+
+    async def write(self, entries: Sequence[Entry]) -> list[bool]:
+        """Commit then reveal each entry (two batches); True where the reveal was accepted.
+
+        Raises:
+            JsonRpcTransportError: the node was unreachable (nothing is known written).
+        """
+        if not entries:
+            return []
+        now = self._now_ms()
+        commits = [
+            (
+                "commit-entry",
+                {"message": CommitEntry.create(self._ec_key, e, timestamp_ms=now).to_hex()},
+            )
+            for e in entries
+        ]
+        paid = [_accepted(r) for r in await self._node.batch(commits)]
+        reveals = [
+            ("reveal-entry", {"entry": e.marshal().hex()})
+            for e, ok in zip(entries, paid, strict=True)
+            if ok
+        ]
+        answers = iter(await self._node.batch(reveals))
+        results = [ok and _accepted(next(answers), repeat_ok=False) for ok in paid]
+        return results
+
+
+def _accepted(reply: object, *, repeat_ok: bool = True) -> bool:
+    if not isinstance(reply, JsonRpcCallError):
+        return True
+    if repeat_ok and reply.code == REPEATED_COMMIT:
+        return True
+    log.warning("node refused an anchor record: %s", reply)
+    return False

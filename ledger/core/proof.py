@@ -1,0 +1,775 @@
+"""Proof bundles: everything needed to check one notarized document offline (format v1).
+
+A bundle (``docs/proof-bundle.md``) holds the document's SHA-256, the entry bytes, the
+receipt (entry hash -> entry block KeyMR -> directory block KeyMR, formats 6), the
+directory block (header + body, so its KeyMR is recomputed), the anchor transaction of
+that directory block with its Merkle path in the anchor block, and the anchor block
+headers from that block to the confirmation depth; optionally the window ("contract")
+anchor. Pure: no I/O; the pipeline, the CLI and the tests share it.
+
+``verify_bundle`` returns None or raises ``ProofError`` naming the first failing step:
+
+====  =================  ==================================================================
+step  name               check
+====  =================  ==================================================================
+0     bundle format      JSON shape, ``format``/``version``, hex fields, integer fields
+1     file hash          SHA-256 of the file equals ``document.sha256`` (skipped w/o file)
+2     entry              entry bytes parse, carry the document hash, hash to the receipt's
+3     Merkle steps       every receipt node, entry block KeyMR, chain binding, final KeyMR
+4     directory block    the block's recomputed KeyMR and height equal the receipt's
+5     anchor payload     the transaction parses and has ``OP_RETURN "Fa" height KeyMR``
+                         for exactly this directory block
+6     anchor inclusion   txid = SHA256d(tx); the Merkle path leads to header 0's root
+7     proof of work      every header: 80 bytes, the policy's chain, a target at least as
+                         hard as the policy's, a hash that meets it
+8     header links       each header names the previous one; at least the policy's
+                         confirmations
+9     window anchor      (when present) the contract transaction commits to the window,
+                         the branch leads from the KeyMR at its position to the window
+                         root, and the transaction is in one of the headers
+====  =================  ==================================================================
+
+Exception tree: ``ProofError`` < ``MerkleProofError`` < ``LedgerFormatError`` < ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import IntEnum
+from typing import Any
+
+from ledger.anchor.pow.header import BlockHeader, bits_to_target
+from ledger.anchor.pow.merkle import root_from_path
+from ledger.anchor.pow.params import PowParams
+from ledger.anchor.pow.tx import PowTransaction
+from ledger.core.anchor_record import (
+    ANCHOR_PAYLOAD_BYTES,
+    ANCHOR_TAG,
+    WINDOW_PAYLOAD_BYTES,
+    WINDOW_TAG,
+    WindowCommitment,
+    decode_anchor_payload,
+)
+from ledger.core.blocks.directory import DirectoryBlock
+from ledger.core.entry import Entry
+from ledger.core.errors import LedgerFormatError, MerkleProofError
+from ledger.core.hashing import entry_hash, sha256, sha256d
+from ledger.core.merkle import MerkleNode, walk_branch
+from ledger.core.receipt import Receipt, ReceiptError, verify_receipt
+
+__all__ = [
+    "BUNDLE_FORMAT",
+    "BUNDLE_VERSION",
+    "AnchorPart",
+    "ContractPart",
+    "ProofBundle",
+    "ProofError",
+    "ReceiptPart",
+    "Step",
+    "StepReport",
+    "TxProof",
+    "build_bundle",
+    "verify_bundle",
+]
+
+BUNDLE_FORMAT = "notary-proof-bundle"
+BUNDLE_VERSION = 1
+
+Node = tuple[bytes, bytes, bytes]
+_HEX_DIGITS = frozenset(string.hexdigits)
+
+
+class Step(IntEnum):
+    """The numbered checks of ``verify_bundle`` (see the module docstring)."""
+
+    FORMAT = 0
+    FILE_HASH = 1
+    ENTRY = 2
+    RECEIPT = 3
+    DIRECTORY_BLOCK = 4
+    ANCHOR_PAYLOAD = 5
+    ANCHOR_INCLUSION = 6
+    PROOF_OF_WORK = 7
+    HEADER_LINKS = 8
+    CONTRACT = 9
+
+    @property
+    def title(self) -> str:
+        """Short human name of the step."""
+        return _TITLES[self]
+
+
+_TITLES = {
+    Step.FORMAT: "bundle format",
+    Step.FILE_HASH: "file hash",
+    Step.ENTRY: "entry",
+    Step.RECEIPT: "Merkle steps",
+    Step.DIRECTORY_BLOCK: "directory block",
+    Step.ANCHOR_PAYLOAD: "anchor payload",
+    Step.ANCHOR_INCLUSION: "anchor transaction",
+    Step.PROOF_OF_WORK: "proof of work",
+    Step.HEADER_LINKS: "header links",
+    Step.CONTRACT: "window anchor",
+}
+
+
+class ProofError(MerkleProofError):
+    """A bundle that does not prove its document.
+
+    Attributes:
+        step: the failed ``Step``.
+        index: the item within the step (Merkle node, header), when there is one.
+        expected / computed: raw bytes, when the failure is a mismatch.
+    """
+
+    def __init__(
+        self,
+        step: Step,
+        message: str,
+        *,
+        index: int | None = None,
+        expected: bytes | None = None,
+        computed: bytes | None = None,
+    ) -> None:
+        super().__init__(
+            f"step {int(step)} ({step.title}): {message}", expected=expected, computed=computed
+        )
+        self.step = step
+        self.index = index
+        self.reason = message
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One passed (or skipped) step, as told to ``verify_bundle``'s ``on_step``."""
+
+    step: Step
+    detail: str
+    skipped: bool = False
+
+
+# -- the bundle ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReceiptPart:
+    """The receipt (formats 6) without its unbound timestamp; bytes as read."""
+
+    entry_hash: bytes
+    branch: tuple[Node, ...]
+    entry_block_keymr: bytes
+    directory_block_keymr: bytes
+    directory_block_height: int
+
+
+@dataclass(frozen=True)
+class TxProof:
+    """A transaction of the anchor chain and its place in a block.
+
+    ``txid`` is the stated txid (internal order); ``merkle_path`` holds sibling hashes
+    (internal order) from the transaction up, sides given by ``tx_index``.
+    """
+
+    transaction: bytes
+    txid: bytes
+    tx_index: int
+    merkle_path: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class AnchorPart:
+    """The proof-of-work anchor: chain name, transaction, headers (raw, oldest first)."""
+
+    chain: str
+    tx: TxProof
+    headers: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class ContractPart:
+    """The window anchor: window, branch KeyMR -> window root, and where its tx sits."""
+
+    contract_address: bytes
+    height_min: int
+    height_max: int
+    window_mr: bytes
+    branch: tuple[Node, ...]
+    tx: TxProof
+    header_index: int
+
+
+@dataclass(frozen=True)
+class ProofBundle:
+    """A parsed bundle. Byte fields are raw and of whatever length the JSON held: lengths
+    are checked by the verification step that uses them."""
+
+    document_sha256: bytes
+    entry: bytes
+    receipt: ReceiptPart
+    directory_block: bytes
+    anchor: AnchorPart
+    contract: ContractPart | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The bundle's JSON object (format v1)."""
+        r = self.receipt
+        return {
+            "format": BUNDLE_FORMAT,
+            "version": BUNDLE_VERSION,
+            "document": {"sha256": self.document_sha256.hex()},
+            "entry": {"raw": self.entry.hex()},
+            "receipt": {
+                "entryhash": r.entry_hash.hex(),
+                "merklebranch": [_node_json(n) for n in r.branch],
+                "entryblockkeymr": r.entry_block_keymr.hex(),
+                "directoryblockkeymr": r.directory_block_keymr.hex(),
+                "directoryblockheight": r.directory_block_height,
+            },
+            "directory_block": {"raw": self.directory_block.hex()},
+            "anchor": {
+                "chain": self.anchor.chain,
+                **_tx_json(self.anchor.tx),
+                "headers": [h.hex() for h in self.anchor.headers],
+            },
+            "contract": None if self.contract is None else _contract_json(self.contract),
+        }
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ProofBundle:
+        """Parse a bundle object. Raises ``ProofError`` (step 0) for a malformed bundle."""
+        top = _object(obj, "bundle")
+        if top.get("format") != BUNDLE_FORMAT:
+            raise ProofError(Step.FORMAT, f"not a {BUNDLE_FORMAT} document")
+        if top.get("version") != BUNDLE_VERSION:
+            raise ProofError(Step.FORMAT, f"unsupported bundle version {top.get('version')!r}")
+        receipt = _object(top.get("receipt"), "receipt")
+        anchor = _object(top.get("anchor"), "anchor")
+        contract = top.get("contract")
+        return cls(
+            document_sha256=_hex(_object(top.get("document"), "document"), "sha256"),
+            entry=_hex(_object(top.get("entry"), "entry"), "raw"),
+            receipt=ReceiptPart(
+                entry_hash=_hex(receipt, "entryhash"),
+                branch=_nodes(receipt.get("merklebranch"), "receipt merklebranch"),
+                entry_block_keymr=_hex(receipt, "entryblockkeymr"),
+                directory_block_keymr=_hex(receipt, "directoryblockkeymr"),
+                directory_block_height=_uint(receipt, "directoryblockheight"),
+            ),
+            directory_block=_hex(_object(top.get("directory_block"), "directory_block"), "raw"),
+            anchor=AnchorPart(
+                chain=_text(anchor, "chain"),
+                tx=_tx_proof(anchor),
+                headers=_hex_list(anchor.get("headers"), "anchor headers"),
+            ),
+            contract=None if contract is None else _contract_part(_object(contract, "contract")),
+        )
+
+    def dumps(self) -> str:
+        """The bundle as indented JSON text (ends with a newline)."""
+        return json.dumps(self.to_json(), indent=2) + "\n"
+
+    @classmethod
+    def loads(cls, text: str | bytes) -> ProofBundle:
+        """Parse bundle JSON text. ``ProofError`` (step 0) for bad JSON or a bad bundle."""
+        try:
+            obj = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ProofError(Step.FORMAT, f"not valid JSON: {exc}") from exc
+        return cls.from_json(obj)
+
+
+def _node_json(node: Node) -> dict[str, str]:
+    return {"left": node[0].hex(), "right": node[1].hex(), "top": node[2].hex()}
+
+
+def _tx_json(tx: TxProof) -> dict[str, Any]:
+    return {
+        "transaction": tx.transaction.hex(),
+        "txid": tx.txid[::-1].hex(),
+        "tx_index": tx.tx_index,
+        "merkle_path": [h.hex() for h in tx.merkle_path],
+    }
+
+
+def _contract_json(c: ContractPart) -> dict[str, Any]:
+    return {
+        "contractaddress": "0x" + c.contract_address.hex(),
+        "dbheightmin": c.height_min,
+        "dbheightmax": c.height_max,
+        "windowmr": c.window_mr.hex(),
+        "merklebranch": [_node_json(n) for n in c.branch],
+        **_tx_json(c.tx),
+        "header_index": c.header_index,
+    }
+
+
+def _fail(what: str) -> ProofError:
+    return ProofError(Step.FORMAT, what)
+
+
+def _object(value: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail(f"{what} must be a JSON object")
+    return value
+
+
+def _decode_hex(text: Any, what: str) -> bytes:
+    """Strict hex (an optional ``0x``): even length, hex digits only, no spaces."""
+    if not isinstance(text, str):
+        raise _fail(f"{what} must be a hex string")
+    digits = text.removeprefix("0x")
+    if len(digits) % 2 or not set(digits) <= _HEX_DIGITS:
+        raise _fail(f"{what} is not valid hex")
+    return bytes.fromhex(digits)
+
+
+def _hex(obj: Mapping[str, Any], key: str) -> bytes:
+    return _decode_hex(obj.get(key), key)
+
+
+def _uint(obj: Mapping[str, Any], key: str) -> int:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _fail(f"{key} must be a non-negative integer")
+    return value
+
+
+def _text(obj: Mapping[str, Any], key: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str):
+        raise _fail(f"{key} must be a string")
+    return value
+
+
+def _hex_list(value: Any, what: str) -> tuple[bytes, ...]:
+    if not isinstance(value, list):
+        raise _fail(f"{what} must be a list")
+    return tuple(_decode_hex(item, f"{what}[{i}]") for i, item in enumerate(value))
+
+
+def _nodes(value: Any, what: str) -> tuple[Node, ...]:
+    if not isinstance(value, list):
+        raise _fail(f"{what} must be a list")
+    nodes = []
+    for i, item in enumerate(value):
+        node = _object(item, f"{what}[{i}]")
+        nodes.append((_hex(node, "left"), _hex(node, "right"), _hex(node, "top")))
+    return tuple(nodes)
+
+
+def _tx_proof(obj: Mapping[str, Any]) -> TxProof:
+    return TxProof(
+        transaction=_hex(obj, "transaction"),
+        txid=_hex(obj, "txid")[::-1],
+        tx_index=_uint(obj, "tx_index"),
+        merkle_path=_hex_list(obj.get("merkle_path"), "merkle_path"),
+    )
+
+
+def _contract_part(obj: Mapping[str, Any]) -> ContractPart:
+    return ContractPart(
+        contract_address=_hex(obj, "contractaddress"),
+        height_min=_uint(obj, "dbheightmin"),
+        height_max=_uint(obj, "dbheightmax"),
+        window_mr=_hex(obj, "windowmr"),
+        branch=_nodes(obj.get("merklebranch"), "contract merklebranch"),
+        tx=_tx_proof(obj),
+        header_index=_uint(obj, "header_index"),
+    )
+
+
+def build_bundle(
+    *,
+    document_sha256: bytes,
+    entry: bytes,
+    receipt: Mapping[str, Any] | Receipt,
+    directory_block: bytes,
+    anchor_proof: Mapping[str, Any],
+) -> ProofBundle:
+    """Assemble a bundle from what the services answer (it is not verified here).
+
+    Args:
+        document_sha256: raw 32 bytes.
+        entry: the marshalled entry.
+        receipt: the node's ``receipt`` object (or a ``Receipt``); the timestamp is dropped.
+        directory_block: exact bytes of the directory block (``dblock-by-height`` rawdata).
+        anchor_proof: the anchor service's ``anchor-proof`` result:
+            ``{"anchor": {...}, "contract": {...} | null}`` (docs/proof-bundle.md).
+
+    Raises:
+        ProofError: (step 0) the parts do not form a well-shaped bundle.
+    """
+    data = receipt.to_json() if isinstance(receipt, Receipt) else dict(receipt)
+    data = data.get("receipt", data) if "entry" not in data else data
+    entry_obj = _object(data.get("entry"), "receipt entry")
+    return ProofBundle.from_json(
+        {
+            "format": BUNDLE_FORMAT,
+            "version": BUNDLE_VERSION,
+            "document": {"sha256": bytes(document_sha256).hex()},
+            "entry": {"raw": bytes(entry).hex()},
+            "receipt": {
+                "entryhash": entry_obj.get("entryhash"),
+                "merklebranch": data.get("merklebranch"),
+                "entryblockkeymr": data.get("entryblockkeymr"),
+                "directoryblockkeymr": data.get("directoryblockkeymr"),
+                "directoryblockheight": data.get("directoryblockheight"),
+            },
+            "directory_block": {"raw": bytes(directory_block).hex()},
+            "anchor": anchor_proof.get("anchor"),
+            "contract": anchor_proof.get("contract"),
+        }
+    )
+
+
+# -- verification ----------------------------------------------------------------------
+
+
+def verify_bundle(
+    bundle: ProofBundle | Mapping[str, Any],
+    *,
+    document_bytes: bytes | None = None,
+    document_sha256: bytes | None = None,
+    policy: PowParams | None = None,
+    on_step: Callable[[StepReport], None] | None = None,
+) -> None:
+    """Check ``bundle`` (steps 0-9 of the module docstring); None or ``ProofError``.
+
+    Args:
+        bundle: a ``ProofBundle`` or its JSON object.
+        document_bytes: the file's bytes (step 1); or ``document_sha256`` (raw 32 bytes) for
+            a file hashed by the caller. With neither, step 1 is skipped and the bundle only
+            proves that *its* document hash was anchored.
+        policy: the anchor chain trusted (name, least difficulty, least confirmations);
+            ``PowParams()`` (the bundled development chain's defaults) when None.
+        on_step: called once per passed or skipped step, in order.
+
+    Raises:
+        ProofError: the first step that fails (``.step``, ``.index``).
+    """
+    report = on_step or (lambda _r: None)
+    if not isinstance(bundle, ProofBundle):
+        bundle = ProofBundle.from_json(bundle)
+    policy = policy or PowParams()
+    report(StepReport(Step.FORMAT, f"{BUNDLE_FORMAT} version {BUNDLE_VERSION}"))
+    report(_check_file_hash(bundle, document_bytes, document_sha256))
+    report(_check_entry(bundle))
+    report(_check_receipt(bundle))
+    dblock = _check_directory_block(bundle)
+    report(_dblock_report(dblock))
+    report(_check_anchor_payload(bundle, dblock))
+    report(_check_anchor_inclusion(bundle))
+    headers = _check_proof_of_work(bundle, policy)
+    report(StepReport(Step.PROOF_OF_WORK, _work_detail(headers, policy)))
+    report(_check_links(headers, policy))
+    report(_check_contract(bundle, dblock, headers, policy))
+
+
+def _check_file_hash(
+    bundle: ProofBundle, document_bytes: bytes | None, document_sha256: bytes | None
+) -> StepReport:
+    if document_bytes is not None:
+        computed = sha256(bytes(document_bytes))
+    elif document_sha256 is not None:
+        computed = bytes(document_sha256)
+    else:
+        return StepReport(Step.FILE_HASH, "no file given: not checked", skipped=True)
+    if computed != bundle.document_sha256:
+        raise ProofError(
+            Step.FILE_HASH,
+            "the file's SHA-256 is not the bundle's document hash",
+            expected=bundle.document_sha256,
+            computed=computed,
+        )
+    return StepReport(Step.FILE_HASH, f"SHA-256 {computed.hex()} matches the bundle")
+
+
+def _check_entry(bundle: ProofBundle) -> StepReport:
+    try:
+        entry = Entry.unmarshal(bundle.entry)
+    except LedgerFormatError as exc:
+        raise ProofError(Step.ENTRY, f"entry bytes do not parse: {exc}") from exc
+    if not _carries(entry, bundle.document_sha256):
+        raise ProofError(Step.ENTRY, "the entry does not carry the document hash")
+    computed = entry_hash(bundle.entry)
+    if computed != bundle.receipt.entry_hash:
+        raise ProofError(
+            Step.ENTRY,
+            "the entry does not hash to the receipt's entry hash",
+            expected=bundle.receipt.entry_hash,
+            computed=computed,
+        )
+    return StepReport(
+        Step.ENTRY, f"entry {computed.hex()} (chain {entry.chain_id.hex()}) carries the hash"
+    )
+
+
+def _carries(entry: Entry, digest: bytes) -> bool:
+    """True when an ExtID is the digest (raw or lowercase hex) or the JSON content names it."""
+    if digest in entry.external_ids or digest.hex().encode() in entry.external_ids:
+        return True
+    try:
+        content = json.loads(entry.content)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(content, dict) and content.get("sha256") == digest.hex()
+
+
+def _check_receipt(bundle: ProofBundle) -> StepReport:
+    r = bundle.receipt
+    try:
+        receipt = Receipt(
+            entry_hash=r.entry_hash,
+            merkle_branch=[MerkleNode(*node) for node in r.branch],
+            entry_block_keymr=r.entry_block_keymr,
+            directory_block_keymr=r.directory_block_keymr,
+            directory_block_height=r.directory_block_height,
+            timestamp_s=0,
+            raw_entry=bundle.entry,
+        )
+        verify_receipt(receipt)
+    except ReceiptError as exc:
+        reason = str(exc)
+        if exc.expected is not None and exc.computed is not None:
+            reason = reason.removesuffix(
+                f" (expected {exc.expected.hex()}, computed {exc.computed.hex()})"
+            )
+        raise ProofError(
+            Step.RECEIPT, reason, expected=exc.expected, computed=exc.computed
+        ) from exc
+    except LedgerFormatError as exc:
+        raise ProofError(Step.RECEIPT, f"malformed receipt: {exc}") from exc
+    return StepReport(
+        Step.RECEIPT,
+        f"{len(r.branch)} nodes: entry -> entry block {r.entry_block_keymr.hex()}"
+        f" -> directory block KeyMR {r.directory_block_keymr.hex()}",
+    )
+
+
+def _check_directory_block(bundle: ProofBundle) -> DirectoryBlock:
+    try:
+        dblock = DirectoryBlock.unmarshal(bundle.directory_block)
+    except LedgerFormatError as exc:
+        raise ProofError(Step.DIRECTORY_BLOCK, f"directory block does not parse: {exc}") from exc
+    keymr = dblock.key_mr()
+    if keymr != bundle.receipt.directory_block_keymr:
+        raise ProofError(
+            Step.DIRECTORY_BLOCK,
+            "the directory block's KeyMR is not the receipt's",
+            expected=bundle.receipt.directory_block_keymr,
+            computed=keymr,
+        )
+    if dblock.height != bundle.receipt.directory_block_height:
+        raise ProofError(
+            Step.DIRECTORY_BLOCK,
+            f"the directory block is at height {dblock.height},"
+            f" the receipt says {bundle.receipt.directory_block_height}",
+        )
+    return dblock
+
+
+def _dblock_report(dblock: DirectoryBlock) -> StepReport:
+    when = datetime.fromtimestamp(dblock.timestamp_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return StepReport(
+        Step.DIRECTORY_BLOCK,
+        f"height {dblock.height}, KeyMR {dblock.key_mr().hex()}, started {when}",
+    )
+
+
+def _parse_tx(raw: bytes, step: Step) -> PowTransaction:
+    try:
+        return PowTransaction.unmarshal(raw)
+    except LedgerFormatError as exc:
+        raise ProofError(step, f"transaction does not parse: {exc}") from exc
+
+
+def _check_anchor_payload(bundle: ProofBundle, dblock: DirectoryBlock) -> StepReport:
+    tx = _parse_tx(bundle.anchor.tx.transaction, Step.ANCHOR_PAYLOAD)
+    anchors = [
+        decode_anchor_payload(p)
+        for p in tx.op_return_payloads()
+        if len(p) == ANCHOR_PAYLOAD_BYTES and p[:2] == ANCHOR_TAG
+    ]
+    wanted = (dblock.height, dblock.key_mr())
+    if wanted in anchors:
+        return StepReport(Step.ANCHOR_PAYLOAD, f'"Fa" height {wanted[0]} KeyMR {wanted[1].hex()}')
+    if not anchors:
+        raise ProofError(Step.ANCHOR_PAYLOAD, 'the transaction has no "Fa" anchor output')
+    height, keymr = anchors[0]
+    if height != wanted[0]:
+        raise ProofError(Step.ANCHOR_PAYLOAD, f"the anchor is for height {height}, not {wanted[0]}")
+    raise ProofError(
+        Step.ANCHOR_PAYLOAD,
+        "the anchor names another directory block KeyMR",
+        expected=wanted[1],
+        computed=keymr,
+    )
+
+
+def _check_inclusion(tx: TxProof, header_raw: bytes, step: Step, index: int) -> BlockHeader:
+    """Shared by steps 6 and 9: txid, Merkle path, the header's Merkle root."""
+    if len(tx.transaction) == 64:
+        raise ProofError(step, "a 64-byte transaction could pass for a Merkle node")
+    txid = sha256d(tx.transaction)
+    if txid != tx.txid:
+        raise ProofError(
+            step, "the stated txid is not SHA256d(transaction)", expected=tx.txid, computed=txid
+        )
+    try:
+        header = BlockHeader.unmarshal(header_raw)
+        root = root_from_path(txid, tx.tx_index, tx.merkle_path)
+    except LedgerFormatError as exc:
+        raise ProofError(step, f"header {index}: {exc}", index=index) from exc
+    if root != header.merkle_root:
+        raise ProofError(
+            step,
+            f"the Merkle path does not lead to the root of header {index}",
+            index=index,
+            expected=header.merkle_root,
+            computed=root,
+        )
+    return header
+
+
+def _check_anchor_inclusion(bundle: ProofBundle) -> StepReport:
+    anchor = bundle.anchor
+    if not anchor.headers:
+        raise ProofError(Step.ANCHOR_INCLUSION, "the bundle has no anchor block header")
+    header = _check_inclusion(anchor.tx, anchor.headers[0], Step.ANCHOR_INCLUSION, 0)
+    return StepReport(
+        Step.ANCHOR_INCLUSION,
+        f"transaction {anchor.tx.txid[::-1].hex()} is #{anchor.tx.tx_index}"
+        f" in block {header.hash()[::-1].hex()}",
+    )
+
+
+def _check_proof_of_work(bundle: ProofBundle, policy: PowParams) -> list[BlockHeader]:
+    if bundle.anchor.chain != policy.chain:
+        raise ProofError(
+            Step.PROOF_OF_WORK,
+            f"anchored in chain {bundle.anchor.chain!r}; the policy trusts {policy.chain!r}",
+        )
+    headers = []
+    for i, raw in enumerate(bundle.anchor.headers):
+        try:
+            header = BlockHeader.unmarshal(raw)
+            target = bits_to_target(header.bits)
+        except LedgerFormatError as exc:
+            raise ProofError(Step.PROOF_OF_WORK, f"header {i}: {exc}", index=i) from exc
+        if target > policy.target:
+            raise ProofError(
+                Step.PROOF_OF_WORK,
+                f"header {i}: work is short (bits {header.bits:#010x} are easier than"
+                f" {policy.difficulty_bits} bits)",
+                index=i,
+            )
+        if not header.meets_target():
+            raise ProofError(
+                Step.PROOF_OF_WORK, f"header {i}: hash does not meet its target", index=i
+            )
+        headers.append(header)
+    return headers
+
+
+def _work_detail(headers: Sequence[BlockHeader], policy: PowParams) -> str:
+    return (
+        f"{len(headers)} headers of chain {policy.chain!r}, each >= {policy.difficulty_bits} bits"
+    )
+
+
+def _check_links(headers: Sequence[BlockHeader], policy: PowParams) -> StepReport:
+    for i in range(1, len(headers)):
+        previous = headers[i - 1].hash()
+        if headers[i].prev_hash != previous:
+            raise ProofError(
+                Step.HEADER_LINKS,
+                f"header {i} does not link to header {i - 1}",
+                index=i,
+                expected=previous,
+                computed=headers[i].prev_hash,
+            )
+    if len(headers) < policy.confirmations:
+        raise ProofError(
+            Step.HEADER_LINKS,
+            f"{len(headers)} confirmations, the policy needs {policy.confirmations}",
+        )
+    return StepReport(
+        Step.HEADER_LINKS,
+        f"{len(headers)} linked headers = {len(headers)} confirmations"
+        f" ({policy.confirmations} required)",
+    )
+
+
+def _check_contract(
+    bundle: ProofBundle, dblock: DirectoryBlock, headers: Sequence[BlockHeader], policy: PowParams
+) -> StepReport:
+    c = bundle.contract
+    if c is None:
+        return StepReport(Step.CONTRACT, "no window anchor in this bundle", skipped=True)
+    _check_window_commitment(c, dblock)
+    _check_window_branch(c, dblock)
+    if c.header_index >= len(headers):
+        raise ProofError(Step.CONTRACT, f"header_index {c.header_index} is not in the bundle")
+    _check_inclusion(c.tx, bundle.anchor.headers[c.header_index], Step.CONTRACT, c.header_index)
+    if len(headers) - c.header_index < policy.confirmations:
+        raise ProofError(Step.CONTRACT, "the contract block lacks confirmations")
+    return StepReport(
+        Step.CONTRACT,
+        f"window {c.height_min}..{c.height_max} root {c.window_mr.hex()}"
+        f" in header {c.header_index}",
+    )
+
+
+def _check_window_commitment(c: ContractPart, dblock: DirectoryBlock) -> None:
+    tx = _parse_tx(c.tx.transaction, Step.CONTRACT)
+    try:
+        stated = WindowCommitment(c.contract_address, c.height_min, c.height_max, c.window_mr)
+    except LedgerFormatError as exc:
+        raise ProofError(Step.CONTRACT, f"malformed window: {exc}") from exc
+    committed = [
+        p for p in tx.op_return_payloads() if len(p) == WINDOW_PAYLOAD_BYTES and p[:2] == WINDOW_TAG
+    ]
+    if stated.payload() not in committed:
+        raise ProofError(Step.CONTRACT, "the contract transaction does not commit to this window")
+    if not c.height_min <= dblock.height <= c.height_max:
+        raise ProofError(
+            Step.CONTRACT, f"height {dblock.height} is outside {c.height_min}..{c.height_max}"
+        )
+
+
+def _check_window_branch(c: ContractPart, dblock: DirectoryBlock) -> None:
+    keymr = dblock.key_mr()
+    try:
+        nodes = [MerkleNode(*node) for node in c.branch]
+        top = walk_branch(keymr, nodes)
+    except LedgerFormatError as exc:
+        raise ProofError(Step.CONTRACT, f"window branch: {exc}") from exc
+    if top != c.window_mr:
+        raise ProofError(
+            Step.CONTRACT,
+            "the branch does not end at the window root",
+            expected=c.window_mr,
+            computed=top,
+        )
+    depth = (c.height_max - c.height_min).bit_length()
+    position = _branch_index(keymr, nodes)
+    if len(nodes) != depth or position != dblock.height - c.height_min:
+        raise ProofError(
+            Step.CONTRACT,
+            f"the branch proves position {position} of {len(nodes)} levels; height"
+            f" {dblock.height} is position {dblock.height - c.height_min} of {depth}",
+        )
+
+
+def _branch_index(start: bytes, nodes: Sequence[MerkleNode]) -> int:
+    """The leaf position a full-detail branch walks from (bit set: running hash on the right)."""
+    index, current = 0, start
+    for level, node in enumerate(nodes):
+        if current == node.right and current != node.left:
+            index |= 1 << level
+        current = node.top
+    return index

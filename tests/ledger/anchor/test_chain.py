@@ -1,0 +1,85 @@
+"""The bundled proof-of-work chain store and the embedded anchor backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ledger.anchor.backend import EmbeddedPowBackend, NotConfirmed
+from ledger.anchor.pow.chain import PowChain
+from ledger.anchor.pow.header import BlockHeader
+from ledger.anchor.pow.merkle import root_from_path
+from ledger.anchor.pow.params import PowParams
+from ledger.anchor.pow.tx import PowTransaction
+from ledger.core.anchor_record import WindowCommitment, decode_anchor_payload
+from ledger.core.clock import ManualClock
+from ledger.core.hashing import sha256
+
+PARAMS = PowParams(difficulty_bits=8, confirmations=2)
+
+
+def open_chain(path: Path, clock: ManualClock) -> PowChain:
+    chain = PowChain(path / "pow.sqlite", params=PARAMS, clock=clock, synchronous="NORMAL")
+    chain.open()
+    return chain
+
+
+def test_genesis_blocks_link_and_meet_the_target(tmp_path: Path) -> None:
+    clock = ManualClock()
+    chain = open_chain(tmp_path, clock)
+    for _ in range(4):
+        clock.advance(1)
+        chain.mine_block()
+    headers = [BlockHeader.unmarshal(h) for h in chain.headers(0, 10)]
+    assert len(headers) == 5
+    assert headers[0].prev_hash == bytes(32)
+    for prev, cur in zip(headers, headers[1:], strict=False):
+        assert cur.prev_hash == prev.hash()
+        assert cur.meets_target() and cur.bits == PARAMS.bits
+        assert cur.timestamp >= prev.timestamp
+    tip = chain.tip()
+    assert tip is not None and tip.height == 4 and tip.hash == headers[-1].hash()
+    assert chain.block_by_hash(tip.hash) == tip
+    chain.close()
+
+
+def test_anchors_are_mined_with_paths_and_confirmations(tmp_path: Path) -> None:
+    clock = ManualClock()
+    chain = open_chain(tmp_path, clock)
+    backend = EmbeddedPowBackend(chain)
+    keymrs = [sha256(b"%d" % i) for i in range(5)]
+    txids = [backend.submit_anchor(h, k) for h, k in enumerate(keymrs)]
+    assert backend.submit_anchor(0, keymrs[0]) == txids[0]  # idempotent
+    wtxid = backend.submit_window(WindowCommitment(bytes(20), 0, 4, sha256(b"root")))
+    assert backend.inclusion(txids[0]) is None
+    block = chain.mine_block()
+    inc = backend.inclusion(txids[3])
+    assert inc is not None and inc.block_height == block.height and inc.confirmations == 1
+    assert inc.tx_index == 4  # after the coinbase
+    with pytest.raises(NotConfirmed):
+        backend.inclusion_proof(txids[3], depth=2)
+    chain.mine_block()
+    proof = backend.inclusion_proof(txids[3], depth=2)
+    assert len(proof.headers) == 2
+    header = BlockHeader.unmarshal(proof.headers[0])
+    assert root_from_path(txids[3], proof.tx_index, proof.merkle_path) == header.merkle_root
+    tx = PowTransaction.unmarshal(proof.transaction)
+    assert decode_anchor_payload(tx.op_return_payloads()[0]) == (3, keymrs[3])
+    assert backend.inclusion(wtxid) is not None
+    assert proof.to_json()["txid"] == txids[3][::-1].hex()
+    chain.close()
+
+
+def test_chain_survives_reopen(tmp_path: Path) -> None:
+    clock = ManualClock()
+    chain = open_chain(tmp_path, clock)
+    txid = EmbeddedPowBackend(chain).submit_anchor(9, sha256(b"x"))
+    mined = chain.mine_block()
+    chain.close()
+    again = open_chain(tmp_path, clock)
+    assert again.tip() == mined
+    found = again.transaction(txid)
+    assert found is not None and found.block_height == mined.height
+    assert again.mine_block().height == mined.height + 1
+    again.close()

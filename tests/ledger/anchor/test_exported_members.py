@@ -1,0 +1,66 @@
+"""``__all__`` of the anchoring modules and of the proof module: what the lead and the
+pipeline code against. A change here is a change of the public surface."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+EXPECTED = {
+    "ledger.core.proof": {
+        "BUNDLE_FORMAT",
+        "BUNDLE_VERSION",
+        "AnchorPart",
+        "ContractPart",
+        "ProofBundle",
+        "ProofError",
+        "ReceiptPart",
+        "Step",
+        "StepReport",
+        "TxProof",
+        "build_bundle",
+        "verify_bundle",
+    },
+    "ledger.anchor.backend": {
+        "AnchorBackend",
+        "EmbeddedPowBackend",
+        "Inclusion",
+        "InclusionProof",
+        "NotConfirmed",
+    },
+    "ledger.anchor.app": {"AnchorRuntime", "build_runtime", "create_app"},
+    "ledger.anchor.export": {"fetch_bundle"},
+    "ledger.anchor.pow.params": {
+        "DEVNET_CHAIN_NAME",
+        "DEVNET_CONFIRMATIONS",
+        "DEVNET_DIFFICULTY_BITS",
+        "PowParams",
+    },
+    "flows.verify_cmd": {"EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "hash_file", "verify_command"},
+}
+
+
+@pytest.mark.parametrize("module_name", sorted(EXPECTED))
+def test_all_lists_the_public_surface(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert set(module.__all__) == EXPECTED[module_name]
+    assert all(hasattr(module, name) for name in module.__all__)
+    assert len(module.__all__) == len(set(module.__all__))
+
+
+def test_the_proof_module_pulls_in_no_io() -> None:
+    """The shared verifier stays pure: importing it loads no storage or HTTP modules of ours."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ledger.core.proof;"
+        "bad=[m for m in sys.modules if m.startswith(('ledger.anchor.pow.chain','ledger.anchor.app',"
+        "'ledger.anchor.service','ledger.node','httpx','sqlite3'))];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -9,7 +9,7 @@ BLOCK_TIME ?= 2
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 
-.PHONY: install demo up test test-fast lint typecheck bench clean
+.PHONY: install demo up test test-fast test-reliability lint typecheck bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,8 +25,11 @@ demo: install  ## start the bundled stack, notarize $(DIR) end to end, print a s
 up: install  ## run node, wallet and publishing API on loopback until Ctrl-C
 	$(BIN)/notary up --block-time $(BLOCK_TIME)
 
-test: install  ## the whole test suite (CI runs exactly this)
-	$(BIN)/python -m pytest
+test: install  ## the test suite without the long crash loops (CI runs exactly this)
+	$(BIN)/python -m pytest -m "not slow"
+
+test-reliability: install  ## crash, fault and durability tests, long loops included
+	$(BIN)/python -m pytest tests/reliability
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not slow and not e2e"

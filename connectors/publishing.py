@@ -312,7 +312,8 @@ def _raise_for_status(response: httpx.Response) -> None:
         return
     message, body = _error_message(response)
     url = str(response.request.url)
-    if status >= 500:
+    if status >= 500 or status == 429:
+        # 429 (rate limited) and 5xx are passing states: the caller retries later.
         raise ServiceUnavailable(f"HTTP {status}: {message}", url=url, status_code=status)
     if status in (401, 403):
         raise AuthError(message, status_code=status)

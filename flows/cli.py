@@ -275,6 +275,7 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 
 def _register_sources() -> None:
+    from flows.accounts_cmd import register as register_accounts
     from flows.report_cmd import register as register_report
     from flows.table_cmd import register as register_table
     from flows.watch_cmd import register as register_watch
@@ -282,6 +283,7 @@ def _register_sources() -> None:
     register_watch(app)
     register_table(app)
     register_report(app)
+    register_accounts(app)
 
 
 _register_sources()

@@ -1,10 +1,19 @@
 """The publishing REST API (spec ``publishing-rest-api.md``): FastAPI on ``/v1``.
 
-Build with ``create_app(settings, gateway=..., clock=...)``; run with ``python -m ledger.api``.
+Build with ``create_app(settings, gateway=..., clock=...)``; run with ``python -m ledger.api``
+(``--sandbox`` for the sandbox); manage accounts with ``ledger.api.accounts_cli``.
 """
 
 from ledger.api.accounts import create_account, generate_key, hash_key, revoke_account, verify_key
+from ledger.api.accounts_cli import (
+    AccountInfo,
+    NewAccount,
+    accounts_create,
+    accounts_list,
+    accounts_revoke,
+)
 from ledger.api.app import create_app
+from ledger.api.auth import KeyCache, Principal, RateLimiter
 from ledger.api.callbacks import sign_callback, verify_callback_signature
 from ledger.api.db import Database
 from ledger.api.gateway import (
@@ -18,11 +27,15 @@ from ledger.api.gateway import (
     RpcCall,
     RpcFailure,
 )
+from ledger.api.intake import WriteOutcome, WriteRequest, accept_batch
 from ledger.api.memory_gateway import InMemoryLedger
+from ledger.api.sandbox import Sandbox
 from ledger.api.settings import ApiSettings
 from ledger.api.worker import LedgerWorker, PassReport
+from ledger.api.writer import GroupCommitWriter
 
 __all__ = [
+    "AccountInfo",
     "AnchorInfo",
     "ApiSettings",
     "ComposedCalls",
@@ -30,13 +43,25 @@ __all__ = [
     "Database",
     "DirectoryBlockInfo",
     "GatewayUnavailable",
+    "GroupCommitWriter",
     "InMemoryLedger",
     "JsonRpcLedgerGateway",
+    "KeyCache",
     "LedgerGateway",
     "LedgerWorker",
+    "NewAccount",
     "PassReport",
+    "Principal",
+    "RateLimiter",
     "RpcCall",
     "RpcFailure",
+    "Sandbox",
+    "WriteOutcome",
+    "WriteRequest",
+    "accept_batch",
+    "accounts_create",
+    "accounts_list",
+    "accounts_revoke",
     "create_account",
     "create_app",
     "generate_key",

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from ledger.api.callbacks import Resolver
 from ledger.api.deps import BodySizeLimit
 from ledger.api.errors import install_error_handlers
+from ledger.api.fastpath import WriteFastPath
 from ledger.api.gateway import LedgerGateway
 from ledger.api.routes import API_VERSION, router
 from ledger.api.services import Services, build_services
@@ -37,8 +38,11 @@ def create_app(
         http_transport: httpx transport for callback POSTs (tests: ``httpx.MockTransport``).
         resolver: host name -> addresses, for the callback host policy (default: DNS).
 
-    The lifespan creates the database schema, builds the worker and starts its thread
-    (unless ``worker_enabled`` is false), and stops it at shutdown. ``app.state.services``
+    The lifespan creates the database schema, starts the group-commit writer, builds the
+    worker and starts its thread (unless ``worker_enabled`` is false), and in sandbox mode
+    the sandbox schedule; it stops them at shutdown (queued writes are committed first).
+    Operations 2 and 6 are answered by the ``WriteFastPath`` middleware unless
+    ``write_fast_path`` is false. ``app.state.services``
     holds the ``Services`` (``.db``, ``.worker``, ``.gateway``, ...).
     """
     settings = settings or ApiSettings()
@@ -58,11 +62,13 @@ def create_app(
         title="Notary publishing API",
         version=API_VERSION,
         lifespan=lifespan,
-        docs_url=None,  # every route needs the key; no unauthenticated documentation pages
+        docs_url=None,  # no HTML pages; the document is GET /v1/openapi.json (with the key)
         redoc_url=None,
         openapi_url=None,
     )
     app.state.services = svc
+    if settings.write_fast_path:
+        app.add_middleware(WriteFastPath, services=svc)  # inner: runs after the size check
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     install_error_handlers(app)
     app.include_router(router)

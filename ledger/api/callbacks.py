@@ -20,7 +20,8 @@ Authenticity: every POST carries ``X-Notary-Timestamp`` (Unix seconds) and
 ``X-Notary-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "\\n" + url + "\\n" + body)>``
 where ``url`` is the exact URL posted to. ``verify_callback_signature`` checks it.
 
-Callback URLs must be ``http``/``https``; hosts that are (or resolve to) loopback,
+Callback URLs must be ``http``/``https`` ASCII URLs (RFC 3986; international host names
+in their ``xn--`` form) with a valid host name or address; hosts that are (or resolve to) loopback,
 private, link-local, multicast, reserved or unspecified addresses are refused unless
 listed in ``callback_allowed_hosts`` (host name, IP address or CIDR network). Literal
 addresses and ``localhost`` names are refused at acceptance (HTTP 422); other names are
@@ -33,6 +34,7 @@ import hashlib
 import hmac
 import ipaddress
 import logging
+import re
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,6 +57,7 @@ __all__ = [
     "CallbackRefused",
     "HostPolicy",
     "callback_target",
+    "callback_values",
     "check_callback_url",
     "enqueue_callback",
     "sign_callback",
@@ -65,6 +68,12 @@ DEFAULT_CALLBACK_STAGES: tuple[str, ...] = (Stage.LEDGER.value, Stage.ANCHOR.val
 SIGNATURE_HEADER = "X-Notary-Signature"
 TIMESTAMP_HEADER = "X-Notary-Timestamp"
 _BODY = b"{}"
+_MAX_URL_CHARS = 2048
+#: Printable ASCII without spaces: the characters an RFC 3986 URI may contain.
+_URL_CHARS = re.compile(r"[!-~]+")
+_HOST_NAME = re.compile(
+    r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?"
+)
 _log = logging.getLogger(__name__)
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -101,10 +110,18 @@ class HostPolicy:
 
     def refusal_at_acceptance(self, url: str) -> str | None:
         """Why ``url`` is refused without DNS look-ups, or ``None`` when acceptable."""
+        if len(url) > _MAX_URL_CHARS or not _URL_CHARS.fullmatch(url):
+            return f"must be an ASCII URL (RFC 3986) of at most {_MAX_URL_CHARS} characters"
         parts = urlsplit(url)
+        try:
+            parts.port  # noqa: B018 - raises ValueError for a malformed port
+        except ValueError:
+            return "has an invalid port"
         if parts.scheme not in ("http", "https") or not parts.hostname:
             return "must be an absolute http or https URL"
         host = parts.hostname.lower()
+        if _as_ip(host) is None and not _HOST_NAME.fullmatch(host):
+            return f"host {host[:80]!r} is not a valid host name"
         if host in self._names:
             return None
         if host == "localhost" or host.endswith(".localhost"):
@@ -172,13 +189,33 @@ def enqueue_callback(
     Args:
         params: the stage's parameters without ``stage`` (e.g. ``{"dblock_keymr": hex}``).
     """
-    if not entry.callback_url or stage.value not in (entry.callback_stages or ()):
+    values = callback_values(entry, stage, params, now=now)
+    if values is None:
         return None
-    url = callback_target(entry.callback_url, {**params, "stage": stage.value})
-    row = CallbackRow(entry_id=entry.id, stage=stage.value, url=url, created_at=now)
-    row.next_attempt_at = now
+    row = CallbackRow(**values)
     session.add(row)
     return row
+
+
+def callback_values(
+    entry: Any, stage: Stage, params: dict[str, str], *, now: float
+) -> dict[str, Any] | None:
+    """Column values of the ``callbacks`` row for ``stage`` of ``entry``, or ``None``.
+
+    ``entry`` is anything with ``id``, ``callback_url`` and ``callback_stages`` (an
+    ``EntryRow`` or a result row); ``None`` when it asked for no callback at this stage.
+    """
+    if not entry.callback_url or stage.value not in (entry.callback_stages or ()):
+        return None
+    return {
+        "entry_id": entry.id,
+        "stage": stage.value,
+        "url": callback_target(entry.callback_url, {**params, "stage": stage.value}),
+        "status": CallbackStatus.PENDING.value,
+        "created_at": now,
+        "next_attempt_at": now,
+        "attempts": 0,
+    }
 
 
 def sign_callback(secret: bytes, *, timestamp: int, url: str, body: bytes) -> str:

@@ -1,14 +1,39 @@
 """Database engine and transactions of the publishing API (SQLite by default, PostgreSQL by URL).
 
-Durability: a write answered with HTTP 202 has been committed by ``Database.write()`` first.
+What ``multi_az`` means (README text)
+-------------------------------------
+
+A write (create chain, create entry) is answered ``202 Accepted`` with stage ``multi_az``
+only after the database transaction holding it has committed; the writes that arrive
+while one commit is running are committed together in the next one (group commit), and
+each is answered when its own commit has returned. What "stored in several availability
+zones" then means depends on the database behind the service:
+
+* **SQLite** (the default, ``<data_dir>/api.sqlite``): the commit is in the write-ahead
+  log of one file, and fsynced before the answer (``journal_mode=WAL``,
+  ``synchronous=FULL``). It survives a crash of the service or of the machine, but it
+  is one copy on one disk: there is no second zone. Back the disk up, or replicate the
+  file, if losing that disk must not lose accepted writes. Use it for development, the
+  bundled stack and single-machine installations.
+* **PostgreSQL** (``NOTARY_API_DATABASE_URL=postgresql+psycopg://...``): the commit
+  returns when the server has flushed its WAL, and, if the server is set up with
+  synchronous standbys in other zones (``synchronous_standby_names``, with
+  ``synchronous_commit = on`` or ``remote_apply``), only once those standbys have it too.
+  Then ``multi_az`` is literally true: an accepted write survives the loss of the
+  primary's zone. With asynchronous replication, or none, it is as durable as the
+  primary's disk. Which of the two you get is the server's configuration, not the API's.
+
+The API never answers 202 before that commit, and a restart resumes every accepted write
+from the database (nothing is kept only in memory).
+
+Transactions
+------------
 
 * SQLite runs in WAL mode with ``synchronous=FULL``: a commit returns after the WAL frame
-  is fsynced, so the row survives ``kill -9`` and power loss of that one disk.
-  Write transactions start with ``BEGIN IMMEDIATE`` so two writers never deadlock on a
-  read-to-write lock upgrade (they queue on ``busy_timeout`` instead).
+  is fsynced. Write transactions start with ``BEGIN IMMEDIATE`` so two writers never
+  deadlock on a read-to-write lock upgrade (they queue on ``busy_timeout`` instead).
 * PostgreSQL (``postgresql+psycopg://...``): a commit returns once the server has flushed
-  its WAL; with ``synchronous_commit`` and synchronous standbys configured on the server,
-  that includes replication to the standbys.
+  its WAL (and replicated it synchronously when configured so, see above).
 """
 
 from __future__ import annotations
@@ -18,7 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -48,8 +73,9 @@ class Database:
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         self.engine = _build_engine(self.url, connect_args or {})
         writer = self.engine.execution_options(**{_IMMEDIATE: True}) if self.is_sqlite else None
+        self._writer_engine: Engine = writer or self.engine
         self._readers = sessionmaker(self.engine, expire_on_commit=False)
-        self._writers = sessionmaker(writer or self.engine, expire_on_commit=False)
+        self._writers = sessionmaker(self._writer_engine, expire_on_commit=False)
 
     def create_schema(self) -> None:
         """Create every table and index that does not exist yet (idempotent)."""
@@ -72,6 +98,16 @@ class Database:
         """
         with self._writers() as session, session.begin():
             yield session
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A Core connection in a write transaction (``BEGIN IMMEDIATE`` on SQLite).
+
+        Commits at a normal exit (durable once the block has exited), rolls back on an
+        exception. Used by the group-commit writer for its set-based batch statements.
+        """
+        with self._writer_engine.begin() as connection:
+            yield connection
 
     def dispose(self) -> None:
         """Close every pooled connection."""

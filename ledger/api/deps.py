@@ -3,20 +3,26 @@
 Authentication (spec "Authentication"): the key is the ``user-key`` header, or the
 ``app_key`` header of an ``app_id`` + ``app_key`` pair (``app_id`` must be present and
 non-empty but is not checked further). No key: 403 Authentication Parameters Missing;
-unknown or revoked key: 403 Authentication Failed.
+unknown or revoked key: 403 Authentication Failed. Keys are resolved through the
+``auth.KeyCache`` (a database look-up at most once per ``auth_cache_ttl_s`` per key), then
+the account's token bucket is charged (``auth.RateLimiter``): 429 Too Many Requests.
+
+Every dependency here is ``async`` so that FastAPI runs it on the event loop, not in the
+thread pool; only a cache miss goes to a worker thread for its database look-up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, TypeVar
 
 import orjson
 from fastapi import Depends, Request
 from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ledger.api.accounts import verify_key
+from ledger.api.auth import Principal
 from ledger.api.encoding import is_hash_hex
 from ledger.api.errors import (
     AuthenticationFailed,
@@ -24,38 +30,67 @@ from ledger.api.errors import (
     BadRequest,
     PageNotFound,
     PayloadTooLarge,
+    TooManyRequests,
     UnsupportedMediaType,
 )
-from ledger.api.models import Account
 from ledger.api.services import Services
 
-__all__ = ["BodySizeLimit", "current_account", "json_body", "path_hash", "services"]
+__all__ = [
+    "BodySizeLimit",
+    "authenticate",
+    "check_json_media_type",
+    "current_account",
+    "json_body",
+    "parse_json",
+    "path_hash",
+    "presented_key",
+    "read_json",
+    "services",
+]
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def services(request: Request) -> Services:
+async def services(request: Request) -> Services:
     """The process's ``Services`` (set by ``create_app``)."""
     return request.app.state.services
 
 
-def _presented_key(request: Request) -> str | None:
-    key = request.headers.get("user-key")
+def presented_key(headers: Mapping[str, str]) -> str | None:
+    """The API key of a request: ``user-key``, else ``app_key`` of an ``app_id`` pair."""
+    key = headers.get("user-key")
     if key:
         return key
-    app_id, app_key = request.headers.get("app_id"), request.headers.get("app_key")
+    app_id, app_key = headers.get("app_id"), headers.get("app_key")
     return app_key if app_id and app_key else None
 
 
-def current_account(request: Request) -> Account:
-    """The account whose key the request carries (dependency of every route)."""
-    key = _presented_key(request)
+async def current_account(request: Request) -> Principal:
+    """The account whose key the request carries (dependency of every route).
+
+    Raises:
+        AuthenticationMissing: no key (403).
+        AuthenticationFailed: unknown or revoked key (403).
+        TooManyRequests: the account's rate limit is exhausted (429).
+    """
+    return await authenticate(request.app.state.services, presented_key(request.headers))
+
+
+async def authenticate(svc: Services, key: str | None) -> Principal:
+    """The live account of ``key``, its rate limit charged (errors as ``current_account``)."""
     if key is None:
         raise AuthenticationMissing("Send the API key in the user-key header")
-    with services(request).db.read() as session:
-        account = verify_key(session, key)
+    account = svc.keys.cached(key)
+    if account is None:
+        account = await run_in_threadpool(svc.keys.lookup, key)
     if account is None:
         raise AuthenticationFailed("The key sent is not valid")
+    wait_s = svc.limiter.take(account.id)
+    if wait_s is not None:
+        raise TooManyRequests(
+            f"Rate limit of {svc.settings.rate_limit_per_s:g} requests per second exceeded",
+            retry_after_s=wait_s,
+        )
     return account
 
 
@@ -68,24 +103,37 @@ def json_body(model: type[Model]) -> Callable[..., Awaitable[Model]]:
     """
 
     async def parse(
-        request: Request, _account: Annotated[Account, Depends(current_account)]
+        request: Request, _account: Annotated[Principal, Depends(current_account)]
     ) -> Model:
-        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media_type != "application/json":
-            raise UnsupportedMediaType("Send the body as application/json")
-        raw = await request.body()
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise BadRequest(f"The body is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise BadRequest("The body must be a JSON object")
-        try:
-            return model.model_validate(data)
-        except ValidationError as exc:
-            raise BadRequest(_validation_message(exc)) from exc
+        return await read_json(request, model)
 
     return parse
+
+
+async def read_json(request: Request, model: type[Model]) -> Model:
+    """The request body parsed as ``model`` (errors as for ``json_body``)."""
+    check_json_media_type(request.headers.get("content-type", ""))
+    return parse_json(await request.body(), model)
+
+
+def check_json_media_type(content_type: str) -> None:
+    """Raise ``UnsupportedMediaType`` (415) unless the media type is ``application/json``."""
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise UnsupportedMediaType("Send the body as application/json")
+
+
+def parse_json(raw: bytes, model: type[Model]) -> Model:
+    """``raw`` parsed as a JSON object and validated as ``model``; ``BadRequest`` (400) if not."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"The body is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise BadRequest("The body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise BadRequest(_validation_message(exc)) from exc
 
 
 def _validation_message(exc: ValidationError) -> str:

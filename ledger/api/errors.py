@@ -17,12 +17,16 @@ Exception tree (names are the spec's "Errors" table)::
     ├── UnsupportedMediaType       415   "Unsupported Media Type": POST body not application/json
     ├── Unprocessable              422   "Unprocessable entity": entry too large, chain exists,
     │                                    chain unknown for entry creation, callback refused
-    └── InternalError              500   "Internal Error": a real fault (details only in the log)
+    ├── TooManyRequests            429   "Too Many Requests": the key's rate limit is used up
+    │                                    (``Retry-After`` header: whole seconds to wait)
+    ├── InternalError              500   "Internal Error": a real fault (details only in the log)
+    └── ServiceUnavailable         503   "Service Unavailable": the service is stopping
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, ClassVar
 
 from fastapi import FastAPI, Request
@@ -39,6 +43,8 @@ __all__ = [
     "NoMappingRuleMatched",
     "PageNotFound",
     "PayloadTooLarge",
+    "ServiceUnavailable",
+    "TooManyRequests",
     "Unprocessable",
     "UnsupportedMediaType",
     "error_body",
@@ -62,11 +68,20 @@ class ApiError(Exception):
         self.message = message or self.name
         super().__init__(self.message)
 
+    def body(self) -> dict[str, Any]:
+        """The JSON error body (module docstring)."""
+        return error_body(self.status_code, self.name, self.message)
+
+    def extra_headers(self) -> list[tuple[str, str]]:
+        """Headers this error adds to its response (``Retry-After`` for 429)."""
+        return []
+
     def to_response(self) -> JSONResponse:
         """The JSON response of this error."""
-        return JSONResponse(
-            error_body(self.status_code, self.name, self.message), status_code=self.status_code
-        )
+        response = JSONResponse(self.body(), status_code=self.status_code)
+        for name, value in self.extra_headers():
+            response.headers[name] = value
+        return response
 
 
 class BadRequest(ApiError):
@@ -107,6 +122,29 @@ class UnsupportedMediaType(ApiError):
 class Unprocessable(ApiError):
     status_code = 422
     name = "Unprocessable entity"
+
+
+class TooManyRequests(ApiError):
+    """429 with a ``Retry-After`` header (seconds, rounded up, at least 1).
+
+    Args:
+        retry_after_s: seconds until the next request would be allowed.
+    """
+
+    status_code = 429
+    name = "Too Many Requests"
+
+    def __init__(self, message: str | None = None, *, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+    def extra_headers(self) -> list[tuple[str, str]]:
+        return [("retry-after", str(max(1, math.ceil(self.retry_after_s))))]
+
+
+class ServiceUnavailable(ApiError):
+    status_code = 503
+    name = "Service Unavailable"
 
 
 class InternalError(ApiError):

@@ -6,7 +6,8 @@ result or an ``RpcFailure`` (an error object answered by the wallet or node for 
 An outage (connection refused, timeout, malformed reply) raises ``GatewayUnavailable``
 for the whole call; the worker then leaves its rows as they are and tries again later.
 
-Wire calls (spec ``node-wallet-jsonrpc.md``), each batch sent as one JSON-RPC batch:
+Wire calls (spec ``node-wallet-jsonrpc.md``), each batch sent as JSON-RPC batches of at
+most ``max_batch_items`` calls and about ``max_batch_bytes`` bytes, in order:
 
 ==========================  ============  ==========================================
 gateway method              server        JSON-RPC methods
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
+import orjson
+
 from ledger.core.entry import Entry
 from ledger.jsonrpc.client import JsonRpcCallError, JsonRpcClient, JsonRpcTransportError
 
@@ -45,6 +48,8 @@ __all__ = [
 
 #: Node error "Repeated Commit": an equal or better commit exists; go on to the reveal.
 REPEATED_COMMIT_CODE = -32011
+#: Bytes of one request object around its method and params (jsonrpc, id, keys, commas).
+_CALL_OVERHEAD_BYTES = 64
 
 
 class GatewayUnavailable(Exception):
@@ -165,12 +170,26 @@ class JsonRpcLedgerGateway:
         node: client of ``{node_url}`` (``/v2``).
         wallet: client of ``{wallet_url}`` (``/v2``).
         ec_address: public entry credit address (``EC...``) whose key the wallet holds.
+        max_batch_bytes: largest JSON-RPC batch body sent in one HTTP request (estimated
+            from the parameters), bytes; a longer list of calls goes as several batches,
+            in order. The default stays under the node's default 1 MiB body limit even
+            with reveals of the largest entries (about 20 KiB each in hex).
+        max_batch_items: most calls in one HTTP request.
     """
 
-    def __init__(self, node: JsonRpcClient, wallet: JsonRpcClient, *, ec_address: str) -> None:
+    def __init__(
+        self,
+        node: JsonRpcClient,
+        wallet: JsonRpcClient,
+        *,
+        ec_address: str,
+        max_batch_bytes: int = 768 * 1024,
+        max_batch_items: int = 1000,
+    ) -> None:
         self._node = node
         self._wallet = wallet
         self._ec_address = ec_address
+        self._max_bytes, self._max_items = max_batch_bytes, max_batch_items
 
     @classmethod
     def from_urls(
@@ -190,29 +209,36 @@ class JsonRpcLedgerGateway:
 
     def compose(self, items: Sequence[Composition]) -> list[ComposedCalls | RpcFailure]:
         calls = [self._compose_call(item) for item in items]
-        return [_map(r, _composed) for r in _batch(self._wallet, calls)]
+        return [_map(r, _composed) for r in self._batch(self._wallet, calls)]
 
     def submit(self, calls: Sequence[RpcCall]) -> list[dict[str, Any] | RpcFailure]:
-        replies = _batch(self._node, [(c.method, c.params) for c in calls])
+        replies = self._batch(self._node, [(c.method, c.params) for c in calls])
         return [_map(r, lambda value: value if isinstance(value, dict) else {}) for r in replies]
 
     def height(self) -> int:
-        (reply,) = _batch(self._node, [("heights", None)])
+        (reply,) = self._batch(self._node, [("heights", None)])
         if isinstance(reply, JsonRpcCallError):
             raise GatewayUnavailable(f"heights failed: {reply.code} {reply.message}")
         return _int_field(reply, "directoryblockheight")
 
     def directory_blocks(self, heights: Sequence[int]) -> list[DirectoryBlockInfo | RpcFailure]:
-        replies = _batch(self._node, [("dblock-by-height", {"height": h}) for h in heights])
+        replies = self._batch(self._node, [("dblock-by-height", {"height": h}) for h in heights])
         return [_map(r, partial(_dblock, height=h)) for h, r in zip(heights, replies, strict=True)]
 
     def entry_blocks(self, keymrs: Sequence[str]) -> list[list[str] | RpcFailure]:
-        replies = _batch(self._node, [("entry-block", {"keymr": k}) for k in keymrs])
+        replies = self._batch(self._node, [("entry-block", {"keymr": k}) for k in keymrs])
         return [_map(r, _entry_hashes) for r in replies]
 
     def anchors(self, heights: Sequence[int]) -> list[AnchorInfo | None]:
-        replies = _batch(self._node, [("anchors", {"height": h}) for h in heights])
+        replies = self._batch(self._node, [("anchors", {"height": h}) for h in heights])
         return [_anchor(h, r) for h, r in zip(heights, replies, strict=True)]
+
+    def _batch(self, client: JsonRpcClient, calls: list[tuple[str, Any]]) -> list[Any]:
+        """``client.batch`` in chunks of at most ``max_batch_items`` / ``max_batch_bytes``."""
+        replies: list[Any] = []
+        for chunk in _split(calls, max_items=self._max_items, max_bytes=self._max_bytes):
+            replies.extend(_batch(client, chunk))
+        return replies
 
     def _compose_call(self, item: Composition) -> tuple[str, dict[str, Any]]:
         hex_ids = [x.hex() for x in item.entry.external_ids]
@@ -222,6 +248,25 @@ class JsonRpcLedgerGateway:
             return "compose-chain", {"chain": chain, "ecpub": self._ec_address}
         entry = {"chainid": item.entry.chain_id.hex(), "extids": hex_ids, "content": content}
         return "compose-entry", {"entry": entry, "ecpub": self._ec_address}
+
+
+def _split(
+    calls: list[tuple[str, Any]], *, max_items: int, max_bytes: int
+) -> list[list[tuple[str, Any]]]:
+    """Consecutive chunks of ``calls`` within both limits (a single oversized call alone)."""
+    chunks: list[list[tuple[str, Any]]] = []
+    current: list[tuple[str, Any]] = []
+    size = 0
+    for call in calls:
+        cost = len(orjson.dumps(call[1])) + len(call[0]) + _CALL_OVERHEAD_BYTES
+        if current and (len(current) >= max_items or size + cost > max_bytes):
+            chunks.append(current)
+            current, size = [], 0
+        current.append(call)
+        size += cost
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 def _batch(client: JsonRpcClient, calls: list[tuple[str, Any]]) -> list[Any]:

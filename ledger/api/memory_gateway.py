@@ -57,7 +57,13 @@ class InMemoryLedger:
         self.commits_sent: Counter[str] = Counter()
         self.reveals_sent: Counter[str] = Counter()
         self.refuse_compose: dict[str, RpcFailure] = {}
-        self._height = start_height
+        self._start_height = start_height
+        self._fail: Counter[str] = Counter()
+        self._lose: Counter[str] = Counter()
+        self._reset_ledger()
+
+    def _reset_ledger(self) -> None:
+        self._height = self._start_height
         self._committed: set[str] = set()
         self._revealed: dict[str, Entry] = {}
         self._chains: set[str] = set()
@@ -65,8 +71,18 @@ class InMemoryLedger:
         self._dblocks: dict[int, DirectoryBlockInfo] = {}
         self._eblocks: dict[str, list[str]] = {}
         self._anchors: dict[int, str] = {}
-        self._fail: Counter[str] = Counter()
-        self._lose: Counter[str] = Counter()
+
+    def reset(self) -> None:
+        """Forget every commit, entry, block and anchor (back to ``start_height``).
+
+        Call counters are cleared too; injected faults stay. Used by the sandbox purge.
+        """
+        with self._lock:
+            self.calls.clear()
+            self.batches.clear()
+            self.commits_sent.clear()
+            self.reveals_sent.clear()
+            self._reset_ledger()
 
     # -- fault injection and block production -------------------------------------------
 

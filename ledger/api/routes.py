@@ -1,10 +1,13 @@
 """The eleven operations of the REST interface (spec "Endpoints"), mounted at ``/v1``.
 
 Writes (operations 2 and 6) answer HTTP 202 only after the row is committed to the
-database (``Database.write``): that commit *is* the ``multi_az`` stage. On SQLite it
-means fsynced into the WAL on one disk; on PostgreSQL it means committed by the server
-(and replicated synchronously when the server is configured so). The worker then puts
-the row on the ledger.
+database: the handler hands the prepared write to the group-commit writer
+(``ledger.api.writer``), which commits it together with the other writes waiting at that
+moment and answers each one after the commit has returned. That commit *is* the
+``multi_az`` stage (see ``ledger.api.db`` for what it means on SQLite and PostgreSQL).
+The worker then puts the row on the ledger. Write handlers are ``async`` (no thread-pool
+hop); reads run in the thread pool with one database session each and answer with
+``orjson``-encoded bodies.
 
 Status codes beyond the spec's table, chosen here:
 
@@ -16,25 +19,31 @@ Status codes beyond the spec's table, chosen here:
 * Entry payload (external IDs with their 2-byte length prefixes, plus content) above
   10240 bytes: 422. A callback URL refused by the host policy: 422.
 * Another account's chain or entry is 404 Page Not Found, exactly like an unknown one.
+* A key whose account was revoked while its look-up was cached: reads may succeed for up
+  to ``auth_cache_ttl_s``; writes answer 403 Authentication Failed at once.
+* Rate limit of the key used up: 429 Too Many Requests with ``Retry-After``.
+* The service is stopping and no longer takes writes: 503 Service Unavailable.
+* ``GET /v1/openapi.json``: the OpenAPI 3.1 document of all this; like every route it
+  needs the key (see ``ledger.api.openapi``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, TypeVar
+from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse
-from sqlalchemy.exc import IntegrityError
+from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from ledger.api import store
-from ledger.api.callbacks import CallbackRefused, check_callback_url
-from ledger.api.deps import current_account, json_body, path_hash, services
-from ledger.api.encoding import EncodingError, from_base64, from_hash_hex, to_base64
-from ledger.api.errors import BadRequest, PageNotFound, Unprocessable
-from ledger.api.models import Account, Chain, EntryRow
+from ledger.api import store, writes
+from ledger.api.auth import Principal
+from ledger.api.deps import current_account, json_body, path_hash, read_json, services
+from ledger.api.encoding import to_base64
+from ledger.api.errors import BadRequest, PageNotFound
+from ledger.api.models import Chain, EntryRow
+from ledger.api.openapi import MAX_OFFSET, build_openapi
 from ledger.api.schemas import (
     AllInfo,
     ChainAccepted,
@@ -48,22 +57,22 @@ from ledger.api.schemas import (
     ExternalIds,
 )
 from ledger.api.services import Services
-from ledger.core.entry import MAX_ENTRY_PAYLOAD_BYTES, Entry
-from ledger.core.errors import LimitError
 
 __all__ = ["API_VERSION", "router"]
 
 API_VERSION = "1.0.11"
-_WRITE_RETRIES = 3
-T = TypeVar("T")
 
-AccountDep = Annotated[Account, Depends(current_account)]
+AccountDep = Annotated[Principal, Depends(current_account)]
 ServicesDep = Annotated[Services, Depends(services)]
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(current_account)])
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def _json(data: Any, status_code: int = 200) -> Response:
+    return Response(orjson.dumps(data), status_code=status_code, media_type="application/json")
 
 
 def _base(request: Request, svc: Services) -> str:
@@ -83,33 +92,29 @@ def _chain_url(base: str, chain_id: str) -> str:
     return f"{base}/chains/{chain_id}"
 
 
-def _chain_public(base: str, chain: Chain, first: EntryRow) -> ChainPublic:
+def _chain_public(base: str, chain: Chain, first: EntryRow) -> dict[str, Any]:
     url = _chain_url(base, chain.chain_id)
-    return ChainPublic.model_validate(
-        {
-            "chain_id": chain.chain_id,
-            "external_ids": list(chain.external_ids),
-            "links": {
-                "entries": f"{url}/entries",
-                "first": f"{url}/entries/first",
-                "last": f"{url}/entries/last",
-            },
-            **_stage_fields(first),
-        }
-    )
+    return {
+        "chain_id": chain.chain_id,
+        "external_ids": list(chain.external_ids),
+        "links": {
+            "entries": f"{url}/entries",
+            "first": f"{url}/entries/first",
+            "last": f"{url}/entries/last",
+        },
+        **_stage_fields(first),
+    }
 
 
-def _entry_public(base: str, row: EntryRow) -> EntryPublic:
-    return EntryPublic.model_validate(
-        {
-            "entry_hash": row.entry_hash,
-            "chain_id": row.chain_id,
-            "external_ids": list(row.external_ids),
-            "content": to_base64(bytes(row.content)),
-            "links": {"chain": _chain_url(base, row.chain_id)},
-            **_stage_fields(row),
-        }
-    )
+def _entry_public(base: str, row: EntryRow) -> dict[str, Any]:
+    return {
+        "entry_hash": row.entry_hash,
+        "chain_id": row.chain_id,
+        "external_ids": list(row.external_ids),
+        "content": to_base64(bytes(row.content)),
+        "links": {"chain": _chain_url(base, row.chain_id)},
+        **_stage_fields(row),
+    }
 
 
 def _stage_fields(row: EntryRow) -> dict[str, object]:
@@ -121,64 +126,17 @@ def _stage_fields(row: EntryRow) -> dict[str, object]:
     }
 
 
-def _decode_all(values: Sequence[str] | None, field: str) -> list[bytes]:
-    try:
-        return [from_base64(v, field=f"{field}[{i}]") for i, v in enumerate(values or [])]
-    except EncodingError as exc:
-        raise BadRequest(str(exc)) from exc
-
-
-def _decode_content(value: str | None) -> bytes:
-    try:
-        return from_base64(value or "", field="content")
-    except EncodingError as exc:
-        raise BadRequest(str(exc)) from exc
-
-
-def _callback(body: EntryCreate, svc: Services) -> store.Callback | None:
-    if body.callback_url is None:
-        return None
-    try:
-        url = check_callback_url(body.callback_url, svc.policy)
-    except CallbackRefused as exc:
-        raise Unprocessable(str(exc)) from exc
-    stages = None if body.callback_stages is None else tuple(body.callback_stages)
-    return store.Callback(url, stages)
-
-
-def _build_entry(make: Callable[[], Entry]) -> Entry:
-    try:
-        return make()
-    except LimitError as exc:
-        raise Unprocessable(
-            f"External IDs and content exceed the {MAX_ENTRY_PAYLOAD_BYTES}-byte entry payload: {exc}"
-        ) from exc
-
-
-def _with_retries(svc: Services, action: Callable[..., T]) -> T:
-    """Run ``action(session)`` in a durable write transaction; retry unique-key races."""
-    for attempt in range(_WRITE_RETRIES):
-        try:
-            with svc.db.write() as session:
-                return action(session)
-        except IntegrityError:
-            if attempt == _WRITE_RETRIES - 1:
-                raise
-    raise AssertionError("unreachable")
-
-
 def _page(svc: Services, limit: int | None, offset: int) -> tuple[int, int]:
     size = svc.settings.page_size_default if limit is None else limit
     if not 1 <= size <= svc.settings.page_size_max:
         raise BadRequest(f"limit must be between 1 and {svc.settings.page_size_max}")
-    if offset < 0:
-        raise BadRequest("offset must be >= 0")
+    if not 0 <= offset <= MAX_OFFSET:
+        raise BadRequest(f"offset must be between 0 and {MAX_OFFSET}")
     return size, offset
 
 
-def _owned_chain(svc: Services, account: Account, chain_id: str) -> Chain:
-    with svc.db.read() as session:
-        chain = store.get_chain(session, account, path_hash(chain_id))
+def _owned_chain(session: Session, account: Principal, chain_id: str) -> Chain:
+    chain = store.get_chain(session, account, path_hash(chain_id))
     if chain is None:
         raise PageNotFound("No such chain")
     return chain
@@ -187,50 +145,45 @@ def _owned_chain(svc: Services, account: Account, chain_id: str) -> Chain:
 # -- operations ---------------------------------------------------------------------------
 
 
-@router.get("", response_model=AllInfo)
+@router.get("", response_model=AllInfo, operation_id="getInfo")
 @router.get("/", response_model=AllInfo, include_in_schema=False)
-def get_info(request: Request, svc: ServicesDep) -> AllInfo:
+async def get_info(request: Request, svc: ServicesDep) -> Response:
     """Operation 1: API version and the link to the chain collection."""
     base = _base(request, svc)
-    return AllInfo.model_validate(
-        {"api_version": API_VERSION, "links": {"chains": f"{base}/chains"}}
+    return _json(
+        {
+            "api_version": API_VERSION,
+            "links": {"chains": f"{base}/chains"},
+            "sandbox": svc.settings.sandbox,
+        }
     )
 
 
-@router.post("/chains", status_code=202, response_model=ChainAccepted)
-def create_chain(
-    body: Annotated[ChainCreate, Depends(json_body(ChainCreate))],
-    account: AccountDep,
-    svc: ServicesDep,
-) -> JSONResponse:
+@router.get("/openapi.json", include_in_schema=False)
+async def get_openapi_document(request: Request, svc: ServicesDep) -> Response:
+    """The OpenAPI document (``ledger.api.openapi``); needs the key like every route."""
+    document = getattr(request.app.state, "openapi_document", None)
+    if document is None:
+        document = build_openapi(request.app, svc.settings)
+        request.app.state.openapi_document = document
+    return _json(document)
+
+
+@router.post("/chains", status_code=202, response_model=ChainAccepted, operation_id="createChain")
+async def create_chain(request: Request, account: AccountDep, svc: ServicesDep) -> Response:
     """Operation 2: create a chain and its first entry; 202 once durably stored."""
-    ext_ids, content = _decode_all(body.external_ids, "external_ids"), _decode_content(body.content)
-    callback = _callback(body, svc)
-    entry = _build_entry(lambda: Entry.first_entry(ext_ids, content))
-
-    def accept(session: Session) -> ChainAccepted:
-        chain, first, _ = store.accept_chain(
-            session, account, entry, callback=callback, now=svc.clock.now()
-        )
-        return ChainAccepted(
-            chain_id=chain.chain_id, entry_hash=first.entry_hash, stage=first.stage
-        )
-
-    try:
-        accepted = _with_retries(svc, accept)
-    except store.ChainExists as exc:
-        raise Unprocessable(f"Chain {exc.chain_id} already exists") from exc
-    return JSONResponse(accepted.model_dump(), status_code=202)
+    body = await read_json(request, ChainCreate)
+    return _json(await writes.create_chain(svc, account, body), 202)
 
 
-@router.get("/chains", response_model=ChainList)
+@router.get("/chains", response_model=ChainList, operation_id="listChains")
 def list_chains(
     request: Request,
     account: AccountDep,
     svc: ServicesDep,
     limit: Annotated[int | None, Query()] = None,
     offset: Annotated[int, Query()] = 0,
-) -> ChainList:
+) -> Response:
     """Operation 3: the calling account's chains, oldest first."""
     size, start = _page(svc, limit, offset)
     base = _base(request, svc)
@@ -239,67 +192,48 @@ def list_chains(
     items = [
         {"chain_id": c.chain_id, "links": {"chain": _chain_url(base, c.chain_id)}} for c in chains
     ]
-    return ChainList.model_validate(
-        {"items": items, "count": total, "offset": start, "limit": size}
-    )
+    return _json({"items": items, "count": total, "offset": start, "limit": size})
 
 
-@router.post("/chains/search", response_model=ChainPublic)
+@router.post("/chains/search", response_model=ChainPublic, operation_id="searchChains")
 def search_chains(
     request: Request,
     body: Annotated[ExternalIds, Depends(json_body(ExternalIds))],
     account: AccountDep,
     svc: ServicesDep,
-) -> ChainPublic:
+) -> Response:
     """Operation 4: the oldest chain whose external IDs contain all values; 404 if none."""
-    values = _decode_all(body.external_ids, "external_ids")
+    values = writes.decode_all(body.external_ids, "external_ids")
     with svc.db.read() as session:
         chain = store.search_chains(session, account, values)
         if chain is None:
             raise PageNotFound("No chain matches these external IDs")
-        return _chain_public(_base(request, svc), chain, store.first_entry(session, chain))
+        return _json(_chain_public(_base(request, svc), chain, store.first_entry(session, chain)))
 
 
-@router.get("/chains/{chain_id}", response_model=ChainPublic)
-def get_chain(
-    chain_id: str,
-    request: Request,
-    account: AccountDep,
-    svc: ServicesDep,
-) -> ChainPublic:
+@router.get("/chains/{chain_id}", response_model=ChainPublic, operation_id="getChain")
+def get_chain(chain_id: str, request: Request, account: AccountDep, svc: ServicesDep) -> Response:
     """Operation 5: one chain."""
-    chain = _owned_chain(svc, account, chain_id)
     with svc.db.read() as session:
-        return _chain_public(_base(request, svc), chain, store.first_entry(session, chain))
+        chain = _owned_chain(session, account, chain_id)
+        return _json(_chain_public(_base(request, svc), chain, store.first_entry(session, chain)))
 
 
-@router.post("/chains/{chain_id}/entries", status_code=202, response_model=EntryAccepted)
-def create_entry(
-    chain_id: str,
-    body: Annotated[EntryCreate, Depends(json_body(EntryCreate))],
-    account: AccountDep,
-    svc: ServicesDep,
-) -> JSONResponse:
+@router.post(
+    "/chains/{chain_id}/entries",
+    status_code=202,
+    response_model=EntryAccepted,
+    operation_id="createEntry",
+)
+async def create_entry(
+    chain_id: str, request: Request, account: AccountDep, svc: ServicesDep
+) -> Response:
     """Operation 6: append an entry; 202 once durably stored, 422 if the chain is not yours."""
-    ext_ids, content = _decode_all(body.external_ids, "external_ids"), _decode_content(body.content)
-    callback = _callback(body, svc)
-    chain_bytes = from_hash_hex(chain_id)
-    if chain_bytes is None:
-        raise Unprocessable("Chain does not exist")
-    entry = _build_entry(lambda: Entry(chain_bytes, tuple(ext_ids), content))
-
-    def accept(session: Session) -> EntryAccepted:
-        row, _ = store.accept_entry(session, account, entry, callback=callback, now=svc.clock.now())
-        return EntryAccepted(entry_hash=row.entry_hash, chain_id=row.chain_id, stage=row.stage)
-
-    try:
-        accepted = _with_retries(svc, accept)
-    except store.ChainNotFound as exc:
-        raise Unprocessable(f"Chain {exc.chain_id} does not exist") from exc
-    return JSONResponse(accepted.model_dump(), status_code=202)
+    body = await read_json(request, EntryCreate)
+    return _json(await writes.create_entry(svc, account, chain_id, body), 202)
 
 
-@router.get("/chains/{chain_id}/entries", response_model=EntryList)
+@router.get("/chains/{chain_id}/entries", response_model=EntryList, operation_id="listEntries")
 def list_entries(
     chain_id: str,
     request: Request,
@@ -307,78 +241,72 @@ def list_entries(
     svc: ServicesDep,
     limit: Annotated[int | None, Query()] = None,
     offset: Annotated[int, Query()] = 0,
-) -> EntryList:
+) -> Response:
     """Operation 7: the chain's entries in sequence (``limit``/``offset`` paging)."""
     size, start = _page(svc, limit, offset)
-    chain = _owned_chain(svc, account, chain_id)
     base = _base(request, svc)
     with svc.db.read() as session:
-        rows, total = store.list_entries(session, chain, limit=size, offset=start)
-    prefix = f"{_chain_url(base, chain.chain_id)}/entries"
-    items = [
-        {"entry_hash": r.entry_hash, "links": {"entry": f"{prefix}/{r.entry_hash}"}} for r in rows
-    ]
-    return EntryList.model_validate(
-        {"items": items, "count": total, "offset": start, "limit": size}
-    )
+        chain = _owned_chain(session, account, chain_id)
+        hashes, total = store.list_entries(session, chain, limit=size, offset=start)
+        prefix = f"{_chain_url(base, chain.chain_id)}/entries"
+        items = [{"entry_hash": h, "links": {"entry": f"{prefix}/{h}"}} for h in hashes]
+    return _json({"items": items, "count": total, "offset": start, "limit": size})
 
 
-@router.get("/chains/{chain_id}/entries/first", response_model=EntryPublic)
+@router.get(
+    "/chains/{chain_id}/entries/first", response_model=EntryPublic, operation_id="getFirstEntry"
+)
 def get_first_entry(
-    chain_id: str,
-    request: Request,
-    account: AccountDep,
-    svc: ServicesDep,
-) -> EntryPublic:
+    chain_id: str, request: Request, account: AccountDep, svc: ServicesDep
+) -> Response:
     """Operation 8: the first entry (made with the chain)."""
-    chain = _owned_chain(svc, account, chain_id)
     with svc.db.read() as session:
-        return _entry_public(_base(request, svc), store.first_entry(session, chain))
+        chain = _owned_chain(session, account, chain_id)
+        return _json(_entry_public(_base(request, svc), store.first_entry(session, chain)))
 
 
-@router.get("/chains/{chain_id}/entries/last", response_model=EntryPublic)
+@router.get(
+    "/chains/{chain_id}/entries/last", response_model=EntryPublic, operation_id="getLastEntry"
+)
 def get_last_entry(
-    chain_id: str,
-    request: Request,
-    account: AccountDep,
-    svc: ServicesDep,
-) -> EntryPublic:
+    chain_id: str, request: Request, account: AccountDep, svc: ServicesDep
+) -> Response:
     """Operation 9: the most recently accepted entry."""
-    chain = _owned_chain(svc, account, chain_id)
     with svc.db.read() as session:
-        return _entry_public(_base(request, svc), store.last_entry(session, chain))
+        chain = _owned_chain(session, account, chain_id)
+        return _json(_entry_public(_base(request, svc), store.last_entry(session, chain)))
 
 
-@router.post("/chains/{chain_id}/entries/search", response_model=EntryPublic)
+@router.post(
+    "/chains/{chain_id}/entries/search", response_model=EntryPublic, operation_id="searchEntries"
+)
 def search_entries(
     chain_id: str,
     request: Request,
     body: Annotated[ExternalIds, Depends(json_body(ExternalIds))],
     account: AccountDep,
     svc: ServicesDep,
-) -> EntryPublic:
+) -> Response:
     """Operation 10: the oldest entry of the chain whose external IDs contain all values."""
-    chain = _owned_chain(svc, account, chain_id)
-    values = _decode_all(body.external_ids, "external_ids")
     with svc.db.read() as session:
+        chain = _owned_chain(session, account, chain_id)
+        values = writes.decode_all(body.external_ids, "external_ids")
         row = store.search_entries(session, chain, values)
         if row is None:
             raise PageNotFound("No entry matches these external IDs")
-        return _entry_public(_base(request, svc), row)
+        return _json(_entry_public(_base(request, svc), row))
 
 
-@router.get("/chains/{chain_id}/entries/{entry_hash}", response_model=EntryPublic)
+@router.get(
+    "/chains/{chain_id}/entries/{entry_hash}", response_model=EntryPublic, operation_id="getEntry"
+)
 def get_entry(
-    chain_id: str,
-    entry_hash: str,
-    request: Request,
-    account: AccountDep,
-    svc: ServicesDep,
-) -> EntryPublic:
+    chain_id: str, entry_hash: str, request: Request, account: AccountDep, svc: ServicesDep
+) -> Response:
     """Operation 11: one entry by its hash."""
-    chain = _owned_chain(svc, account, chain_id)
     with svc.db.read() as session:
+        chain = _owned_chain(session, account, chain_id)
         row = store.get_entry(session, chain, path_hash(entry_hash))
-    if row is None:
-        raise PageNotFound("No such entry in this chain")
-    return _entry_public(_base(request, svc), row)
+        if row is None:
+            raise PageNotFound("No such entry in this chain")
+        return _json(_entry_public(_base(request, svc), row))

@@ -130,8 +130,11 @@ class AllInfoLinks(BaseModel):
 
 
 class AllInfo(BaseModel):
+    """Answer of operation 1; ``sandbox`` (extra) tells whether this is the sandbox."""
+
     api_version: str
     links: AllInfoLinks
+    sandbox: bool = False
 
 
 class ChainAccepted(BaseModel):

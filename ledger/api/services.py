@@ -1,7 +1,12 @@
-"""The objects one API process shares: settings, clock, database, gateway, worker.
+"""The objects one API process shares: settings, clock, databases, gateway, writer, worker.
 
 Built once by ``build_services`` in the composition root (``create_app``) and reached
 by route dependencies through ``request.app.state.services``.
+
+Two database roles: ``accounts_db`` holds the ``accounts`` table (keys), ``db`` holds
+chains, entries and the worker's state. They are one database, except in sandbox mode
+(``settings.sandbox``), where ``db`` is the sandbox database and accounts are read from
+the main one, so the same keys work in both.
 """
 
 from __future__ import annotations
@@ -13,12 +18,16 @@ from typing import Any
 import httpx
 from sqlalchemy.exc import IntegrityError
 
+from ledger.api.auth import KeyCache, RateLimiter
 from ledger.api.callbacks import CallbackDispatcher, HostPolicy, Resolver
 from ledger.api.db import Database
 from ledger.api.gateway import JsonRpcLedgerGateway, LedgerGateway
+from ledger.api.memory_gateway import InMemoryLedger
 from ledger.api.models import ServiceState
+from ledger.api.sandbox import Sandbox
 from ledger.api.settings import ApiSettings
 from ledger.api.worker import LedgerWorker
+from ledger.api.writer import GroupCommitWriter
 from ledger.core.clock import Clock, SystemClock
 
 __all__ = ["CALLBACK_SECRET_KEY", "Services", "build_services", "load_callback_secret"]
@@ -32,22 +41,43 @@ class Services:
 
     Attributes:
         settings, clock, db, gateway, policy: as configured.
+        accounts_db: database of the ``accounts`` table (``db`` itself unless sandbox).
+        writer: the group-commit writer of operations 2 and 6.
+        keys: key -> account cache; limiter: per-account rate limit.
         worker: built at startup by ``start()`` (``None`` before).
+        sandbox: the sandbox runtime in sandbox mode, else ``None``.
         owned: objects with a ``close()`` this container created and must close.
     """
 
     settings: ApiSettings
     clock: Clock
     db: Database
+    accounts_db: Database
     gateway: LedgerGateway
     policy: HostPolicy
+    writer: GroupCommitWriter
+    keys: KeyCache
+    limiter: RateLimiter
     http_transport: httpx.BaseTransport | None = None
     worker: LedgerWorker | None = None
+    sandbox: Sandbox | None = None
     owned: list[Any] = field(default_factory=list)
 
     def start(self) -> LedgerWorker:
-        """Create the schema, build the worker and (when enabled) start its thread."""
+        """Create the schema, start the writer, build the worker and (if enabled) start it."""
         self.db.create_schema()
+        if self.accounts_db is not self.db:
+            self.accounts_db.create_schema()
+        self.writer.start()
+        self.worker = self._build_worker()
+        if self.sandbox is not None:
+            self.sandbox.attach(self.worker)
+            self.sandbox.start()
+        if self.settings.worker_enabled:
+            self.worker.start()
+        return self.worker
+
+    def _build_worker(self) -> LedgerWorker:
         secret = load_callback_secret(self.db, self.settings)
         http = httpx.Client(
             timeout=self.settings.callback_timeout_s,
@@ -65,29 +95,33 @@ class Services:
             retry_max_s=self.settings.callback_retry_max_s,
             give_up_s=self.settings.callback_give_up_s,
         )
-        self.worker = LedgerWorker(
+        return LedgerWorker(
             self.db,
             self.gateway,
             clock=self.clock,
             dispatcher=dispatcher,
             batch_size=self.settings.worker_batch_size,
+            submit_rows_per_pass=self.settings.submit_rows_per_pass,
+            submit_chunk_rows=self.settings.submit_chunk_rows,
             max_attempts=self.settings.submit_max_attempts,
             retry_base_s=self.settings.submit_retry_base_s,
             poll_interval_s=self.settings.worker_poll_interval_s,
             anchor_poll_interval_s=self.settings.anchor_poll_interval_s,
         )
-        if self.settings.worker_enabled:
-            self.worker.start()
-        return self.worker
 
     def close(self) -> None:
-        """Stop the worker, close owned clients and the database pool."""
+        """Stop the sandbox, worker and writer; close owned clients and database pools."""
+        if self.sandbox is not None:
+            self.sandbox.stop()
         if self.worker is not None:
             self.worker.stop()
+        self.writer.stop()
         for resource in reversed(self.owned):
             resource.close()
         self.owned.clear()
         self.db.dispose()
+        if self.accounts_db is not self.db:
+            self.accounts_db.dispose()
 
 
 def build_services(
@@ -98,23 +132,60 @@ def build_services(
     http_transport: httpx.BaseTransport | None = None,
     resolver: Resolver | None = None,
 ) -> Services:
-    """Wire the services of one process (nothing is started; see ``Services.start``)."""
+    """Wire the services of one process (nothing is started; see ``Services.start``).
+
+    In sandbox mode without an explicit ``gateway``: the sandbox test network when
+    ``sandbox_node_url`` and ``sandbox_wallet_url`` are set, else a built-in test ledger.
+    """
+    clock = clock or SystemClock()
     owned: list[Any] = []
-    if gateway is None:
-        json_gateway = JsonRpcLedgerGateway.from_urls(
-            settings.node_url, settings.wallet_url, ec_address=settings.ec_address
+    accounts_db = Database(settings.resolved_database_url())
+    db = Database(settings.resolved_records_url()) if settings.sandbox else accounts_db
+    gateway = gateway or _default_gateway(settings, owned)
+    sandbox = None
+    if settings.sandbox:
+        sandbox = Sandbox(
+            records=db,
+            accounts=accounts_db,
+            clock=clock,
+            ledger=gateway if isinstance(gateway, InMemoryLedger) else None,
+            block_time_s=settings.sandbox_block_time_s,
+            purge_interval_s=settings.sandbox_purge_interval_s,
         )
-        owned.append(json_gateway)
-        gateway = json_gateway
+    keys = KeyCache(
+        accounts_db,
+        clock=clock,
+        ttl_s=settings.auth_cache_ttl_s,
+        max_keys=settings.auth_cache_max_keys,
+        on_lookup=sandbox.mirror_account if sandbox is not None else None,
+    )
     return Services(
         settings=settings,
-        clock=clock or SystemClock(),
-        db=Database(settings.resolved_database_url()),
+        clock=clock,
+        db=db,
+        accounts_db=accounts_db,
         gateway=gateway,
         policy=HostPolicy(settings.callback_allowed_hosts, resolver=resolver),
+        writer=GroupCommitWriter(db, clock=clock, max_batch=settings.write_batch_max),
+        keys=keys,
+        limiter=RateLimiter(
+            clock=clock, rate_per_s=settings.rate_limit_per_s, burst=settings.rate_limit_burst
+        ),
         http_transport=http_transport,
+        sandbox=sandbox,
         owned=owned,
     )
+
+
+def _default_gateway(settings: ApiSettings, owned: list[Any]) -> LedgerGateway:
+    node_url, wallet_url = settings.node_url, settings.wallet_url
+    if settings.sandbox:
+        if not (settings.sandbox_node_url and settings.sandbox_wallet_url):
+            return InMemoryLedger()
+        node_url, wallet_url = settings.sandbox_node_url, settings.sandbox_wallet_url
+    gateway = JsonRpcLedgerGateway.from_urls(node_url, wallet_url, ec_address=settings.ec_address)
+    owned.append(gateway)
+    return gateway
 
 
 def load_callback_secret(db: Database, settings: ApiSettings) -> bytes:

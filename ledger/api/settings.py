@@ -28,7 +28,11 @@ class ApiSettings(BaseSettings):
             ``None`` means the origin of the incoming request.
         worker_enabled: start the background worker in the app lifespan.
         worker_poll_interval_s: pause between two worker passes, seconds.
-        worker_batch_size: most rows (or directory blocks) handled per step of one pass.
+        worker_batch_size: most directory blocks, anchor heights or callbacks handled per
+            step of one pass.
+        submit_rows_per_pass: most due rows of each kind (new chains, entries) submitted in
+            one pass; a pass that reaches it (or is behind on blocks) is followed at once.
+        submit_chunk_rows: rows per compose / commit / reveal JSON-RPC round trip.
         anchor_poll_interval_s: least time between two look-ups of anchors, seconds.
         submit_max_attempts: compose/commit/reveal failures (errors answered by the wallet
             or node, not outages) after which a row is given up as ``failed``.
@@ -43,6 +47,28 @@ class ApiSettings(BaseSettings):
         callback_retry_base_s, callback_retry_max_s: exponential back-off of failed callbacks
             (first delay, largest delay), seconds.
         callback_give_up_s: a callback not delivered this long after it was queued is dropped.
+        write_batch_max: most writes (operations 2 and 6) grouped into one database
+            transaction by the group-commit writer.
+        write_fast_path: answer operations 2 and 6 in the ASGI fast path
+            (``ledger.api.fastpath``) rather than through FastAPI's routing; same answers.
+        auth_cache_ttl_s: how long a verified key -> account mapping is reused without a
+            database look-up, seconds. A revoked key stops reading after at most this long;
+            writes check the account in their own transaction, so they stop at once.
+        auth_cache_max_keys: most keys kept in that cache.
+        rate_limit_per_s, rate_limit_burst: token bucket per account (requests per second
+            sustained, largest burst); over it: HTTP 429 with ``Retry-After``. A rate of
+            0 turns the limit off.
+        sandbox: run as the sandbox (``python -m ledger.api --sandbox``): chains and entries
+            go to ``sandbox_database_url``, accounts (the same keys) are read from the main
+            database, the ledger is a built-in test ledger unless ``sandbox_node_url`` and
+            ``sandbox_wallet_url`` name one, nothing is anchored, and the data is purged every
+            ``sandbox_purge_interval_s``.
+        sandbox_database_url: SQLAlchemy URL of the sandbox data; ``None`` means
+            ``sqlite:///<data_dir>/sandbox.sqlite``.
+        sandbox_node_url, sandbox_wallet_url: a test network to use instead of the built-in
+            test ledger (both or neither).
+        sandbox_block_time_s: block period of the built-in test ledger, seconds.
+        sandbox_purge_interval_s: period of the sandbox purge, seconds.
     """
 
     model_config = SettingsConfigDict(env_prefix="NOTARY_API_", extra="ignore")
@@ -58,6 +84,8 @@ class ApiSettings(BaseSettings):
     worker_enabled: bool = True
     worker_poll_interval_s: float = Field(default=1.0, gt=0)
     worker_batch_size: int = Field(default=100, ge=1)
+    submit_rows_per_pass: int = Field(default=5000, ge=1)
+    submit_chunk_rows: int = Field(default=500, ge=1)
     anchor_poll_interval_s: float = Field(default=10.0, ge=0)
     submit_max_attempts: int = Field(default=20, ge=1)
     submit_retry_base_s: float = Field(default=2.0, ge=0)
@@ -70,9 +98,29 @@ class ApiSettings(BaseSettings):
     callback_retry_base_s: float = Field(default=5.0, gt=0)
     callback_retry_max_s: float = Field(default=600.0, gt=0)
     callback_give_up_s: float = Field(default=86_400.0, gt=0)
+    write_batch_max: int = Field(default=512, ge=1)
+    write_fast_path: bool = True
+    auth_cache_ttl_s: float = Field(default=1.0, ge=0)
+    auth_cache_max_keys: int = Field(default=10_000, ge=1)
+    rate_limit_per_s: float = Field(default=2_000.0, ge=0)
+    rate_limit_burst: int = Field(default=4_000, ge=1)
+    sandbox: bool = False
+    sandbox_database_url: str | None = None
+    sandbox_node_url: str | None = None
+    sandbox_wallet_url: str | None = None
+    sandbox_block_time_s: float = Field(default=10.0, gt=0)
+    sandbox_purge_interval_s: float = Field(default=86_400.0, gt=0)
 
     def resolved_database_url(self) -> str:
         """The SQLAlchemy URL to use: ``database_url`` or the SQLite file under ``data_dir``."""
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'api.sqlite'}"
+
+    def resolved_records_url(self) -> str:
+        """The URL of chains and entries: the sandbox database in sandbox mode, else the main."""
+        if not self.sandbox:
+            return self.resolved_database_url()
+        if self.sandbox_database_url:
+            return self.sandbox_database_url
+        return f"sqlite:///{self.data_dir / 'sandbox.sqlite'}"

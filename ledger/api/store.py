@@ -1,12 +1,13 @@
 """Reads and writes of chains and entries (the record and outbox of the publishing API).
 
-Every function takes an open ``Session``; the caller owns the transaction. Writes are
-made in ``Database.write()`` so that they are durable before HTTP 202 is answered.
+Every function takes an open ``Session``; the caller owns the transaction. The HTTP
+write path records writes in batches through ``ledger.api.writer`` (group commit) and
+``ledger.api.intake``; ``accept_chain``/``accept_entry`` here record one write through the
+same ``intake.accept_batch`` in a caller's session (tools, tests, the benchmark).
 
 Ordering: entries of a chain are numbered ``seq = 0, 1, 2, ...`` in acceptance order
-(``seq`` 0 is the first entry, made with the chain). The number comes from
-``chains.entry_count``, incremented by an ``UPDATE`` that locks the chain row (PostgreSQL)
-or runs under the database write lock (SQLite), so concurrent appends never collide.
+(``seq`` 0 is the first entry, made with the chain), without gaps (``intake``), so
+pages of the entry list are ranges of the ``(chain_id, seq)`` index.
 
 Search (operations 4 and 10): a chain or entry matches when its external IDs contain
 every searched value (as a multiset; order does not matter). Matches are ordered oldest
@@ -19,17 +20,30 @@ import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ledger.api.callbacks import DEFAULT_CALLBACK_STAGES, enqueue_callback
-from ledger.api.encoding import from_base64, to_base64
-from ledger.api.models import Account, Chain, EntryRow, ExternalIdTag, Stage, SubmitState
+from ledger.api.callbacks import DEFAULT_CALLBACK_STAGES
+from ledger.api.encoding import from_base64
+from ledger.api.intake import (
+    AccountRevoked,
+    ChainExists,
+    ChainNotFound,
+    WriteKind,
+    WriteOutcome,
+    WriteRefused,
+    WriteRequest,
+    accept_batch,
+)
+from ledger.api.models import Chain, EntryRow, ExternalIdTag
 from ledger.core.entry import Entry
 
 __all__ = [
+    "AccountRevoked",
     "Callback",
+    "HasId",
     "ChainExists",
     "ChainNotFound",
     "accept_chain",
@@ -43,25 +57,17 @@ __all__ = [
     "list_entries",
     "search_chains",
     "search_entries",
+    "write_request",
 ]
 
 _SEARCH_PAGE = 200
 
 
-class ChainExists(Exception):
-    """The chain ID of a new chain is taken (by another account or another first entry)."""
+class HasId(Protocol):
+    """An account as the store needs it: its ``id`` (``Account`` row or ``auth.Principal``)."""
 
-    def __init__(self, chain_id: str) -> None:
-        super().__init__(f"chain {chain_id} already exists")
-        self.chain_id = chain_id
-
-
-class ChainNotFound(LookupError):
-    """No chain with this ID belongs to the calling account."""
-
-    def __init__(self, chain_id: str) -> None:
-        super().__init__(f"chain {chain_id} does not exist")
-        self.chain_id = chain_id
+    @property
+    def id(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -75,40 +81,39 @@ class Callback:
         return list(DEFAULT_CALLBACK_STAGES if self.stages is None else dict.fromkeys(self.stages))
 
 
+def write_request(
+    kind: WriteKind, account: HasId, entry: Entry, callback: Callback | None
+) -> WriteRequest:
+    """The prepared write of ``entry`` by ``account`` (see ``intake.WriteRequest``)."""
+    if callback is None:
+        return WriteRequest.of(kind, account.id, entry)
+    return WriteRequest.of(
+        kind, account.id, entry, callback_url=callback.url, callback_stages=callback.stage_list()
+    )
+
+
 def accept_chain(
-    session: Session, account: Account, entry: Entry, *, callback: Callback | None, now: float
+    session: Session, account: HasId, entry: Entry, *, callback: Callback | None, now: float
 ) -> tuple[Chain, EntryRow, bool]:
     """Record a new chain and its first entry ``entry`` (stage ``multi_az``, state ``pending``).
 
-    Returns ``(chain, first_entry, created)``. Posting the same first entry again from the
-    same account is idempotent: the existing rows with ``created=False``.
+    One write through ``intake.accept_batch`` in the session's transaction (the HTTP path
+    batches many through the group-commit writer instead). Returns
+    ``(chain, first_entry, created)``; the same first entry from the same account again is
+    idempotent (``created=False``).
 
     Raises:
         ChainExists: the chain ID exists with another owner or another first entry.
+        AccountRevoked: the account is revoked.
     """
-    chain_id, entry_hash = entry.chain_id.hex(), entry.hash().hex()
-    existing = session.get(Chain, chain_id)
-    if existing is not None:
-        if existing.account_id != account.id or existing.first_entry_hash != entry_hash:
-            raise ChainExists(chain_id)
-        return existing, _entry_by_hash(session, entry_hash), False
-    ext_b64 = [to_base64(x) for x in entry.external_ids]
-    chain = Chain(
-        chain_id=chain_id,
-        account_id=account.id,
-        external_ids=ext_b64,
-        created_at=now,
-        first_entry_hash=entry_hash,
-        entry_count=1,
-    )
-    session.add(chain)
-    session.flush()
-    row = _insert_entry(session, account, entry, seq=0, callback=callback, now=now)
-    return chain, row, True
+    outcome = _accept_one(session, write_request("chain", account, entry, callback), now)
+    chain = session.get(Chain, outcome.chain_id, populate_existing=True)
+    assert chain is not None
+    return chain, _reloaded_entry(session, outcome.entry_hash), outcome.created
 
 
 def accept_entry(
-    session: Session, account: Account, entry: Entry, *, callback: Callback | None, now: float
+    session: Session, account: HasId, entry: Entry, *, callback: Callback | None, now: float
 ) -> tuple[EntryRow, bool]:
     """Append ``entry`` to its chain (stage ``multi_az``, state ``pending``).
 
@@ -117,63 +122,23 @@ def accept_entry(
 
     Raises:
         ChainNotFound: the chain does not exist or belongs to another account.
+        AccountRevoked: the account is revoked.
     """
-    chain_id = entry.chain_id.hex()
-    chain = session.get(Chain, chain_id)
-    if chain is None or chain.account_id != account.id:
-        raise ChainNotFound(chain_id)
-    existing = _entry_by_hash(session, entry.hash().hex(), required=False)
-    if existing is not None:
-        return existing, False
-    counter = Chain.entry_count
-    session.execute(
-        update(Chain).where(Chain.chain_id == chain_id).values(entry_count=counter + 1),
-        execution_options={"synchronize_session": False},
-    )
-    seq = session.scalar(select(Chain.entry_count).where(Chain.chain_id == chain_id)) - 1
-    return _insert_entry(session, account, entry, seq=seq, callback=callback, now=now), True
+    outcome = _accept_one(session, write_request("entry", account, entry, callback), now)
+    return _reloaded_entry(session, outcome.entry_hash), outcome.created
 
 
-def _insert_entry(
-    session: Session,
-    account: Account,
-    entry: Entry,
-    *,
-    seq: int,
-    callback: Callback | None,
-    now: float,
-) -> EntryRow:
-    row = EntryRow(
-        entry_hash=entry.hash().hex(),
-        chain_id=entry.chain_id.hex(),
-        seq=seq,
-        account_id=account.id,
-        is_first=seq == 0,
-        external_ids=[to_base64(x) for x in entry.external_ids],
-        content=entry.content,
-        callback_url=callback.url if callback else None,
-        callback_stages=callback.stage_list() if callback else None,
-        stage=Stage.MULTI_AZ.value,
-        state=SubmitState.PENDING.value,
-        created_at=now,
-        multi_az_at=now,
-        next_attempt_at=now,
-        attempts=0,
-    )
-    session.add(row)
-    session.flush()
-    for value in entry.external_ids:
-        session.add(
-            ExternalIdTag(
-                entry_id=row.id,
-                chain_id=row.chain_id,
-                account_id=account.id,
-                is_first=seq == 0,
-                value_hash=_value_hash(value),
-            )
-        )
-    enqueue_callback(session, row, Stage.MULTI_AZ, {"entry_hash": row.entry_hash}, now=now)
-    return row
+def _reloaded_entry(session: Session, entry_hash: str) -> EntryRow:
+    query = select(EntryRow).where(EntryRow.entry_hash == entry_hash)
+    return session.scalars(query.execution_options(populate_existing=True)).one()
+
+
+def _accept_one(session: Session, request: WriteRequest, now: float) -> WriteOutcome:
+    lock = session.get_bind().dialect.name != "sqlite"
+    (result,) = accept_batch(session.connection(), [request], now=now, lock_chains=lock)
+    if isinstance(result, WriteRefused):
+        raise result
+    return result
 
 
 def _entry_by_hash(session: Session, entry_hash: str, *, required: bool = True) -> EntryRow:
@@ -187,14 +152,14 @@ def _value_hash(value: bytes) -> str:
     return hashlib.sha256(value).hexdigest()
 
 
-def get_chain(session: Session, account: Account, chain_id: str) -> Chain | None:
+def get_chain(session: Session, account: HasId, chain_id: str) -> Chain | None:
     """The account's chain with this ID (lowercase hex), else ``None``."""
     chain = session.get(Chain, chain_id)
     return chain if chain is not None and chain.account_id == account.id else None
 
 
 def list_chains(
-    session: Session, account: Account, *, limit: int, offset: int
+    session: Session, account: HasId, *, limit: int, offset: int
 ) -> tuple[list[Chain], int]:
     """The account's chains, oldest first: ``(page, total count)``."""
     where = Chain.account_id == account.id
@@ -205,14 +170,21 @@ def list_chains(
 
 def list_entries(
     session: Session, chain: Chain, *, limit: int, offset: int
-) -> tuple[list[EntryRow], int]:
-    """Entries of ``chain`` in sequence (``seq`` ascending): ``(page, total count)``."""
+) -> tuple[list[str], int]:
+    """Entry hashes of ``chain`` in sequence (``seq`` ascending): ``(page, total count)``.
+
+    ``seq`` runs 0..count-1 without gaps, so a page is a range of the ``(chain_id, seq)``
+    index: its cost does not grow with ``offset``. Only the hashes are read (not the
+    content), which is all operation 7 shows.
+    """
     query = (
-        select(EntryRow)
-        .where(EntryRow.chain_id == chain.chain_id)
+        select(EntryRow.entry_hash)
+        .where(
+            EntryRow.chain_id == chain.chain_id,
+            EntryRow.seq >= offset,
+            EntryRow.seq < offset + limit,
+        )
         .order_by(EntryRow.seq)
-        .limit(limit)
-        .offset(offset)
     )
     return list(session.scalars(query)), chain.entry_count
 
@@ -229,14 +201,8 @@ def first_entry(session: Session, chain: Chain) -> EntryRow:
 
 
 def last_entry(session: Session, chain: Chain) -> EntryRow:
-    """The most recent entry of ``chain`` (highest ``seq``)."""
-    query = (
-        select(EntryRow)
-        .where(EntryRow.chain_id == chain.chain_id)
-        .order_by(EntryRow.seq.desc())
-        .limit(1)
-    )
-    row = session.scalar(query)
+    """The most recent entry of ``chain`` (highest ``seq``, ``entry_count - 1``)."""
+    row = entry_at(session, chain, chain.entry_count - 1)
     return row if row is not None else first_entry(session, chain)
 
 
@@ -246,7 +212,7 @@ def get_entry(session: Session, chain: Chain, entry_hash: str) -> EntryRow | Non
     return row if row is not None and row.chain_id == chain.chain_id else None
 
 
-def search_chains(session: Session, account: Account, values: Sequence[bytes]) -> Chain | None:
+def search_chains(session: Session, account: HasId, values: Sequence[bytes]) -> Chain | None:
     """The oldest of the account's chains whose external IDs contain all ``values``."""
     scope = (ExternalIdTag.account_id == account.id, ExternalIdTag.is_first.is_(True))
     row = _search(session, scope, values)

@@ -320,3 +320,23 @@ def test_create_entries_reuses_pooled_connections_on_loopback() -> None:
         server.server_close()
     assert all(r.ok for r in results) and len({r.entry_hash for r in results}) == 60
     assert 1 <= len(_KeepAliveHandler.peers) <= 3  # 60 posts over at most 3 connections
+
+
+def test_rate_limited_post_is_a_retryable_error() -> None:
+    import httpx as _httpx
+
+    from connectors.errors import ServiceUnavailable
+    from connectors.publishing import PublishingClient as _Client
+
+    def handler(request: _httpx.Request) -> _httpx.Response:
+        return _httpx.Response(
+            429, headers={"retry-after": "1"}, json={"error": {"message": "slow down"}}
+        )
+
+    client = _Client("http://api/v1", "k", transport=_httpx.MockTransport(handler))
+    try:
+        client.create_entry("ab" * 32, [b"x"], b"y")
+    except ServiceUnavailable as exc:
+        assert exc.retryable
+    else:
+        raise AssertionError("a 429 must raise ServiceUnavailable")

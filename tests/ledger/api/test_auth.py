@@ -75,17 +75,57 @@ def test_app_id_app_key_pair_is_accepted(api: Api, chain) -> None:
     assert codes == [200, 202, 200, 200, 200, 202, 200, 200, 200, 200, 200]
 
 
-def test_revoked_key_fails(api: Api, chain) -> None:
+def test_revoked_key_stops_writing_at_once_and_reading_after_the_cache_ttl(api: Api) -> None:
     other = api.new_key("revoked")
-    assert api.client.get("/v1/chains", headers={"user-key": other}).status_code == 200
+    headers = {"user-key": other}
+    assert api.client.get("/v1/chains", headers=headers).status_code == 200  # now cached
+    body = {"external_ids": [b64(b"mine")], "content": ""}
+    assert api.client.post("/v1/chains", json=body, headers=headers).status_code == 202
     with api.services.db.write() as session:
         from ledger.api.accounts import verify_key
 
         account = verify_key(session, other)
         assert account is not None
         revoke_account(session, account.id)
-    response = api.client.get("/v1/chains", headers={"user-key": other})
+    body = {"external_ids": [b64(b"after revocation")], "content": ""}
+    response = api.client.post("/v1/chains", json=body, headers=headers)
     _assert_error(response, 403, "Authentication Failed")
+    assert api.client.get("/v1/chains", headers=headers).status_code == 200  # cached read
+    api.clock.advance(api.services.settings.auth_cache_ttl_s)
+    _assert_error(api.client.get("/v1/chains", headers=headers), 403, "Authentication Failed")
+    assert api.get("/v1/chains").status_code == 200  # other keys unaffected
+
+
+def test_key_cache_reads_the_database_once_per_ttl(api: Api) -> None:
+    from sqlalchemy import event
+
+    statements: list[str] = []
+    event.listen(
+        api.services.accounts_db.engine,
+        "before_cursor_execute",
+        lambda *args: statements.append(args[2]),
+    )
+    for _ in range(5):
+        assert api.get("/v1/chains").status_code == 200
+    lookups = [s for s in statements if "FROM accounts" in s]
+    assert len(lookups) <= 1
+    api.clock.advance(api.services.settings.auth_cache_ttl_s + 0.1)
+    assert api.get("/v1/chains").status_code == 200
+    assert len([s for s in statements if "FROM accounts" in s]) == len(lookups) + 1
+
+
+def test_rate_limit_per_key_answers_429_with_retry_after(make_api) -> None:
+    api = make_api(rate_limit_per_s=2.0, rate_limit_burst=3)
+    other = {"user-key": api.new_key("other")}
+    codes = [api.get("/v1/chains").status_code for _ in range(4)]
+    assert codes == [200, 200, 200, 429]
+    limited = api.get("/v1/chains")
+    _assert_error(limited, 429, "Too Many Requests")
+    assert limited.headers["retry-after"] == "1"
+    assert api.client.get("/v1/chains", headers=other).status_code == 200  # per key
+    api.clock.advance(0.5)  # one token back at 2 per second
+    assert api.get("/v1/chains").status_code == 200
+    assert api.get("/v1/chains").status_code == 429
 
 
 def test_a_key_sees_only_its_own_chains(api: Api, chain) -> None:

@@ -98,7 +98,6 @@ def test_unknown_routes_and_methods_are_404_no_mapping(api: Api, chain_id: str) 
         ("GET", "/v2/chains"),
         ("GET", "/"),
         ("GET", "/v1/docs"),
-        ("GET", "/v1/openapi.json"),
         ("GET", "/docs"),
         ("DELETE", f"/v1/chains/{chain_id}"),
         ("PUT", "/v1/chains"),

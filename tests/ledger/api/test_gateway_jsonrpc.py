@@ -211,3 +211,23 @@ def test_empty_batches_make_no_request() -> None:
     gw = gateway(node, Server({}))
     assert gw.submit([]) == [] and gw.entry_blocks([]) == [] and gw.anchors([]) == []
     assert node.bodies == []
+
+
+def test_long_call_lists_go_in_order_as_several_batches_within_the_limits() -> None:
+    node = Server({"commit-entry": lambda p: {"message": p["message"]}})
+    gw = JsonRpcLedgerGateway(
+        JsonRpcClient("http://node/v2", transport=httpx.MockTransport(node)),
+        JsonRpcClient("http://wallet/v2", transport=httpx.MockTransport(Server({}))),
+        ec_address=EC,
+        max_batch_bytes=2_000,
+        max_batch_items=4,
+    )
+    small = [RpcCall("commit-entry", {"message": f"{i:02d}"}) for i in range(10)]
+    big = RpcCall("commit-entry", {"message": "x" * 5_000})  # alone: over the byte budget
+    results = gw.submit([*small[:3], big, *small[3:]])
+    assert [r["message"] for r in results] == ["00", "01", "02", "x" * 5_000] + [
+        f"{i:02d}" for i in range(3, 10)
+    ]
+    sizes = [len(body) for body in node.bodies]
+    assert sizes == [3, 1, 4, 3]
+    assert all(len(json.dumps(b)) < 2_000 for b in node.bodies if len(b) > 1)

@@ -15,7 +15,11 @@ from .conftest import Api, ApiFactory, b64
 def test_root_gives_version_and_chains_link(api: Api) -> None:
     for path in ["/v1", "/v1/"]:
         body = api.get(path).json()
-        assert body == {"api_version": "1.0.11", "links": {"chains": "http://testserver/v1/chains"}}
+        assert body == {
+            "api_version": "1.0.11",
+            "links": {"chains": "http://testserver/v1/chains"},
+            "sandbox": False,
+        }
 
 
 def test_public_base_url_is_used_in_links(make_api: ApiFactory) -> None:
@@ -214,3 +218,21 @@ def test_entry_search_within_one_chain(api: Api) -> None:
     first_entry = api.get(f"/v1/chains/{chain_id}/entries/first").json()["entry_hash"]
     assert search([b"docs"]).json()["entry_hash"] == first_entry
     assert search([b"ccc"]).status_code == 404
+
+
+def test_entry_pages_are_ranges_of_the_sequence_up_to_the_end(api: Api) -> None:
+    answer = api.post_chain([b"pages"], b"first").json()
+    chain_id = answer["chain_id"]
+    hashes = [answer["entry_hash"]]
+    for i in range(24):
+        hashes.append(api.post_entry(chain_id, [b"p", str(i).encode()]).json()["entry_hash"])
+    url = f"/v1/chains/{chain_id}/entries"
+    seen = []
+    for offset in range(0, 30, 10):
+        page = api.get(url, params={"limit": 10, "offset": offset}).json()
+        assert page["count"] == 25
+        seen += [item["entry_hash"] for item in page["items"]]
+    assert seen == hashes
+    assert api.get(url, params={"offset": 25}).json()["items"] == []
+    last = api.get(f"{url}/last").json()
+    assert last["entry_hash"] == hashes[-1]

@@ -6,7 +6,7 @@ import time
 
 from sqlalchemy import select
 
-from ledger.api.gateway import RpcFailure
+from ledger.api.gateway import GatewayUnavailable, RpcFailure
 from ledger.api.memory_gateway import InMemoryLedger
 from ledger.api.models import EntryRow, ServiceState
 from ledger.api.worker import LAST_HEIGHT_KEY
@@ -277,3 +277,52 @@ def _wait(condition, timeout_s: float = 5.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
         time.sleep(0.01)
+
+
+def test_large_backlogs_go_in_chunks_with_composition_ahead(make_api: ApiFactory) -> None:
+    api = make_api(submit_chunk_rows=4, submit_rows_per_pass=10)
+    _, hashes = make_chain_with_entries(api, 13)
+    first = api.run_worker()
+    assert (first.committed, first.revealed, first.backlog) == (11, 11, True)
+    second = api.run_worker()
+    assert (second.committed, second.revealed, second.backlog) == (3, 3, False)
+    assert all(api.ledger.is_revealed(h) for h in hashes)
+    assert api.ledger.commits_sent == {h: 1 for h in hashes}
+    assert api.ledger.reveals_sent == {h: 1 for h in hashes}
+    entry_batches = [len(b) for b in api.ledger.batches if b[0] == "compose-entry"]
+    assert entry_batches == [4, 4, 2, 3]  # 10 rows per pass, 4 per chunk
+
+
+def test_outage_in_a_later_chunk_keeps_the_chunks_already_done(make_api: ApiFactory) -> None:
+    api = make_api(submit_chunk_rows=2)
+    chain_id, _ = make_chain_with_entries(api, 0)
+    api.run_worker()  # the chain is revealed
+    hashes = [api.post_entry(chain_id, [b"e", bytes([i])]).json()["entry_hash"] for i in range(5)]
+    real_submit, reveal_batches = api.ledger.submit, []
+
+    def submit(calls):  # the second reveal batch meets an outage
+        if calls and calls[0].method == "reveal-entry":
+            reveal_batches.append(len(calls))
+            if len(reveal_batches) == 2:
+                raise GatewayUnavailable("node went away")
+        return real_submit(calls)
+
+    api.ledger.submit = submit  # type: ignore[method-assign]
+    report = api.run_worker()
+    assert report.errors and (report.committed, report.revealed) == (2, 2)
+    states = [rows(api)[h].state for h in hashes]
+    assert states == ["revealed", "revealed", "committed", "committed", "pending"]
+    api.run_worker()
+    assert {rows(api)[h].state for h in hashes} == {"revealed"}
+    assert set(api.ledger.commits_sent.values()) == {1}
+    assert all(api.ledger.reveals_sent[h] == 1 for h in hashes)
+
+
+def test_nothing_is_submitted_before_the_block_cursor_is_known(api: Api) -> None:
+    _, hashes = make_chain_with_entries(api, 0)
+    api.ledger.fail_next("heights")
+    report = api.run_worker()
+    assert report.errors and api.ledger.calls["compose-chain"] == 0
+    assert rows(api)[hashes[0]].state == "pending"
+    report = api.run_worker()
+    assert (report.committed, report.revealed) == (1, 1)

@@ -1,0 +1,724 @@
+"""Benchmark of the publishing API: accepted writes per second, write latency, read latency.
+
+Usage (from the repository root)::
+
+    python bench/api_writes.py          # writes bench/results/api_writes.json
+    python bench/api_writes.py --seconds 5 --chain-entries 1000000 --concurrency 16 --backlog 0
+
+What it does, each server in its own process on a free loopback port:
+
+1. **baseline**: a bare FastAPI endpoint that inserts one row into SQLite per request and
+   commits it (WAL, ``synchronous=FULL``, the same durability as the API), answering 202.
+2. **api**: the publishing API (``create_app``) on a SQLite file, worker disabled (the
+   in-memory twin ledger as gateway), one account. Every client connection creates a chain,
+   then posts entries into it (operation 6), each with unique content.
+3. **reads**: ``--chain-entries`` entries are inserted directly into one chain of the API
+   database (not through HTTP), then GET latency is measured on that chain: the chain, its
+   first and last entry, an entry by hash, a page of the entry list at a random offset, and
+   a search by external ID.
+
+4. **worker backlog** (``--backlog N``, 0 skips): the bundled stack (real node and wallet)
+   accepts N entries with the API worker off, then restarts with it on; the time until
+   every entry is revealed, and until every entry is in a directory block, is measured.
+
+Each write run is repeated per ``--concurrency`` level. The JSON notes the load average
+(other processes on the machine skew every figure) and whether uvicorn runs with the C
+HTTP parser and event loop (``httptools``, ``uvloop``) or the pure-Python ones.
+
+Two load generators drive the same POSTs over keep-alive connections (no pipelining):
+``raw`` (a minimal HTTP/1.1 client on asyncio streams; cheap enough that the server is the
+bottleneck) and ``httpx`` (``httpx.AsyncClient``, one single-connection client per
+worker). On a small machine httpx itself needs about a millisecond of CPU per request,
+so its figures show the client's ceiling as much as the server's.
+
+Latencies are per request, from sending the request to the last byte of the answer,
+in milliseconds. The JSON result file holds every figure printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import platform
+import random
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+DEFAULT_OUT = REPO / "bench" / "results" / "api_writes.json"
+KEY_FILE = "bench-key"
+
+
+# -- servers (run in child processes) ----------------------------------------------------
+
+
+def _serve_api(data_dir: Path, port: int) -> None:
+    from ledger.api.app import create_app
+    from ledger.api.memory_gateway import InMemoryLedger
+    from ledger.api.settings import ApiSettings
+
+    settings = ApiSettings(
+        data_dir=data_dir,
+        worker_enabled=False,
+        ec_address="EC2DKSYyRcNWf7RS963VFYgMExo1824HVeCfQ9PGPmNzwrcmgm2r",
+        rate_limit_per_s=1_000_000.0,
+        rate_limit_burst=1_000_000,
+    )
+    app = create_app(settings, gateway=InMemoryLedger())
+    _run_until_terminated(app, port)
+    stats = app.state.services.writer.stats
+    if stats.writes:
+        print(
+            f"  (api writer: {stats.writes} writes in {stats.batches} transactions,"
+            f" {stats.mean_batch:.1f} per transaction)",
+            file=sys.stderr,
+        )
+
+
+def _serve_baseline(data_dir: Path, port: int) -> None:
+    """A bare FastAPI endpoint: one SQLite insert and commit per request (WAL, FULL)."""
+    import threading
+
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    connection = sqlite3.connect(data_dir / "baseline.sqlite", check_same_thread=False)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=FULL")
+    connection.execute(
+        "CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, chain_id TEXT,"
+        " external_ids TEXT, content BLOB)"
+    )
+    connection.commit()
+    lock = threading.Lock()
+    app = FastAPI()
+
+    @app.post("/v1/chains/{chain_id}/entries", status_code=202)
+    def create_entry(chain_id: str, body: BaselineBody) -> JSONResponse:
+        content = base64.b64decode(body.content or "")
+        with lock:
+            cursor = connection.execute(
+                "INSERT INTO entries (chain_id, external_ids, content) VALUES (?, ?, ?)",
+                (chain_id, json.dumps(body.external_ids or []), content),
+            )
+            connection.commit()
+        return JSONResponse({"entry_id": cursor.lastrowid}, status_code=202)
+
+    _run_until_terminated(app, port)
+
+
+def _run_until_terminated(app: Any, port: int) -> None:
+    """Serve ``app`` until SIGTERM, then shut down cleanly and return (no re-raised signal)."""
+    import signal
+
+    import uvicorn
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    server_ = Server(config)
+    signal.signal(signal.SIGTERM, lambda *_: setattr(server_, "should_exit", True))
+    server_.run()
+
+
+class BaselineBody(BaseModel):
+    """Request body of the baseline endpoint (module level so FastAPI resolves it)."""
+
+    external_ids: list[str] | None = None
+    content: str | None = None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def server(kind: str, data_dir: Path) -> Iterator[int]:
+    """Start ``kind`` (``api`` or ``baseline``) in a child process; yield its port."""
+    port = _free_port()
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--serve",
+            kind,
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            str(port),
+        ],
+        cwd=REPO,
+    )
+    try:
+        _wait_listening(port, child)
+        yield port
+    finally:
+        child.terminate()
+        try:
+            child.wait(15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _wait_listening(port: int, child: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            raise RuntimeError(f"server exited with status {child.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError("server did not start listening")
+
+
+# -- a minimal HTTP/1.1 keep-alive client ------------------------------------------------
+
+
+@dataclass
+class Answer:
+    status: int
+    body: bytes
+
+
+class RawConnection:
+    """One keep-alive HTTP/1.1 connection; one request at a time (no pipelining)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader, self._writer = reader, writer
+
+    @classmethod
+    async def open(cls, port: int) -> RawConnection:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return cls(reader, writer)
+
+    async def request(
+        self, method: str, path: str, headers: dict[str, str], body: bytes = b""
+    ) -> Answer:
+        lines = [f"{method} {path} HTTP/1.1", "host: 127.0.0.1"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        if body or method == "POST":
+            lines.append(f"content-length: {len(body)}")
+        self._writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        head = await self._reader.readuntil(b"\r\n\r\n")
+        status_line, *header_lines = head.decode("latin-1").split("\r\n")
+        length = 0
+        for line in header_lines:
+            name, _, value = line.partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        return Answer(int(status_line.split()[1]), await self._reader.readexactly(length))
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+# -- load ------------------------------------------------------------------------------
+
+Request = tuple[str, str, dict[str, str], bytes]  # method, path, headers, body
+
+
+@dataclass
+class LoadResult:
+    requests: int = 0
+    ok: int = 0
+    seconds: float = 0.0
+    latencies_ms: list[float] = field(default_factory=list)
+    statuses: dict[int, int] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        lat = sorted(self.latencies_ms)
+        return {
+            "requests": self.requests,
+            "accepted": self.ok,
+            "seconds": round(self.seconds, 3),
+            "per_second": round(self.ok / self.seconds, 1) if self.seconds else 0.0,
+            "p50_ms": _pct(lat, 50),
+            "p90_ms": _pct(lat, 90),
+            "p99_ms": _pct(lat, 99),
+            "max_ms": round(lat[-1], 2) if lat else None,
+            "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
+        }
+
+
+def _pct(values: list[float], pct: float) -> float | None:
+    if not values:
+        return None
+    index = min(len(values) - 1, int(round(pct / 100 * (len(values) - 1))))
+    return round(values[index], 2)
+
+
+WorkerSetup = Callable[[Any, int], Any]  # (session, worker index) -> per-worker state
+
+
+async def drive(
+    port: int,
+    *,
+    client: str,
+    concurrency: int,
+    seconds: float,
+    warmup_s: float,
+    setup: Callable[[Callable[..., Any], int], Any],
+    make_request: Callable[[Any, int], Request],
+    ok_status: int,
+) -> LoadResult:
+    """Run ``concurrency`` workers for ``warmup_s + seconds``; count only after the warm-up.
+
+    ``setup(send, worker)`` prepares a worker's state (``send`` sends one request);
+    ``make_request(state, i)`` gives the i-th request of that worker.
+    """
+    result = LoadResult()
+    start = time.perf_counter()
+    measure_from, stop_at = start + warmup_s, start + warmup_s + seconds
+
+    async def worker(index: int) -> None:
+        send, close = await _sender(client, port)
+        try:
+            state = await setup(send, index)
+            i = 0
+            while True:
+                method, path, headers, body = make_request(state, i)
+                i += 1
+                began = time.perf_counter()
+                if began >= stop_at:
+                    return
+                answer = await send(method, path, headers, body)
+                ended = time.perf_counter()
+                if began >= measure_from:
+                    result.requests += 1
+                    result.statuses[answer.status] = result.statuses.get(answer.status, 0) + 1
+                    result.latencies_ms.append((ended - began) * 1000)
+                    result.ok += answer.status == ok_status
+        finally:
+            await close()
+
+    await asyncio.gather(*(worker(i) for i in range(concurrency)))
+    result.seconds = time.perf_counter() - max(measure_from, start)
+    return result
+
+
+async def _sender(client: str, port: int) -> tuple[Any, Any]:
+    if client == "raw":
+        conn = await RawConnection.open(port)
+
+        async def send_raw(method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
+            return await conn.request(method, path, headers, body)
+
+        async def close_raw() -> None:
+            conn.close()
+
+        return send_raw, close_raw
+    import httpx
+
+    http = httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}", limits=httpx.Limits(max_connections=1), timeout=60
+    )
+
+    async def send_httpx(method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
+        response = await http.request(method, path, headers=headers, content=body or None)
+        return Answer(response.status_code, response.content)
+
+    return send_httpx, http.aclose
+
+
+# -- scenarios -------------------------------------------------------------------------
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _entry_body(worker: int, i: int) -> bytes:
+    ext = [b64(b"bench"), b64(f"w{worker}-{i}".encode())]
+    content = b64(f"document {worker}/{i} {time.time_ns()}".encode() + os.urandom(16))
+    return _json({"external_ids": ext, "content": content})
+
+
+def write_scenario(key: str | None) -> tuple[Any, Callable[[Any, int], Request]]:
+    """Setup + request factory of the write load (API when ``key`` is given, else baseline)."""
+    headers = {"content-type": "application/json"}
+    if key is not None:
+        headers["user-key"] = key
+
+    async def setup(send: Any, worker: int) -> str:
+        if key is None:
+            return "00" * 32
+        body = _json({"external_ids": [b64(b"bench"), b64(os.urandom(16))], "content": ""})
+        answer = await send("POST", "/v1/chains", headers, body)
+        if answer.status != 202:
+            raise RuntimeError(f"chain creation answered {answer.status}: {answer.body[:200]!r}")
+        return str(json.loads(answer.body)["chain_id"])
+
+    def make(chain_id: str, i: int) -> Request:
+        return "POST", f"/v1/chains/{chain_id}/entries", headers, _entry_body(id(chain_id), i)
+
+    return setup, make
+
+
+def run_writes(port: int, key: str | None, args: argparse.Namespace, client: str) -> dict[str, Any]:
+    setup, make = write_scenario(key)
+    result = asyncio.run(
+        drive(
+            port,
+            client=client,
+            concurrency=args.concurrency,
+            seconds=args.seconds,
+            warmup_s=args.warmup,
+            setup=setup,
+            make_request=make,
+            ok_status=202,
+        )
+    )
+    return result.summary()
+
+
+# -- the large chain -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BigChain:
+    chain_id: str
+    entry_hashes: list[str]  # a sample
+    search_value: bytes
+    size: int  # entries, the first included
+
+
+def prepare_api_database(data_dir: Path, chain_entries: int) -> tuple[str, BigChain]:
+    """Create the schema, an account and a chain of ``chain_entries`` entries; return the key."""
+    from ledger.api.accounts import create_account
+    from ledger.api.db import Database
+    from ledger.api.store import accept_chain
+    from ledger.core.entry import Entry
+
+    db = Database(f"sqlite:///{data_dir / 'api.sqlite'}")
+    try:
+        db.create_schema()
+        with db.write() as session:
+            account, key = create_account(session, "bench")
+            first = Entry.first_entry([b"big chain", os.urandom(8)], b"first")
+            accept_chain(session, account, first, callback=None, now=time.time())
+            account_id = account.id
+    finally:
+        db.dispose()
+    sample = _fill_chain(data_dir / "api.sqlite", first.chain_id, account_id, chain_entries)
+    return key, BigChain(first.chain_id.hex(), sample, b"needle", chain_entries + 1)
+
+
+def _fill_chain(path: Path, chain_id: bytes, account_id: int, count: int) -> list[str]:
+    """Insert ``count`` entries (seq 1..count) straight into SQLite, as the API stores them."""
+    import hashlib
+
+    from ledger.core.entry import Entry
+
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA synchronous=OFF")
+    chain_hex, now, sample = chain_id.hex(), time.time(), []
+    step = max(1, count // 1000)
+    needle_hash = hashlib.sha256(b"needle").hexdigest()
+    tag_hash = hashlib.sha256(b"big").hexdigest()
+    for start in range(1, count + 1, 20_000):
+        entries, tags = [], []
+        for seq in range(start, min(count, start + 19_999) + 1):
+            ext = (b"big", b"needle") if seq == count // 2 else (b"big", seq.to_bytes(4, "big"))
+            entry = Entry(chain_id, ext, f"content {seq}".encode())
+            entry_hash = entry.hash().hex()
+            if seq % step == 0:
+                sample.append(entry_hash)
+            ext_json = json.dumps([b64(x) for x in ext])
+            entries.append(
+                (entry_hash, chain_hex, seq, account_id, ext_json, entry.content, now, now)
+            )
+            second = needle_hash if seq == count // 2 else hashlib.sha256(ext[1]).hexdigest()
+            tags.append((entry_hash, tag_hash))
+            tags.append((entry_hash, second))
+        conn.executemany(
+            "INSERT INTO entries (entry_hash, chain_id, seq, account_id, is_first, external_ids,"
+            " content, stage, state, created_at, multi_az_at, attempts, next_attempt_at)"
+            " VALUES (?, ?, ?, ?, 0, ?, ?, 'multi_az', 'revealed', ?, ?, 0, 0)",
+            entries,
+        )
+        conn.executemany(
+            "INSERT INTO external_id_tags (entry_id, chain_id, account_id, is_first, value_hash)"
+            " SELECT id, chain_id, account_id, 0, ? FROM entries WHERE entry_hash = ?",
+            [(value_hash, entry_hash) for entry_hash, value_hash in tags],
+        )
+        conn.commit()
+    conn.execute("UPDATE chains SET entry_count = ? WHERE chain_id = ?", (count + 1, chain_hex))
+    conn.commit()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return sample
+
+
+async def _read_latencies(port: int, key: str, chain: BigChain, rounds: int) -> dict[str, Any]:
+    conn = await RawConnection.open(port)
+    headers = {"user-key": key}
+    post_headers = {**headers, "content-type": "application/json"}
+    base = f"/v1/chains/{chain.chain_id}"
+    count = len(chain.entry_hashes)
+    kinds: dict[str, Callable[[int], tuple[str, str, dict[str, str], bytes]]] = {
+        "chain": lambda i: ("GET", base, headers, b""),
+        "first_entry": lambda i: ("GET", f"{base}/entries/first", headers, b""),
+        "last_entry": lambda i: ("GET", f"{base}/entries/last", headers, b""),
+        "entry_by_hash": lambda i: (
+            "GET",
+            f"{base}/entries/{chain.entry_hashes[(i * 7919) % count]}",
+            headers,
+            b"",
+        ),
+        "entry_page_at_random_offset": lambda i: (
+            "GET",
+            f"{base}/entries?limit=100&offset={random.randrange(0, max(1, chain.size - 100))}",
+            headers,
+            b"",
+        ),
+        "entry_search": lambda i: (
+            "POST",
+            f"{base}/entries/search",
+            post_headers,
+            _json({"external_ids": [b64(chain.search_value)]}),
+        ),
+    }
+    out: dict[str, Any] = {}
+    try:
+        for name, make in kinds.items():
+            result = LoadResult()
+            for i in range(rounds + 20):
+                method, path, hdrs, body = make(i)
+                began = time.perf_counter()
+                answer = await conn.request(method, path, hdrs, body)
+                elapsed = (time.perf_counter() - began) * 1000
+                if answer.status != 200:
+                    raise RuntimeError(f"{name}: {answer.status} {answer.body[:200]!r}")
+                if i >= 20:  # warm-up
+                    result.requests += 1
+                    result.ok += 1
+                    result.latencies_ms.append(elapsed)
+            summary = result.summary()
+            out[name] = {k: summary[k] for k in ("requests", "p50_ms", "p99_ms", "max_ms")}
+    finally:
+        conn.close()
+    return out
+
+
+# -- the worker on the real stack -------------------------------------------------------
+
+
+def run_backlog(count: int, *, chains: int = 5) -> dict[str, Any]:
+    """Accept ``count`` entries with the worker off, restart with it on, time the catch-up.
+
+    Runs the bundled stack (real node + wallet + API in this process, 2 s blocks) twice on
+    one data folder: first with ``NOTARY_API_WORKER_ENABLED=false`` to build the backlog
+    over HTTP, then normally; returns seconds from the restart until every row is revealed
+    and until every row is in a directory block (stage ``ledger`` or later).
+    """
+    from ledger.stack import Stack, StackSettings, StackThread
+
+    with tempfile.TemporaryDirectory(prefix="bench-backlog-") as tmp:
+        settings = StackSettings(
+            data_dir=Path(tmp),
+            node_port=_free_port(),
+            wallet_port=_free_port(),
+            api_port=_free_port(),
+            block_time_s=2.0,
+        )
+        key = Stack(settings).prepare()
+        os.environ["NOTARY_API_WORKER_ENABLED"] = "false"
+        try:
+            stack = StackThread(Stack(settings))
+            stack.start()
+            began = time.perf_counter()
+            asyncio.run(_post_backlog(settings.api_port, key, count, chains))
+            accept_s = time.perf_counter() - began
+            stack.stop()
+        finally:
+            del os.environ["NOTARY_API_WORKER_ENABLED"]
+        stack = StackThread(Stack(settings))
+        began = time.perf_counter()
+        stack.start()
+        try:
+            revealed_s, ledger_s = _wait_for_ledger(
+                Path(tmp) / "api" / "api.sqlite", count + chains, began
+            )
+        finally:
+            stack.stop()
+    return {
+        "entries": count + chains,
+        "accept_s": round(accept_s, 2),
+        "revealed_after_restart_s": revealed_s,
+        "in_ledger_after_restart_s": ledger_s,
+    }
+
+
+async def _post_backlog(port: int, key: str, count: int, chains: int) -> None:
+    headers = {"user-key": key, "content-type": "application/json"}
+    first = await RawConnection.open(port)
+    chain_ids = []
+    for _ in range(chains):
+        body = _json({"external_ids": [b64(b"backlog"), b64(os.urandom(8))]})
+        answer = await first.request("POST", "/v1/chains", headers, body)
+        chain_ids.append(json.loads(answer.body)["chain_id"])
+    first.close()
+    numbers = iter(range(count))
+
+    async def poster() -> None:
+        conn = await RawConnection.open(port)
+        try:
+            for i in numbers:
+                path = f"/v1/chains/{chain_ids[i % chains]}/entries"
+                answer = await conn.request("POST", path, headers, _entry_body(0, i))
+                if answer.status != 202:
+                    raise RuntimeError(f"backlog post answered {answer.status}")
+        finally:
+            conn.close()
+
+    await asyncio.gather(*(poster() for _ in range(16)))
+
+
+def _wait_for_ledger(path: Path, total: int, began: float) -> tuple[float | None, float | None]:
+    revealed_s = None
+    deadline = began + 300
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        while time.perf_counter() < deadline:
+            states = dict(db.execute("SELECT state, COUNT(*) FROM entries GROUP BY state"))
+            stages = dict(db.execute("SELECT stage, COUNT(*) FROM entries GROUP BY stage"))
+            now = round(time.perf_counter() - began, 2)
+            if revealed_s is None and states.get("pending", 0) + states.get("committed", 0) == 0:
+                revealed_s = now
+            if stages.get("ledger", 0) + stages.get("anchor", 0) >= total:
+                return revealed_s, now
+            time.sleep(0.05)
+    return revealed_s, None
+
+
+# -- main ------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per run")
+    parser.add_argument("--warmup", type=float, default=1.5, help="unmeasured seconds first")
+    parser.add_argument(
+        "--concurrency", default="16,32", help="keep-alive connections (comma-separated levels)"
+    )
+    parser.add_argument("--chain-entries", type=int, default=100_000)
+    parser.add_argument("--read-rounds", type=int, default=300, help="GETs per read kind")
+    parser.add_argument("--clients", default="raw,httpx", help="load generators to run")
+    parser.add_argument(
+        "--backlog", type=int, default=3000, help="entries of the worker backlog run (0: skip)"
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--serve", choices=["api", "baseline"], help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve == "api":
+        _serve_api(args.data_dir, args.port)
+        return 0
+    if args.serve == "baseline":
+        _serve_baseline(args.data_dir, args.port)
+        return 0
+    results = run(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"written {args.out}")
+    return 0
+
+
+def _server_stack() -> dict[str, str]:
+    """What uvicorn will use here: its C parser and loop when installed ("auto")."""
+    import importlib.util
+
+    def have(name: str) -> bool:
+        return importlib.util.find_spec(name) is not None
+
+    return {
+        "http": "httptools" if have("httptools") else "h11",
+        "loop": "uvloop" if have("uvloop") else "asyncio",
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    levels = [int(c) for c in str(args.concurrency).split(",") if c.strip()]
+    results: dict[str, Any] = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+            **_server_stack(),
+        },
+        "settings": {
+            "seconds": args.seconds,
+            "concurrency": levels,
+            "chain_entries": args.chain_entries,
+        },
+        "writes": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
+        base_dir, api_dir = Path(tmp) / "baseline", Path(tmp) / "api"
+        base_dir.mkdir()
+        api_dir.mkdir()
+        began = time.perf_counter()
+        key, chain = prepare_api_database(api_dir, args.chain_entries)
+        results["settings"]["chain_fill_s"] = round(time.perf_counter() - began, 1)
+        for client in clients:
+            for level in levels:
+                run_args = argparse.Namespace(**{**vars(args), "concurrency": level})
+                with server("baseline", base_dir) as port:
+                    base = run_writes(port, None, run_args, client)
+                _show(f"baseline {client} c={level}", base)
+                with server("api", api_dir) as port:
+                    api = run_writes(port, key, run_args, client)
+                _show(f"api {client} c={level}", api)
+                results["writes"][f"{client}_c{level}"] = {"baseline": base, "api": api}
+        with server("api", api_dir) as port:
+            reads = asyncio.run(_read_latencies(port, key, chain, args.read_rounds))
+        results["reads"] = reads
+        for name, figures in reads.items():
+            print(
+                f"read {name:28s} p50 {figures['p50_ms']:7.2f} ms  p99 {figures['p99_ms']:7.2f} ms"
+            )
+    if args.backlog > 0:
+        results["worker_backlog"] = run_backlog(args.backlog)
+        print(f"worker backlog: {results['worker_backlog']}")
+    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    return results
+
+
+def _show(label: str, s: dict[str, Any]) -> None:
+    print(
+        f"{label:22s} {s['per_second']:8.1f} accepted/s  p50 {s['p50_ms']} ms  "
+        f"p99 {s['p99_ms']} ms  statuses {s['statuses']}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Operations 2 and 6 (create chain, create entry) from a parsed body to the 202 answer.
+
+Shared by the FastAPI routes (``ledger.api.routes``) and the ASGI fast path
+(``ledger.api.fastpath``), so both answer exactly alike. The request is validated and
+the entry built and hashed here, on the event loop; only the database work goes to the
+group-commit writer, and the answer is given once the write is committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ledger.api import store
+from ledger.api.auth import Principal
+from ledger.api.callbacks import CallbackRefused, check_callback_url
+from ledger.api.encoding import EncodingError, from_base64, from_hash_hex
+from ledger.api.errors import (
+    AuthenticationFailed,
+    BadRequest,
+    ServiceUnavailable,
+    Unprocessable,
+)
+from ledger.api.intake import (
+    AccountRevoked,
+    ChainExists,
+    ChainNotFound,
+    WriteOutcome,
+    WriteRequest,
+)
+from ledger.api.schemas import ChainCreate, EntryCreate
+from ledger.api.services import Services
+from ledger.api.writer import WriterClosed
+from ledger.core.entry import MAX_ENTRY_PAYLOAD_BYTES, Entry
+from ledger.core.errors import LimitError
+
+__all__ = ["create_chain", "create_entry", "decode_all", "decode_content"]
+
+
+async def create_chain(svc: Services, account: Principal, body: ChainCreate) -> dict[str, Any]:
+    """Operation 2: the 202 body ``{"chain_id", "entry_hash", "stage"}`` once stored.
+
+    Raises:
+        BadRequest: invalid Base64.
+        Unprocessable: payload above 10240 bytes, callback refused, chain ID taken.
+        AuthenticationFailed: the account was revoked. ServiceUnavailable: stopping.
+    """
+    ext_ids, content = decode_all(body.external_ids, "external_ids"), decode_content(body.content)
+    callback = _callback(body, svc)
+    entry = _build_entry(lambda: Entry.first_entry(ext_ids, content))
+    done = await _submit(svc, store.write_request("chain", account, entry, callback))
+    return {"chain_id": done.chain_id, "entry_hash": done.entry_hash, "stage": done.stage}
+
+
+async def create_entry(
+    svc: Services, account: Principal, chain_id: str, body: EntryCreate
+) -> dict[str, Any]:
+    """Operation 6: the 202 body ``{"entry_hash", "chain_id", "stage"}`` once stored.
+
+    Raises: as ``create_chain``; Unprocessable also when the chain is unknown or not yours.
+    """
+    ext_ids, content = decode_all(body.external_ids, "external_ids"), decode_content(body.content)
+    callback = _callback(body, svc)
+    chain_bytes = from_hash_hex(chain_id)
+    if chain_bytes is None:
+        raise Unprocessable("Chain does not exist")
+    entry = _build_entry(lambda: Entry(chain_bytes, tuple(ext_ids), content))
+    done = await _submit(svc, store.write_request("entry", account, entry, callback))
+    return {"entry_hash": done.entry_hash, "chain_id": done.chain_id, "stage": done.stage}
+
+
+def decode_all(values: Sequence[str] | None, field: str) -> list[bytes]:
+    """Base64 strings -> bytes; ``BadRequest`` naming the first invalid item."""
+    try:
+        return [from_base64(v, field=f"{field}[{i}]") for i, v in enumerate(values or [])]
+    except EncodingError as exc:
+        raise BadRequest(str(exc)) from exc
+
+
+def decode_content(value: str | None) -> bytes:
+    """The Base64 ``content`` -> bytes (absent: empty); ``BadRequest`` if invalid."""
+    try:
+        return from_base64(value or "", field="content")
+    except EncodingError as exc:
+        raise BadRequest(str(exc)) from exc
+
+
+def _callback(body: EntryCreate, svc: Services) -> store.Callback | None:
+    if body.callback_url is None:
+        return None
+    try:
+        url = check_callback_url(body.callback_url, svc.policy)
+    except CallbackRefused as exc:
+        raise Unprocessable(str(exc)) from exc
+    stages = None if body.callback_stages is None else tuple(body.callback_stages)
+    return store.Callback(url, stages)
+
+
+def _build_entry(make: Callable[[], Entry]) -> Entry:
+    try:
+        return make()
+    except LimitError as exc:
+        raise Unprocessable(
+            f"External IDs and content exceed the {MAX_ENTRY_PAYLOAD_BYTES}-byte entry payload: {exc}"
+        ) from exc
+
+
+async def _submit(svc: Services, request: WriteRequest) -> WriteOutcome:
+    """Hand ``request`` to the group-commit writer; map refusals to REST errors."""
+    try:
+        return await svc.writer.submit(request)
+    except ChainExists as exc:
+        raise Unprocessable(f"Chain {exc.chain_id} already exists") from exc
+    except ChainNotFound as exc:
+        raise Unprocessable(f"Chain {exc.chain_id} does not exist") from exc
+    except AccountRevoked as exc:
+        raise AuthenticationFailed("The key sent is not valid") from exc
+    except WriterClosed as exc:
+        raise ServiceUnavailable("The service is stopping; send the write again later") from exc

@@ -9,7 +9,7 @@ BLOCK_TIME ?= 2
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 
-.PHONY: install demo up test test-fast test-reliability lint typecheck bench clean
+.PHONY: install demo up test test-fast test-all test-reliability lint typecheck bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ up: install  ## run node, wallet and publishing API on loopback until Ctrl-C
 
 test: install  ## the test suite without the long crash loops (CI runs exactly this)
 	$(BIN)/python -m pytest -m "not slow"
+
+test-all: install  ## everything, slow tests included (crash loops, schemathesis)
+	$(BIN)/python -m pytest
 
 test-reliability: install  ## crash, fault and durability tests, long loops included
 	$(BIN)/python -m pytest tests/reliability

@@ -43,5 +43,8 @@ lint: install
 typecheck: install
 	$(BIN)/mypy ledger/core ledger/jsonrpc connectors
 
+bench: install  ## every benchmark beside its baseline; figures in bench/results/
+	$(BIN)/python -m bench.run_all
+
 clean:
 	rm -rf $(VENV) .notary .pytest_cache .mypy_cache .ruff_cache

@@ -36,8 +36,12 @@ def _next_level(level: Sequence[bytes]) -> list[bytes]:
     ]
 
 
-def _levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
-    """Every level of the tree, leaves first, root level (one node) last."""
+def merkle_levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
+    """Every level of the tree, leaves first, root level (one node) last.
+
+    Build once and reuse with ``branch_from_levels`` when many branches of one tree are
+    needed (receipts of every entry of a block).
+    """
     levels = [list(leaves)]
     while len(levels[-1]) > 1:
         levels.append(_next_level(levels[-1]))
@@ -48,7 +52,7 @@ def merkle_root(leaves: Sequence[bytes]) -> bytes:
     """Root (32 bytes) over 32-byte ``leaves``; zero leaves give ``ZERO_HASH``."""
     if not leaves:
         return ZERO_HASH
-    return _levels(leaves)[-1][0]
+    return merkle_levels(leaves)[-1][0]
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,16 @@ def merkle_branch(leaves: Sequence[bytes], index: int) -> list[MerkleNode]:
     """
     if not 0 <= index < len(leaves):
         raise IndexError(f"leaf index {index} outside 0..{len(leaves) - 1}")
-    levels = _levels(leaves)
+    return branch_from_levels(merkle_levels(leaves), index)
+
+
+def branch_from_levels(levels: Sequence[Sequence[bytes]], index: int) -> list[MerkleNode]:
+    """``merkle_branch`` from prebuilt ``merkle_levels`` (``O(log n)`` per branch).
+
+    Requires ``0 <= index < len(levels[0])``; raises IndexError otherwise.
+    """
+    if not levels or not 0 <= index < len(levels[0]):
+        raise IndexError(f"leaf index {index} outside the tree")
     branch: list[MerkleNode] = []
     for level, parents in zip(levels, levels[1:], strict=False):
         left_index = index - (index % 2)

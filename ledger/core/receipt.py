@@ -25,7 +25,7 @@ from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.errors import DecodeError, MerkleProofError
 from ledger.core.hashing import entry_hash as hash_entry
-from ledger.core.merkle import MerkleNode, hash_pair, merkle_branch
+from ledger.core.merkle import MerkleNode, branch_from_levels, hash_pair
 
 __all__ = [
     "NotInBlockError",
@@ -181,7 +181,7 @@ def build_receipt(
         raise NotInBlockError(
             "entry is not in the entry block", item=entry_hash, block_key_mr=eblock_keymr
         )
-    branch = merkle_branch(entry_block.items, entry_block.items.index(entry_hash))
+    branch = branch_from_levels(entry_block.merkle_levels, entry_block.items.index(entry_hash))
     branch.append(MerkleNode(entry_block.header_hash(), entry_block.body_mr(), eblock_keymr))
     branch += _directory_branch(entry_block.chain_id, eblock_keymr, directory_block)
     return Receipt(
@@ -207,7 +207,7 @@ def _directory_branch(
             block_key_mr=dblock_keymr,
         )
     position = directory_block.entries.index(listed)
-    branch = merkle_branch(directory_block.branch_leaves(), 2 * position + 1)
+    branch = branch_from_levels(directory_block.branch_levels, 2 * position + 1)
     header_node = MerkleNode(directory_block.header_hash(), directory_block.body_mr(), dblock_keymr)
     return [*branch, header_node]
 

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ledger.core.blocks._codec import Reader, check_hash, check_uint, uint_bytes
 from ledger.core.errors import DecodeError, LedgerFormatError
 from ledger.core.hashing import ZERO_HASH, sha256
-from ledger.core.merkle import merkle_root
+from ledger.core.merkle import merkle_levels, merkle_root
 
 __all__ = [
     "ADMIN_CHAIN_ID",
@@ -147,9 +148,13 @@ class DirectoryBlock:
 
     # -- binary -----------------------------------------------------------------------
 
+    @cached_property
+    def _body_root(self) -> bytes:
+        return merkle_root([sha256(e.marshal()) for e in self.entries])
+
     def body_mr(self) -> bytes:
         """Merkle root over SHA256(chain ID || KeyMR) of each pair (32 bytes)."""
-        return merkle_root([sha256(e.marshal()) for e in self.entries])
+        return self._body_root
 
     def header(self) -> bytes:
         """The 113-byte header (also what federated servers sign, section 5.3)."""
@@ -217,6 +222,11 @@ class DirectoryBlock:
     def secondary_key(self) -> bytes:
         """The block's second lookup key: the full hash (section 9.3)."""
         return self.full_hash()
+
+    @cached_property
+    def branch_levels(self) -> list[list[bytes]]:
+        """Merkle tree levels over ``branch_leaves()`` (built once per block object)."""
+        return merkle_levels(self.branch_leaves())
 
     def branch_leaves(self) -> list[bytes]:
         """Flat leaves ``[chain_id_0, key_mr_0, chain_id_1, ...]`` used by receipts."""

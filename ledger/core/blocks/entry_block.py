@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ledger.core.blocks._codec import Reader, check_hash, check_uint, uint_bytes
 from ledger.core.errors import DecodeError, LedgerFormatError
 from ledger.core.hashing import ZERO_HASH, sha256
-from ledger.core.merkle import merkle_root
+from ledger.core.merkle import merkle_levels
 
 __all__ = [
     "ENTRY_BLOCK_HEADER_BYTES",
@@ -114,9 +115,14 @@ class EntryBlock:
 
     # -- binary -----------------------------------------------------------------------
 
+    @cached_property
+    def merkle_levels(self) -> list[list[bytes]]:
+        """The body's Merkle tree levels (items first), built once per block object."""
+        return merkle_levels(self.items) if self.items else [[ZERO_HASH]]
+
     def body_mr(self) -> bytes:
         """Merkle root over all items, markers included (32 bytes)."""
-        return merkle_root(self.items)
+        return self.merkle_levels[-1][0]
 
     def header(self) -> bytes:
         """The 140-byte header."""

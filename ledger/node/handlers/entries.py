@@ -5,6 +5,8 @@ Shapes follow the spec's node methods table and factom-formats 9.3; receipts sec
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from ledger.core.blocks.directory import DirectoryBlock
@@ -54,9 +56,20 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
         head = "" if row is None else bytes(row[0]).hex()
         return {"chainhead": head, "chaininprocesslist": in_process}
 
+    # Receipts of one block's entries share its Merkle trees: keep the parsed blocks (whose
+    # trees are built once) for the most recently asked blocks.
+    parse_eblock = functools.lru_cache(maxsize=64)(EntryBlock.unmarshal)
+    parse_dblock = functools.lru_cache(maxsize=16)(DirectoryBlock.unmarshal)
+
     @registry.method("receipt", params=ReceiptParams, blocking=False)
     def receipt(params: ReceiptParams) -> dict[str, Any]:
-        return {"receipt": receipt_json(service, params.hash, include_raw=params.includerawentry)}
+        data = receipt_json(
+            service,
+            params.hash,
+            include_raw=params.includerawentry,
+            parsers=(parse_eblock, parse_dblock),
+        )
+        return {"receipt": data}
 
     @registry.method("pending-entries", params=OptionalChainParams, blocking=False)
     def pending_entries(params: OptionalChainParams | None = None) -> list[dict[str, Any]]:
@@ -91,8 +104,19 @@ def _required(value: bytes | None, name: str = "hash") -> bytes:
     return value
 
 
-def receipt_json(service: NodeService, entry_hash: bytes, *, include_raw: bool) -> dict[str, Any]:
+def receipt_json(
+    service: NodeService,
+    entry_hash: bytes,
+    *,
+    include_raw: bool,
+    parsers: tuple[Callable[[bytes], EntryBlock], Callable[[bytes], DirectoryBlock]] = (
+        EntryBlock.unmarshal,
+        DirectoryBlock.unmarshal,
+    ),
+) -> dict[str, Any]:
     """The ``receipt`` object for an entry recorded in a saved block (section 6).
+
+    ``parsers`` turn stored block bytes into blocks (callers pass caching ones).
 
     Raises:
         ReceiptError: the entry is not in any saved directory block.
@@ -107,8 +131,8 @@ def receipt_json(service: NodeService, entry_hash: bytes, *, include_raw: bool) 
         ).fetchone()
     if saved is None or row is None:
         raise ReceiptError("entry is not in a directory block yet")
-    eblock = EntryBlock.unmarshal(bytes(row[0]))
-    dblock = DirectoryBlock.unmarshal(bytes(row[1]))
+    eblock = parsers[0](bytes(row[0]))
+    dblock = parsers[1](bytes(row[1]))
     data = build_receipt(entry_hash, eblock, dblock).to_json()
     if include_raw:
         data["entry"]["raw"] = saved.raw.hex()

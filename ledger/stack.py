@@ -192,9 +192,13 @@ class Stack:
     async def serve(self, stop: asyncio.Event, *, ready: threading.Event | None = None) -> None:
         """Run the services until ``stop`` is set; ``ready`` is set once all four answer."""
         servers = self.servers()
-        tasks = [asyncio.create_task(server.serve()) for server in servers]
+        tasks: list[asyncio.Task[None]] = []
         try:
-            await self._wait_started(servers, tasks)
+            # One after the other, in dependency order (node first): a service's first call
+            # to the one before it then finds it listening.
+            for server in servers:
+                tasks.append(asyncio.create_task(server.serve()))
+                await self._wait_started(servers[: len(tasks)], tasks)
             if ready is not None:
                 ready.set()
             stopper = asyncio.create_task(stop.wait())
@@ -202,11 +206,13 @@ class Stack:
             stopper.cancel()
         finally:
             # API first, node last: the API's worker and the wallet call the node.
-            for server, task in reversed(list(zip(servers, tasks, strict=True))):
+            for server, task in reversed(list(zip(servers, tasks, strict=False))):
                 server.should_exit = True
                 await asyncio.gather(task, return_exceptions=True)
 
-    async def _wait_started(self, servers: list[uvicorn.Server], tasks: list[asyncio.Task[None]]) -> None:
+    async def _wait_started(
+        self, servers: list[uvicorn.Server], tasks: list[asyncio.Task[None]]
+    ) -> None:
         while not all(server.started for server in servers):
             failed = [t for t in tasks if t.done()]
             if failed:

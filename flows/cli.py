@@ -56,12 +56,12 @@ def up(
     """Run the bundled node (8088), wallet (8089), publishing API (8090) and anchoring
     service (8091) until Ctrl-C."""
     stack = _stack(data_dir, block_time, host)
-    key = stack.prepare()
+    stack.prepare()
     s = stack.settings
     console.print(
         f"node    {s.node_url}\nwallet  {s.wallet_url}\napi     {s.api_url}\nanchor  {s.anchor_url}"
     )
-    console.print(f"API key in {stack.api_key_file} ({key[:6]}…); block time {block_time} s")
+    console.print(f"API key in {stack.api_key_file}; block time {block_time} s")
     console.print("Ctrl-C stops the services.")
 
     async def run() -> None:

@@ -21,6 +21,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("receipts", ["-m", "bench.receipts"]),
     ("node_ingest", ["bench/node_ingest.py", "--entries", "30000", "--single-entries", "3000"]),
     ("api_writes", ["bench/api_writes.py", "--seconds", "6", "--chain-entries", "50000"]),
+    ("pipeline_e2e", ["-m", "bench.pipeline_e2e", "--small", "10000"]),
 ]
 
 

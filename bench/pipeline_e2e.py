@@ -20,7 +20,6 @@ import os
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from bench.common import Figure, peak_rss_mb, print_table, stopwatch, write_results

@@ -17,6 +17,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.run_output import (
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    print_run_summary,
+    run_exit_code,
+)
 from flows.settings import MissingApiKey, PipelineSettings, quiet_prefect_defaults
 
 app = typer.Typer(
@@ -28,7 +36,6 @@ app = typer.Typer(
 console = Console()
 err = Console(stderr=True)
 
-EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 
 DataDir = Annotated[
     Path, typer.Option("--data-dir", envvar="NOTARY_DATA_DIR", help="Folder of all local data.")
@@ -93,7 +100,7 @@ def notarize(
     """Notarize FOLDER through running services (start them with `notary up`)."""
     settings = PipelineSettings(data_dir=data_dir)
     summary = _run_flow(folder, collection, settings, wait=not no_wait)
-    raise typer.Exit(_exit_code(summary))
+    raise typer.Exit(run_exit_code(summary))
 
 
 @app.command()
@@ -203,7 +210,7 @@ def demo(
         summary = _run_flow(folder, None, settings, wait=True)
     finally:
         thread.stop()
-    raise typer.Exit(_exit_code(summary))
+    raise typer.Exit(run_exit_code(summary))
 
 
 def _run_flow(
@@ -241,33 +248,8 @@ def _check_key(settings: PipelineSettings) -> None:
         raise typer.Exit(EXIT_USAGE) from exc
 
 
-def _exit_code(summary: dict[str, Any]) -> int:
-    incomplete = (
-        summary["publish_failed"] or summary["still_waiting"] or summary["receipts_rejected"]
-    )
-    return EXIT_INCOMPLETE if incomplete else EXIT_OK
-
-
 def _print_summary(s: dict[str, Any]) -> None:
-    table = Table(title=f"Notarization of {s['source']}", show_header=False)
-    table.add_column("what", style="bold")
-    table.add_column("value", justify="right")
-    rows = [
-        ("files seen", s["files_seen"]),
-        ("bytes hashed", f"{s['bytes_hashed']:,}"),
-        ("skipped (hash already in the collection)", s["skipped_known"]),
-        ("published now", s["published"]),
-        ("in a directory block", s["reached_ledger"]),
-        ("receipts verified", s["receipts_verified"]),
-        ("still waiting", s["still_waiting"]),
-        ("failed", s["publish_failed"] + s["hash_errors"] + s["receipts_rejected"]),
-    ]
-    for label, value in rows:
-        table.add_row(label, str(value))
-    for stage, seconds in s["stage_seconds"].items():
-        table.add_row(f"time: {stage}", f"{seconds:.2f} s")
-    table.add_row("time: total", f"{s.get('wall_seconds', 0):.2f} s")
-    console.print(table)
+    print_run_summary(s, console)
     if s["queued"] == 0 and s["files_seen"]:
         console.print("Nothing new to publish: every file is already notarized in this collection.")
     for message in s["errors"][:10]:

@@ -14,13 +14,17 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from flows.run_output import (
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    print_run_summary,
+    run_exit_code,
+)
 from flows.settings import MissingApiKey, PipelineSettings, quiet_prefect_defaults
 
 __all__ = ["register", "table"]
 
-EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 
 console = Console()
 err = Console(stderr=True)
@@ -94,7 +98,7 @@ def table(
     name = collection or _check_source(url, source)
     summary = _run_flow(url, source, name, settings, wait=not no_wait)
     _print_summary(summary)
-    raise typer.Exit(_exit_code(summary))
+    raise typer.Exit(run_exit_code(summary))
 
 
 def _check_source(url: str, source: dict[str, Any]) -> str:
@@ -156,33 +160,13 @@ def _fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _exit_code(summary: dict[str, Any]) -> int:
-    incomplete = (
-        summary["publish_failed"] or summary["still_waiting"] or summary["receipts_rejected"]
-    )
-    return EXIT_INCOMPLETE if incomplete else EXIT_OK
-
-
 def _print_summary(s: dict[str, Any]) -> None:
-    out = Table(title=f"Notarization of {s['source']}", show_header=False)
-    out.add_column("what", style="bold")
-    out.add_column("value", justify="right")
-    rows = [
-        ("rows read (new or changed)", s["files_seen"]),
-        ("canonical JSON bytes hashed", f"{s['bytes_hashed']:,}"),
-        ("skipped (hash already in the collection)", s["skipped_known"]),
-        ("published now", s["published"]),
-        ("in a directory block", s["reached_ledger"]),
-        ("receipts verified", s["receipts_verified"]),
-        ("still waiting", s["still_waiting"]),
-        ("failed", s["publish_failed"] + s["receipts_rejected"]),
-    ]
-    for label, value in rows:
-        out.add_row(label, str(value))
-    for stage, seconds in s["stage_seconds"].items():
-        out.add_row(f"time: {stage}", f"{seconds:.2f} s")
-    out.add_row("time: total", f"{s.get('wall_seconds', 0):.2f} s")
-    console.print(out)
+    print_run_summary(
+        s,
+        console,
+        seen_label="rows read (new or changed)",
+        bytes_label="canonical JSON bytes hashed",
+    )
     if s["files_seen"] == 0:
         console.print("No new or changed rows since the last run.")
     for message in s["errors"][:10]:

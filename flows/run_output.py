@@ -1,0 +1,51 @@
+"""How the command line reports a notarization run: exit code and summary table.
+
+Exit codes scripts rely on: 0 success; 1 the run finished with documents that failed or
+are still waiting; 2 bad usage or configuration; 3 a service could not be reached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+
+
+def run_exit_code(summary: dict[str, Any]) -> int:
+    """1 when documents failed to publish, still wait, or had a receipt rejected; else 0."""
+    incomplete = (
+        summary["publish_failed"] or summary["still_waiting"] or summary["receipts_rejected"]
+    )
+    return EXIT_INCOMPLETE if incomplete else EXIT_OK
+
+
+def print_run_summary(
+    s: dict[str, Any],
+    console: Console,
+    *,
+    seen_label: str = "files seen",
+    bytes_label: str = "bytes hashed",
+) -> None:
+    """Print ``RunSummary.as_dict()`` (plus ``wall_seconds``) as a two-column table."""
+    table = Table(title=f"Notarization of {s['source']}", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value", justify="right")
+    rows = [
+        (seen_label, s["files_seen"]),
+        (bytes_label, f"{s['bytes_hashed']:,}"),
+        ("skipped (hash already in the collection)", s["skipped_known"]),
+        ("published now", s["published"]),
+        ("in a directory block", s["reached_ledger"]),
+        ("receipts verified", s["receipts_verified"]),
+        ("still waiting", s["still_waiting"]),
+        ("failed", s["publish_failed"] + s["hash_errors"] + s["receipts_rejected"]),
+    ]
+    for label, value in rows:
+        table.add_row(label, str(value))
+    for stage, seconds in s["stage_seconds"].items():
+        table.add_row(f"time: {stage}", f"{seconds:.2f} s")
+    table.add_row("time: total", f"{s.get('wall_seconds', 0):.2f} s")
+    console.print(table)

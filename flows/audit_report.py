@@ -35,10 +35,8 @@ from tasks.report import (
     load_report_data,
     parse_moment,
     reverify_receipts,
-    stage_table,
-    summary_markdown,
-    write_report,
 )
+from tasks.report_output import stage_table, summary_markdown, write_report
 
 load_audit_data = task(name="load-audit-data", cache_policy=NO_CACHE)(load_report_data)
 write_report_files = task(name="write-report-files", cache_policy=NO_CACHE)(write_report)

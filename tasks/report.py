@@ -5,7 +5,7 @@ Pipeline of functions (each usable alone)::
     load_report_data(store, collection=, since=, until=)   -> ReportData (records, no pandas)
     reverify_receipts(proofs, fetch_dblock, sample=, seed=) -> DataFrame (REVERIFY_COLUMNS)
     build_report(data, now=, thresholds=, reverification=)  -> Report (frames + summary)
-    write_report(report, out_dir)                           -> {name: path} (CSV, JSON, HTML)
+    tasks.report_output.write_report(report, out_dir)      -> {name: path} (CSV, JSON, HTML)
 
 Frames of a ``Report`` (column lists are constants; CSV headers follow them exactly):
 
@@ -24,16 +24,11 @@ the CSV and HTML they are ISO 8601 strings ending in ``Z``; durations are second
 
 from __future__ import annotations
 
-import base64
-import html
-import io
-import json
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -51,8 +46,8 @@ from tasks.verify import ReceiptRejected, verify_node_receipt
 
 STAGES = STAGE_ORDER[1:]  # published, multi_az, ledger, anchor: the stages a row reaches
 LATENCY_STAGES = (*STAGES, "total")
-_TIME_COLUMN = {"published": "published_at", "multi_az": "multi_az_at", "ledger": "ledger_at"}
-_TIME_COLUMN["anchor"] = "anchored_at"
+TIME_COLUMN = {"published": "published_at", "multi_az": "multi_az_at", "ledger": "ledger_at"}
+TIME_COLUMN["anchor"] = "anchored_at"
 
 DOCUMENT_COLUMNS: tuple[str, ...] = (
     "notarization_id", "collection", "source", "path", "sha256", "size_bytes", "chain_id",
@@ -328,7 +323,7 @@ def _document_row(
     out: dict[str, Any] = {name: getattr(row, name, None) for name in DOCUMENT_COLUMNS}
     out |= {"notarization_id": row.id, "overdue": overdue, "waited_s": waited}
     out |= {"waiting_for": _next_stage(row.stage), "created_at": reached["pending"]}
-    out |= {_TIME_COLUMN[s]: reached.get(s) for s in STAGES}
+    out |= {TIME_COLUMN[s]: reached.get(s) for s in STAGES}
     out |= _durations(reached) | _statuses(row.stage, reached, overdue=overdue)
     out |= _verification(proof, data.anchors.get(row.id))
     return out
@@ -341,7 +336,7 @@ def _reached(row: NotarizationRow, events: Sequence[StageEventRecord]) -> dict[s
         if event.stage in ALL_STAGES:
             times.setdefault(event.stage, event.at)
     times.setdefault("pending", row.created_at)
-    for stage, column in _TIME_COLUMN.items():
+    for stage, column in TIME_COLUMN.items():
         value = getattr(row, column)
         if value is not None:
             times.setdefault(stage, value)
@@ -445,9 +440,9 @@ def _summary(report: Report, data: ReportData, *, now: datetime) -> dict[str, An
     latency = report.latencies.set_index("stage")
     return {
         "collection": data.collection,
-        "since": _iso(data.since),
-        "until": _iso(data.until),
-        "generated_at": _iso(now),
+        "since": iso_utc(data.since),
+        "until": iso_utc(data.until),
+        "generated_at": iso_utc(now),
         "documents": len(docs),
         "stages": {s: int((docs["stage"] == s).sum()) for s in ALL_STAGES},
         "failed": int(kinds.get("failed", 0)),
@@ -462,248 +457,21 @@ def _summary(report: Report, data: ReportData, *, now: datetime) -> dict[str, An
         "latency_s": {
             s: {
                 "count": int(latency.at[s, "count"]),
-                "median": _plain(latency.at[s, "median_s"]),
-                "p95": _plain(latency.at[s, "p95_s"]),
+                "median": plain_number(latency.at[s, "median_s"]),
+                "p95": plain_number(latency.at[s, "p95_s"]),
             }
             for s in LATENCY_STAGES
         },
     }
 
 
-def _plain(value: Any) -> float | None:
+def plain_number(value: Any) -> float | None:
     """A JSON-safe number: ``None`` for missing values, else a Python float."""
     return None if value is None or pd.isna(value) else float(value)
 
 
-def _iso(moment: Any) -> str | None:
+def iso_utc(moment: Any) -> str | None:
+    """A timestamp as ISO 8601 UTC ending in ``Z``; ``None`` for missing values."""
     if moment is None or pd.isna(moment):
         return None
     return _utc(pd.Timestamp(moment).to_pydatetime()).isoformat().replace("+00:00", "Z")
-
-
-# -- output -------------------------------------------------------------------------------
-
-
-def stage_table(report: Report) -> list[dict[str, Any]]:
-    """Rows ``{stage, documents, reached, median_s, p95_s}`` (Prefect table artifact)."""
-    latency = report.latencies.set_index("stage")
-    docs = report.documents
-    rows = []
-    for stage in ALL_STAGES:
-        row = {"stage": stage, "documents": report.summary["stages"][stage]}
-        if stage in STAGES:
-            row |= {"reached": int(docs[_TIME_COLUMN[stage]].notna().sum())}
-            row |= {"median_s": _plain(latency.at[stage, "median_s"])}
-            row |= {"p95_s": _plain(latency.at[stage, "p95_s"])}
-        rows.append(row)
-    return rows
-
-
-def summary_markdown(report: Report) -> str:
-    """The summary as Markdown (Prefect markdown artifact)."""
-    s = report.summary
-    lines = [f"## Audit report: {s['collection'] or 'all collections'}", ""]
-    lines += [f"Documents queued from {_period(s)}; generated {s['generated_at']} (UTC).", ""]
-    lines += ["| measure | value |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in _headline(s)]
-    lines += ["", "| stage | at it now | reached | median s to reach | p95 s |", "|---|" * 5]
-    for row in stage_table(report):
-        cells = [row["stage"], row["documents"], row.get("reached", "")]
-        cells += [_num(row.get("median_s")), _num(row.get("p95_s"))]
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _period(s: Mapping[str, Any]) -> str:
-    return f"{s['since'] or 'the start'} to {s['until'] or 'now'}"
-
-
-def _headline(s: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    return [
-        ("documents", s["documents"]),
-        ("failed", s["failed"]),
-        ("overdue", s["overdue"]),
-        ("in a block without a stored receipt", s["without_receipt"]),
-        ("receipts stored", s["receipts_stored"]),
-        ("anchors stored", s["anchors_stored"]),
-        ("receipts re-verified", s["reverified"]),
-        ("re-verification ok", s["reverify_ok"]),
-        ("re-verification rejected", s["reverify_rejected"]),
-        ("re-verification unavailable", s["reverify_unavailable"]),
-    ]
-
-
-def _num(value: Any) -> str:
-    return "" if value is None or pd.isna(value) else f"{value:g}"
-
-
-def _for_output(frame: pd.DataFrame) -> pd.DataFrame:
-    """Copy with timestamps as ISO strings (``Z``) and whole numbers without ``.0``."""
-    out = frame.copy()
-    for column in out.columns:
-        if column.endswith("_at"):
-            out[column] = out[column].map(_iso).astype(object)
-        elif column in ("dblock_height", "anchor_confirmations", "step", "limit_s"):
-            out[column] = out[column].map(lambda v: "" if v is None or pd.isna(v) else f"{v:g}")
-    return out
-
-
-def write_report(report: Report, out_dir: Path) -> dict[str, Path]:
-    """Write the CSV files, ``summary.json`` and the self-contained ``report.html``.
-
-    Returns:
-        ``REPORT_FILES`` key -> path written.
-    """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {key: out_dir / name for key, name in REPORT_FILES.items()}
-    for key in ("documents", "latencies", "problems", "reverification"):
-        _for_output(getattr(report, key)).to_csv(paths[key], index=False)
-    paths["summary"].write_text(json.dumps(report.summary, indent=2, default=str) + "\n")
-    paths["html"].write_text(render_html(report), encoding="utf-8")
-    return paths
-
-
-# -- HTML ---------------------------------------------------------------------------------
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d2330}
-h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #d5d9e0}
-.cards{display:flex;flex-wrap:wrap;gap:.75rem}.card{border:1px solid #d5d9e0;border-radius:6px;
-padding:.5rem .9rem;min-width:8rem}.card b{display:block;font-size:1.3rem}.bad b{color:#b42318}
-table{border-collapse:collapse;font-size:.8rem;margin:.5rem 0}th,td{border:1px solid #d5d9e0;
-padding:.2rem .45rem;text-align:left;vertical-align:top}th{background:#f1f3f7}
-td{max-width:28rem;overflow-wrap:anywhere}.muted{color:#667085}
-"""
-_HTML_DOCUMENT_ROWS = 2000
-_HTML_DOCUMENT_COLUMNS = [
-    "notarization_id", "collection", "path", "sha256", "stage", "status_published",
-    "status_multi_az", "status_ledger", "status_anchor", "created_at", "total_s",
-    "dblock_height", "receipt_verified_at", "anchor_confirmations", "overdue",
-]  # fmt: skip
-
-
-def render_html(report: Report) -> str:
-    """One HTML page with inline CSS and an inline chart: no external resources."""
-    s = report.summary
-    title = f"Audit report: {s['collection'] or 'all collections'}"
-    sections = [
-        f"<h1>{_e(title)}</h1>",
-        f"<p class=muted>Documents queued from {_e(_period(s))}; "
-        f"generated {_e(s['generated_at'])} (UTC).</p>",
-        _cards(s),
-        "<h2>Stage latencies</h2>",
-        latency_chart(report.latencies),
-        _table(report.latencies),
-        "<h2>Failed and overdue documents</h2>",
-        _table(report.problems, empty="No document failed or is overdue."),
-        "<h2>Re-verification of stored receipts against the node</h2>",
-        _table(report.reverification, empty="No receipt was re-verified."),
-        "<h2>Documents</h2>",
-        _documents_section(report.documents),
-        "<p class=muted>The full data is in the CSV files next to this page: "
-        + ", ".join(_e(n) for n in REPORT_FILES.values() if n.endswith(".csv"))
-        + ".</p>",
-    ]
-    body = "\n".join(sections)
-    return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
-    )
-
-
-def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _cards(s: Mapping[str, Any]) -> str:
-    bad = {"failed", "overdue", "re-verification rejected", "re-verification unavailable"}
-    items = [(k, v) for k, v in _headline(s)] + [(f"at {k}", v) for k, v in s["stages"].items()]
-    cards = [
-        f'<div class="card{" bad" if k in bad and v else ""}"><b>{_e(v)}</b>{_e(k)}</div>'
-        for k, v in items
-    ]
-    return f'<div class="cards">{"".join(cards)}</div>'
-
-
-def _table(frame: pd.DataFrame, *, empty: str = "Nothing to show.") -> str:
-    if frame.empty:
-        return f"<p class=muted>{_e(empty)}</p>"
-    return _for_output(frame).to_html(index=False, na_rep="", border=0, escape=True)
-
-
-def _documents_section(documents: pd.DataFrame) -> str:
-    shown = documents.head(_HTML_DOCUMENT_ROWS)[_HTML_DOCUMENT_COLUMNS].copy()
-    shown["sha256"] = shown["sha256"].map(lambda v: f"{v[:16]}…")
-    note = "<p class=muted>Main columns; every column and full hashes are in documents.csv."
-    if len(documents) > len(shown):
-        note += f" First {len(shown)} of {len(documents)} rows."
-    return note + "</p>" + _table(shown, empty="No document in this period.")
-
-
-def latency_chart(latencies: pd.DataFrame) -> str:
-    """Median and p95 seconds per stage: a base64 PNG when matplotlib is installed, else an
-    inline SVG drawn here. Either way nothing is loaded from elsewhere."""
-    data = latencies[(latencies["count"] > 0) & (latencies["stage"] != "total")]
-    if data.empty:
-        return "<p class=muted>No stage was completed in this period.</p>"
-    try:
-        return _png_chart(data)
-    except ImportError:
-        return svg_chart(data)
-
-
-def svg_chart(data: pd.DataFrame) -> str:
-    """Horizontal bars (median dark, p95 light) as inline SVG, scaled to the largest p95."""
-    width, label_w, bar_h = 640, 90, 14
-    top = max(float(data["p95_s"].max()), float(data["median_s"].max()), 1e-9)
-    parts = [
-        f'<svg width="{width}" height="{40 + 2 * bar_h * len(data) + 8 * len(data)}" role="img" aria-label="stage latencies">'
-    ]
-    y = 10
-    for row in data.itertuples(index=False):
-        for value, colour, name in (
-            (row.median_s, "#2f6fdb", "median"),
-            (row.p95_s, "#9dbcf0", "p95"),
-        ):
-            length = max(1.0, (width - label_w - 130) * float(value) / top)
-            parts.append(
-                f'<rect x="{label_w}" y="{y}" width="{length:.1f}" height="{bar_h - 2}" fill="{colour}"><title>{_e(row.stage)} {name}</title></rect>'
-            )
-            parts.append(
-                f'<text x="{label_w + length + 4:.1f}" y="{y + bar_h - 4}" font-size="11">{name} {_e(seconds_text(float(value)))}</text>'
-            )
-            y += bar_h
-        parts.append(f'<text x="0" y="{y - bar_h + 2}" font-size="12">{_e(row.stage)}</text>')
-        y += 8
-    parts.append(
-        f'<text x="{label_w}" y="{y + 16}" font-size="11" fill="#667085">dark: median, light: 95th percentile</text></svg>'
-    )
-    return "".join(parts)
-
-
-def _png_chart(data: pd.DataFrame) -> str:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(7, 0.6 + 0.5 * len(data)), dpi=100)
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
-    positions = list(range(len(data)))
-    axes.barh([p + 0.2 for p in positions], data["median_s"], height=0.4, label="median")
-    axes.barh([p - 0.2 for p in positions], data["p95_s"], height=0.4, label="p95")
-    axes.set_yticks(positions, list(data["stage"]))
-    axes.set_xlabel("seconds")
-    axes.legend()
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return f'<img alt="stage latencies" src="data:image/png;base64,{encoded}">'
-
-
-def seconds_text(value: float) -> str:
-    """``0.42 s``, ``12.5 s``, ``3.2 min``, ``5.1 h``, ``2.0 d``."""
-    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.3g} s"

@@ -31,6 +31,7 @@ from ledger.core.clock import ManualClock
 from ledger.core.entry import Entry
 from ledger.core.receipt import build_receipt
 from tasks import report as rpt
+from tasks import report_output as out
 
 PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
 START_S = 1_700_000_000.0
@@ -391,7 +392,7 @@ def test_files_have_stable_columns_and_match_the_frames(
     store: AuditStore, known: Known, tmp_path: Path
 ) -> None:
     report = c1_report(store, known)
-    paths = rpt.write_report(report, tmp_path / "out")
+    paths = out.write_report(report, tmp_path / "out")
     assert set(paths) == set(rpt.REPORT_FILES)
     assert read_header(paths["documents"]) == [
         "notarization_id", "collection", "source", "path", "sha256", "size_bytes", "chain_id",
@@ -437,7 +438,7 @@ def test_html_is_self_contained(store: AuditStore, known: Known, tmp_path: Path)
         "table:http://example.org/rows", [DocumentIn("https://x/<script>doc</script>", h("u"), 1)]
     )
     store.add_notarizations([NewNotarization(url_doc[0], "c1", CHAIN_ID.hex(), h("u"))])
-    paths = rpt.write_report(c1_report(store, known), tmp_path)
+    paths = out.write_report(c1_report(store, known), tmp_path)
     page = paths["html"].read_text(encoding="utf-8")
     parser = _Resources()
     parser.feed(page)
@@ -453,7 +454,7 @@ def test_svg_chart_draws_two_bars_per_stage() -> None:
         [["published", 3, 10.0, 10.0, 10.0, 10.0], ["ledger", 2, 52.5, 52.5, 59.0, 60.0]],
         columns=list(rpt.LATENCY_COLUMNS),
     )
-    svg = rpt.svg_chart(latencies)
+    svg = out.svg_chart(latencies)
     assert svg.startswith("<svg") and svg.endswith("</svg>")
     assert svg.count("<rect") == 4 and "ledger" in svg and "59 s" in svg
     assert "http" not in svg
@@ -462,14 +463,14 @@ def test_svg_chart_draws_two_bars_per_stage() -> None:
 def test_png_chart_when_matplotlib_is_installed() -> None:
     pytest.importorskip("matplotlib")
     latencies = pd.DataFrame([["ledger", 2, 1.0, 1.0, 2.0, 2.0]], columns=list(rpt.LATENCY_COLUMNS))
-    assert rpt.latency_chart(latencies).startswith(
+    assert out.latency_chart(latencies).startswith(
         '<img alt="stage latencies" src="data:image/png;base64,'
     )
 
 
 def test_empty_period_still_writes_every_file(store: AuditStore, tmp_path: Path) -> None:
     report = rpt.build_report(rpt.load_report_data(store, collection="none"), now=T0)
-    paths = rpt.write_report(report, tmp_path)
+    paths = out.write_report(report, tmp_path)
     assert report.summary["documents"] == 0 and set(report.summary["stages"].values()) == {0}
     assert "No document in this period." in paths["html"].read_text()
     assert read_header(paths["documents"])[0] == "notarization_id"
@@ -477,7 +478,7 @@ def test_empty_period_still_writes_every_file(store: AuditStore, tmp_path: Path)
 
 def test_markdown_and_table_summaries(store: AuditStore, known: Known) -> None:
     report = c1_report(store, known)
-    rows = {r["stage"]: r for r in rpt.stage_table(report)}
+    rows = {r["stage"]: r for r in out.stage_table(report)}
     assert rows["ledger"] == {
         "stage": "ledger",
         "documents": 1,
@@ -491,12 +492,12 @@ def test_markdown_and_table_summaries(store: AuditStore, known: Known) -> None:
     empty = rpt.build_report(rpt.load_report_data(store, collection="none"), now=T0)
     assert empty.summary["latency_s"]["ledger"] == {"count": 0, "median": None, "p95": None}
     json.dumps(empty.summary, allow_nan=False)
-    markdown = rpt.summary_markdown(report)
+    markdown = out.summary_markdown(report)
     assert "## Audit report: c1" in markdown and "| overdue | 2 |" in markdown
     assert "| ledger | 1 | 2 | 52.5 | 59.25 |" in markdown
 
 
 def test_seconds_text() -> None:
-    assert [rpt.seconds_text(v) for v in (0.42, 12.5, 190, 18_360, 172_800)] == [
+    assert [out.seconds_text(v) for v in (0.42, 12.5, 190, 18_360, 172_800)] == [
         "0.42 s", "12.5 s", "3.2 min", "5.1 h", "2.0 d",
     ]  # fmt: skip

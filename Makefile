@@ -9,7 +9,7 @@ BLOCK_TIME ?= 2
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 
-.PHONY: install demo up test test-fast test-all test-reliability lint typecheck bench clean
+.PHONY: install demo up test test-fast test-all test-reliability soak lint typecheck bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ test-all: install  ## everything, slow tests included (crash loops, schemathesis
 
 test-reliability: install  ## crash, fault and durability tests, long loops included
 	$(BIN)/python -m pytest tests/reliability
+
+soak: install  ## ten minutes of writes at half capacity with faults injected (not in CI)
+	$(BIN)/python -m tests.reliability.soak
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not slow and not e2e"

@@ -3,21 +3,42 @@
 Symlinks are never followed (neither to files nor to directories), so a link pointing
 outside the folder cannot leak outside content into the pipeline. Names matching an
 ignore pattern (hidden files, partial downloads, editor swap files) are skipped, for files
-and directories alike. Entries that cannot be read are skipped with a logged warning.
+and directories alike.
+
+Everything else that is not listed is *refused*, each with a reason given to the
+caller's ``on_skip`` (and logged): symbolic links, FIFOs, sockets and devices (never
+opened, so a FIFO cannot block a run), entries that vanish or cannot be read, paths too
+long for the system, and names that are not valid UTF-8. A path is stored as text in the
+audit store and published in entries; a name that is not UTF-8 has no faithful text form
+(Python keeps its bytes as lone surrogates, which no database or JSON encoder accepts),
+so it is refused with a clear reason instead of failing the run when it is recorded.
+
+``open_regular`` opens a listed file for reading without following a symlink at any
+level below the root and without blocking on a FIFO swapped in after the scan; the
+returned file tells whether it changed while it was being read.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
+import io
 import logging
 import os
-from collections.abc import Iterator, Sequence
+import stat
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 __all__ = [
     "DEFAULT_IGNORE_PATTERNS",
+    "RegularFile",
     "ScanEntry",
+    "SkipHandler",
+    "UnsafeFileError",
+    "display_path",
+    "is_storable_path",
+    "open_regular",
     "scan",
     "source_name",
 ]
@@ -25,6 +46,21 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_IGNORE_PATTERNS: tuple[str, ...] = (".*", "*.part", "~$*", "*.swp", "*.tmp")
+
+SkipHandler = Callable[[str, str], None]
+"""``on_skip(relative_path, reason)``: an entry ``scan`` refused. ``relative_path`` is
+printable (see ``display_path``); ``reason`` is one human sentence."""
+
+# ``open`` checks the effective user; ``access`` the real one unless told otherwise.
+_EFFECTIVE_IDS = os.access in os.supports_effective_ids
+
+_NOT_REGULAR = {
+    stat.S_IFLNK: "a symbolic link (never followed)",
+    stat.S_IFIFO: "a FIFO (named pipe), not a regular file",
+    stat.S_IFSOCK: "a socket, not a regular file",
+    stat.S_IFCHR: "a character device, not a regular file",
+    stat.S_IFBLK: "a block device, not a regular file",
+}
 
 
 class ScanEntry(NamedTuple):
@@ -43,15 +79,39 @@ class ScanEntry(NamedTuple):
     mtime_s: float
 
 
+class UnsafeFileError(OSError):
+    """A path ``open_regular`` refuses: not a regular file, a symlink on the way, a name
+    that leaves the root, or a file that changed while it was read."""
+
+
 def source_name(root: str | os.PathLike[str]) -> str:
     """Audit-store source name of a folder: ``"folder:<absolute resolved path>"``."""
     return f"folder:{Path(root).resolve()}"
+
+
+def is_storable_path(relative_path: str) -> bool:
+    """True when ``relative_path`` is valid Unicode text (it encodes as UTF-8).
+
+    A file name that is not UTF-8 comes out of ``os`` with lone surrogates standing for
+    its bytes; such text cannot be stored, published or shown faithfully.
+    """
+    try:
+        relative_path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def display_path(relative_path: str) -> str:
+    """A printable form of a path for messages: bytes that are not UTF-8 become ``\\xNN``."""
+    return relative_path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def scan(
     root: str | os.PathLike[str],
     *,
     ignore_patterns: Sequence[str] = DEFAULT_IGNORE_PATTERNS,
+    on_skip: SkipHandler | None = None,
 ) -> Iterator[ScanEntry]:
     """Yield the regular files under ``root``, recursively, sorted by relative path.
 
@@ -60,10 +120,15 @@ def scan(
             nothing below it is ever followed through a symlink.
         ignore_patterns: ``fnmatch`` patterns (case-sensitive) matched against each file
             and directory *name*; a matching directory is not descended into.
+        on_skip: called with ``(relative path, reason)`` for each entry that is not
+            ignored but refused (module docstring); refusals are also logged (WARNING for
+            what a user should fix: unreadable, vanished, too long, not UTF-8; DEBUG for
+            symlinks and special files, which a folder may hold by design).
 
     Yields:
         ``ScanEntry`` per regular, readable file. Order: ascending ``relative_path``
-        (string order), stable across runs.
+        (string order), stable across runs. The walk holds one directory listing per
+        level (no recursion), so any depth the file system allows is fine.
 
     Raises:
         NotADirectoryError: ``root`` is not a directory.
@@ -72,48 +137,173 @@ def scan(
     base = Path(root).resolve(strict=True)
     if not base.is_dir():
         raise NotADirectoryError(f"not a directory: {base}")
-    yield from _walk(base, "", tuple(ignore_patterns))
+    patterns = tuple(ignore_patterns)
+    report = _Reporter(on_skip)
+    # A stack of iterators over sorted listings: depth-first, in path order.
+    stack = [iter(_sorted_children(base, "", report))]
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+            continue
+        _key, entry, is_dir, relative = child
+        if _ignored(entry.name, patterns):
+            continue
+        if not is_storable_path(relative):
+            what = "directory" if is_dir else "file"
+            report.warn(f"{what} named in bytes that are not UTF-8", relative, "rename it")
+        elif is_dir:
+            stack.append(iter(_sorted_children(Path(entry.path), relative + "/", report)))
+        else:
+            found = _file_entry(entry, relative, report)
+            if found is not None:
+                yield found
+
+
+class _Reporter:
+    """Logs each refusal ("skipping <what> <path>: <detail>") and passes it to ``on_skip``
+    (reason "<what>: <detail>")."""
+
+    def __init__(self, on_skip: SkipHandler | None) -> None:
+        self._on_skip = on_skip
+
+    def warn(self, what: str, relative: str, detail: str) -> None:
+        self._emit(logging.WARNING, what, relative, detail)
+
+    def note(self, what: str, relative: str, detail: str) -> None:
+        self._emit(logging.DEBUG, what, relative, detail)
+
+    def _emit(self, level: int, what: str, relative: str, detail: str) -> None:
+        shown = display_path(relative)
+        logger.log(level, "skipping %s %s: %s", what, shown, detail)
+        if self._on_skip is not None:
+            self._on_skip(shown, f"{what}: {detail}")
 
 
 def _ignored(name: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-def _sorted_children(directory: Path) -> list[tuple[str, os.DirEntry[str], bool]]:
-    """Children as (sort key, entry, is_dir); dirs sort as "name/" so output is path-sorted."""
+def _sorted_children(
+    directory: Path, prefix: str, report: _Reporter
+) -> list[tuple[str, os.DirEntry[str], bool, str]]:
+    """Children as (sort key, entry, is_dir, relative path); dirs sort as "name/" so the
+    output is path-sorted."""
     try:
         with os.scandir(directory) as it:
             entries = list(it)
     except OSError as exc:
-        logger.warning("skipping unreadable directory %s: %s", directory, exc)
+        report.warn("unreadable directory", prefix.rstrip("/") or ".", _reason(exc))
         return []
     children = []
     for entry in entries:
-        is_dir = entry.is_dir(follow_symlinks=False)
-        children.append((entry.name + "/" if is_dir else entry.name, entry, is_dir))
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:  # vanished or unreadable: _file_entry says which
+            is_dir = False
+        children.append(
+            (entry.name + "/" if is_dir else entry.name, entry, is_dir, prefix + entry.name)
+        )
     children.sort(key=lambda child: child[0])
     return children
 
 
-def _walk(directory: Path, prefix: str, patterns: tuple[str, ...]) -> Iterator[ScanEntry]:
-    for _key, entry, is_dir in _sorted_children(directory):
-        if _ignored(entry.name, patterns):
-            continue
-        if is_dir:
-            yield from _walk(directory / entry.name, f"{prefix}{entry.name}/", patterns)
-        elif entry.is_file(follow_symlinks=False):
-            found = _file_entry(entry, prefix + entry.name)
-            if found is not None:
-                yield found
-
-
-def _file_entry(entry: os.DirEntry[str], relative: str) -> ScanEntry | None:
+def _file_entry(entry: os.DirEntry[str], relative: str, report: _Reporter) -> ScanEntry | None:
     try:
-        stat = entry.stat(follow_symlinks=False)
+        st = entry.stat(follow_symlinks=False)
     except OSError as exc:
-        logger.warning("skipping unreadable file %s: %s", entry.path, exc)
+        report.warn("unreadable file", relative, _reason(exc))
         return None
-    if not os.access(entry.path, os.R_OK):
-        logger.warning("skipping unreadable file %s: permission denied", entry.path)
+    kind = stat.S_IFMT(st.st_mode)
+    if kind != stat.S_IFREG:
+        report.note("special file", relative, _NOT_REGULAR.get(kind, "not a regular file"))
         return None
-    return ScanEntry(relative, Path(entry.path), stat.st_size, stat.st_mtime)
+    if not os.access(entry.path, os.R_OK, effective_ids=_EFFECTIVE_IDS):
+        report.warn("unreadable file", relative, "permission denied")
+        return None
+    return ScanEntry(relative, Path(entry.path), st.st_size, st.st_mtime)
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno == errno.ENAMETOOLONG:
+        return "the path is too long for the file system"
+    return exc.strerror or str(exc)
+
+
+# -- reading -----------------------------------------------------------------------------
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+class RegularFile(io.FileIO):
+    """A regular file opened by ``open_regular`` (read-only, unbuffered ``FileIO``).
+
+    Attributes:
+        opened_signature: ``(size in bytes, mtime in ns)`` when it was opened.
+    """
+
+    def __init__(self, fd: int, name: str) -> None:
+        super().__init__(fd, "rb", closefd=True)
+        st = os.fstat(fd)
+        self.opened_signature = (st.st_size, st.st_mtime_ns)
+        self.display_name = name
+
+    def changed(self) -> bool:
+        """True when the file's size or mtime differ from when it was opened (written to
+        while it was read: what was read may mix two versions)."""
+        st = os.fstat(self.fileno())
+        return (st.st_size, st.st_mtime_ns) != self.opened_signature
+
+    def check_unchanged(self) -> None:
+        """Raise ``UnsafeFileError`` if ``changed()``; call it after reading everything."""
+        if self.changed():
+            raise UnsafeFileError(
+                errno.EAGAIN, "the file changed while it was being read", self.display_name
+            )
+
+
+def open_regular(root: str | os.PathLike[str], relative_path: str) -> RegularFile:
+    """Open ``root/relative_path`` for reading, never leaving ``root`` and never blocking.
+
+    Each directory below ``root`` is opened relative to the previous one without
+    following symlinks, and the file itself is opened ``O_NOFOLLOW | O_NONBLOCK`` and
+    checked to be a regular file before anything is read, so a file swapped for a
+    symlink, a FIFO or a device after ``scan`` listed it is refused, not read or waited on.
+
+    Args:
+        root: the scanned folder (as given to ``scan``; it may itself be a symlink).
+        relative_path: a ``ScanEntry.relative_path`` ("a/b.pdf").
+
+    Returns:
+        the open file (close it, or use it as a context manager).
+
+    Raises:
+        UnsafeFileError: an empty, ``.`` or ``..`` component, or not a regular file.
+        OSError: as ``open`` raises it: missing (``FileNotFoundError``), a symlink on the
+            way (``ELOOP``/``ENOTDIR``), permission denied, ...
+    """
+    parts = relative_path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise UnsafeFileError(errno.EINVAL, "not a path below the folder", relative_path)
+    directory = os.open(Path(root).resolve(strict=True), _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            below = os.open(part, _DIR_FLAGS, dir_fd=directory)
+            os.close(directory)
+            directory = below
+        fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=directory)
+    finally:
+        os.close(directory)
+    try:
+        kind = stat.S_IFMT(os.fstat(fd).st_mode)
+        if kind != stat.S_IFREG:
+            raise UnsafeFileError(
+                errno.EINVAL, _NOT_REGULAR.get(kind, "not a regular file"), relative_path
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return RegularFile(fd, relative_path)

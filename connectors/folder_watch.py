@@ -18,7 +18,13 @@ no locks and a test can drive it step by step with a ``ManualClock``::
 
 Rules:
     - Only regular files; symlinks are skipped and never followed (a file is handed off
-      only if its real parent folder is inside the real root).
+      only if its real parent folder is inside the real root). FIFOs, sockets and devices
+      are never opened (their type is read with ``lstat``), so none can block a tick.
+    - A path whose name is not valid UTF-8 is refused (logged once, and given to
+      ``on_skip``): it has no faithful text form to record (``folder_source``).
+    - Folder trees as deep as the file system allows (``PATH_MAX``) are watched: watchdog
+      walks a tree recursively when arming, so the interpreter's recursion limit is raised
+      to cover that depth once, at ``start()``.
     - Names matching an ignore pattern (``folder_source.DEFAULT_IGNORE_PATTERNS``: hidden,
       ``*.part``, ``~$*``, ``*.swp``, ``*.tmp``), at any depth, are ignored; so is anything
       under ``exclude_dirs`` (e.g. the ``done/`` folder).
@@ -40,6 +46,7 @@ import os
 import queue
 import shutil
 import stat
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -67,7 +74,13 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-from connectors.folder_source import DEFAULT_IGNORE_PATTERNS, scan
+from connectors.folder_source import (
+    DEFAULT_IGNORE_PATTERNS,
+    SkipHandler,
+    display_path,
+    is_storable_path,
+    scan,
+)
 
 __all__ = [
     "BatchHandler",
@@ -202,6 +215,9 @@ class FolderWatcher:
         clock: time source for settle and batch timing; monotonic wall time by default.
         observer_factory: builds the watchdog observer (e.g. ``PollingObserver`` for
             network file systems without inotify).
+        on_skip: called with ``(relative path, reason)`` for each file refused (see
+            ``folder_source.scan``; a name that is not UTF-8 is reported once per path,
+            what a (re-)scan refuses each time that folder is scanned).
 
     Use ``run(stop_event)`` for a blocking loop, or ``start()`` / ``tick()`` / ``stop()``.
     """
@@ -214,6 +230,7 @@ class FolderWatcher:
         options: WatchOptions | None = None,
         clock: Clock | None = None,
         observer_factory: Callable[[], BaseObserver] = Observer,
+        on_skip: SkipHandler | None = None,
     ) -> None:
         if not folders:
             raise ValueError("at least one folder to watch is required")
@@ -230,6 +247,8 @@ class FolderWatcher:
         self._candidates: dict[Path, _Candidate] = {}
         self._handed: dict[Path, Signature] = {}
         self._ready: dict[Path, tuple[ReadyFile, float]] = {}
+        self._on_skip = on_skip
+        self._refused: set[Path] = set()  # names not UTF-8, already reported
 
     # -- public --------------------------------------------------------------------------
 
@@ -265,6 +284,7 @@ class FolderWatcher:
                 raise (NotADirectoryError if root.exists() else FileNotFoundError)(
                     f"cannot watch {root}: not an existing folder"
                 )
+        _allow_deep_walks()
         self._observer = self._observer_factory()
         self._observer.start()
         self._rearm()
@@ -330,7 +350,7 @@ class FolderWatcher:
             watch = self._observer.schedule(
                 self._handler, str(root), recursive=True, event_filter=_EVENT_FILTER
             )
-        except OSError as exc:
+        except (OSError, RecursionError) as exc:
             logger.warning("cannot watch %s yet: %s", root, exc)
             return
         self._arms[root] = _Arm(watch, identity)
@@ -417,7 +437,13 @@ class FolderWatcher:
         if directory not in self._roots and self._root_of(directory) is None:
             return
         try:
-            entries = list(scan(directory, ignore_patterns=self._options.ignore_patterns))
+            entries = list(
+                scan(
+                    directory,
+                    ignore_patterns=self._options.ignore_patterns,
+                    on_skip=self._on_skip,
+                )
+            )
         except OSError as exc:
             logger.warning("cannot scan %s: %s", directory, exc)
             return
@@ -431,6 +457,9 @@ class FolderWatcher:
             if tree:
                 for key in [k for k in table if k.is_relative_to(path)]:
                     del table[key]
+        self._refused.discard(path)
+        if tree:
+            self._refused = {p for p in self._refused if not p.is_relative_to(path)}
 
     def _root_of(self, path: Path) -> Path | None:
         """The root ``path`` belongs to, or None (outside, excluded, ignored or a root)."""
@@ -440,9 +469,23 @@ class FolderWatcher:
         if not roots:
             return None
         root = max(roots, key=lambda r: len(r.parts))
-        if _ignored(path.relative_to(root).parts, self._options.ignore_patterns):
+        relative = path.relative_to(root)
+        if _ignored(relative.parts, self._options.ignore_patterns):
+            return None
+        if not is_storable_path(str(relative)):
+            self._refuse(path, relative.as_posix())
             return None
         return root
+
+    def _refuse(self, path: Path, relative: str) -> None:
+        """Report, once per path, a name that is not valid UTF-8."""
+        if path in self._refused:
+            return
+        self._refused.add(path)
+        shown, reason = display_path(relative), "name in bytes that are not UTF-8: rename it"
+        logger.warning("skipping %s: %s", shown, reason)
+        if self._on_skip is not None:
+            self._on_skip(shown, reason)
 
     # -- completion and batching ---------------------------------------------------------
 
@@ -582,3 +625,19 @@ def _ignored(parts: Sequence[str], patterns: Sequence[str]) -> bool:
 
 def _as_path(raw: str | bytes) -> Path:
     return Path(os.fsdecode(raw))
+
+
+def _allow_deep_walks() -> None:
+    """Let watchdog's recursive ``os.walk`` (one frame per level in Python 3.11) reach the
+    deepest folder a path can name: ``PATH_MAX`` bytes allow ``PATH_MAX / 2`` levels.
+
+    The limit is only ever raised, never restored: lowering it while another thread is
+    deep in a call could fail that thread.
+    """
+    try:
+        path_max = os.pathconf("/", "PC_PATH_MAX")
+    except (OSError, ValueError):
+        path_max = 4096
+    needed = 1000 + path_max  # the usual headroom, plus two frames per level at most
+    if sys.getrecursionlimit() < needed:
+        sys.setrecursionlimit(needed)

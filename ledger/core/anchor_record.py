@@ -279,7 +279,8 @@ class AnchorRecord:
         """Parse record JSON. DecodeError for bad JSON, missing or mistyped fields."""
         try:
             obj = json.loads(content)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            # RecursionError: nesting deeper than the parser's stack (hostile content)
             raise DecodeError(f"anchor record is not JSON: {exc}") from exc
         what = "anchor record"
         contract = ContractRef.from_json(obj["Ethereum"]) if "Ethereum" in _obj(obj) else None

@@ -277,7 +277,8 @@ class ProofBundle:
         """Parse bundle JSON text. ``ProofError`` (step 0) for bad JSON or a bad bundle."""
         try:
             obj = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            # RecursionError: nesting deeper than the parser's stack (a hostile file)
             raise ProofError(Step.FORMAT, f"not valid JSON: {exc}") from exc
         return cls.from_json(obj)
 
@@ -514,7 +515,7 @@ def _carries(entry: Entry, digest: bytes) -> bool:
         return True
     try:
         content = json.loads(entry.content)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return False
     return isinstance(content, dict) and content.get("sha256") == digest.hex()
 
@@ -573,7 +574,12 @@ def _check_directory_block(bundle: ProofBundle) -> DirectoryBlock:
 
 
 def _dblock_report(dblock: DirectoryBlock) -> StepReport:
-    when = datetime.fromtimestamp(dblock.timestamp_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        when = datetime.fromtimestamp(dblock.timestamp_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, OSError, ValueError):
+        # The header's minute count (uint32) reaches past year 9999, which datetime cannot
+        # show; the proof does not depend on the date, so name the raw value instead.
+        when = f"{dblock.timestamp_s} s after the Unix epoch"
     return StepReport(
         Step.DIRECTORY_BLOCK,
         f"height {dblock.height}, KeyMR {dblock.key_mr().hex()}, started {when}",

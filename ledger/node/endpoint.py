@@ -1,20 +1,23 @@
 """The node's JSON-RPC endpoint: the shared one, with batch items run concurrently.
 
-The shared endpoint answers a batch item by item, so a batch of N writes waits for N
-group commits one after the other. Here every item of a batch is started at once, in
-order: a write handler applies its message to the in-memory state before its first
-suspension (the journal write), so a commit still takes effect before a reveal that follows
-it in the same batch; the replies then wait together for one group commit. Responses keep
-request order (JSON-RPC 2.0 allows any order; keeping it helps simple clients).
+The shared endpoint answers a batch item by item by default, so a batch of N writes would
+wait for N group commits one after the other. The node turns on the endpoint's
+``concurrent_batches`` option: every item of a batch is started at once, in order; a write
+handler applies its message to the in-memory state before its first suspension (the
+journal write), so a commit still takes effect before a reveal that follows it in the same
+batch, and the replies then wait together for one group commit. Responses keep request
+order. Around each batch, the commits' signatures are checked together in the signature
+checker's worker thread (the endpoint's ``batch_scope``).
 """
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from ledger.jsonrpc.registry import MethodRegistry
-from ledger.jsonrpc.server import JsonRpcEndpoint, encode_json
+from ledger.jsonrpc.server import BatchScope, JsonRpcEndpoint
 from ledger.node.sigcheck import SignatureChecker
 
 __all__ = ["NodeEndpoint"]
@@ -39,29 +42,24 @@ class NodeEndpoint(JsonRpcEndpoint):
         signatures: SignatureChecker | None = None,
     ) -> None:
         super().__init__(
-            registry, error_http_status=error_http_status, max_body_bytes=max_body_bytes
+            registry,
+            error_http_status=error_http_status,
+            max_body_bytes=max_body_bytes,
+            concurrent_batches=True,
+            batch_scope=None if signatures is None else _preverified(signatures),
         )
         self.signatures = signatures
 
-    async def _handle_batch(self, payload: list[Any]) -> tuple[int, bytes | None]:
-        if not payload:
-            return await super()._handle_batch(payload)
-        checked = await self.signatures.preverify(payload) if self.signatures else []
+
+def _preverified(signatures: SignatureChecker) -> BatchScope:
+    """A batch scope: pre-check the batch's commit signatures, drop unused results after."""
+
+    @asynccontextmanager
+    async def scope(items: list[Any]) -> AsyncIterator[None]:
+        checked = await signatures.preverify(items)
         try:
-            tasks = [asyncio.ensure_future(self.handle_request(item)) for item in payload]
-            responses = await asyncio.gather(*tasks)
+            yield
         finally:
-            if self.signatures is not None:
-                self.signatures.forget(checked)
-        parts = [_encode(r) for r in responses if r is not None]
-        if not parts:
-            return 204, None
-        return 200, b"[" + b",".join(parts) + b"]"
+            signatures.forget(checked)
 
-
-def _encode(response: dict[str, Any]) -> bytes:
-    try:
-        return encode_json(response)
-    except (TypeError, ValueError, RecursionError):
-        error = {"code": -32603, "message": "Internal error"}
-        return encode_json({"jsonrpc": "2.0", "id": response.get("id"), "error": error})
+    return scope

@@ -1,0 +1,122 @@
+"""The ``concurrent_batches`` and ``batch_scope`` options of the JSON-RPC endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from pydantic import BaseModel
+
+from ledger.jsonrpc import MethodRegistry, create_jsonrpc_app
+
+from .conftest import request
+
+pytestmark = pytest.mark.anyio
+
+
+class Step(BaseModel):
+    name: str
+    wait_for: str | None = None
+
+
+def build(log: list[str]) -> tuple[MethodRegistry, dict[str, asyncio.Event]]:
+    """``step``: logs "start name", waits for another step to have started, logs "end name"."""
+    registry = MethodRegistry()
+    started: dict[str, asyncio.Event] = {}
+
+    def event(name: str) -> asyncio.Event:
+        return started.setdefault(name, asyncio.Event())
+
+    @registry.method("step", params=Step)
+    async def step(params: Step) -> str:
+        log.append(f"start {params.name}")
+        event(params.name).set()
+        if params.wait_for is not None:
+            await event(params.wait_for).wait()
+        await asyncio.sleep(0)
+        log.append(f"end {params.name}")
+        return params.name
+
+    return registry, started
+
+
+async def post(app: Any, payload: Any) -> httpx.Response:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://rpc") as client:
+        return await client.post("/v2", content=orjson.dumps(payload))
+
+
+async def test_concurrent_batch_starts_items_in_order_and_overlaps_their_waits() -> None:
+    log: list[str] = []
+    registry, _ = build(log)
+    app = create_jsonrpc_app(registry, concurrent_batches=True)
+    # item 0 waits for item 2: only possible when the items run concurrently
+    batch = [
+        request("step", {"name": "a", "wait_for": "c"}, request_id=0),
+        request("step", {"name": "b"}, request_id=1),
+        request("step", {"name": "c"}, request_id=2),
+    ]
+    response = await asyncio.wait_for(post(app, batch), timeout=5)
+    assert [item["result"] for item in response.json()] == ["a", "b", "c"]  # request order
+    assert log[:3] == ["start a", "start b", "start c"]
+    assert log.index("end a") > log.index("start c")
+
+
+async def test_sequential_batch_is_the_default() -> None:
+    log: list[str] = []
+    registry, _ = build(log)
+    app = create_jsonrpc_app(registry)
+    batch = [request("step", {"name": str(i)}, request_id=i) for i in range(3)]
+    response = await post(app, batch)
+    assert [item["result"] for item in response.json()] == ["0", "1", "2"]
+    assert log == ["start 0", "end 0", "start 1", "end 1", "start 2", "end 2"]
+    assert app.state.jsonrpc.concurrent_batches is False
+
+
+async def test_batch_scope_wraps_each_batch_once_and_sees_its_items() -> None:
+    log: list[str] = []
+    registry, _ = build(log)
+
+    @asynccontextmanager
+    async def scope(items: list[Any]) -> AsyncIterator[None]:
+        log.append(f"enter {len(items)}")
+        try:
+            yield
+        finally:
+            log.append("exit")
+
+    app = create_jsonrpc_app(registry, concurrent_batches=True, batch_scope=scope)
+    batch = [request("step", {"name": "x"}), request("step", {"name": "y"}, request_id=...), 5]
+    body = (await post(app, batch)).json()
+    assert [item.get("result") for item in body] == ["x", None]  # notification unanswered
+    assert body[1]["error"]["code"] == -32600
+    assert log[0] == "enter 3" and log[-1] == "exit"
+    assert sorted(log[1:-1]) == ["end x", "end y", "start x", "start y"]
+    # single requests and empty batches do not enter the scope
+    log.clear()
+    await post(app, request("step", {"name": "z"}))
+    await post(app, [])
+    assert log == ["start z", "end z"]
+
+
+async def test_concurrent_batch_keeps_errors_and_notifications_in_place() -> None:
+    registry, _ = build([])
+    app = create_jsonrpc_app(registry, concurrent_batches=True)
+    batch = [
+        request("nope", request_id="first"),
+        request("step", {"name": "n"}, request_id=...),
+        request("step", {}, request_id="bad"),
+        request("step", {"name": "ok"}, request_id="last"),
+    ]
+    body = (await post(app, batch)).json()
+    assert [item["id"] for item in body] == ["first", "bad", "last"]
+    assert body[0]["error"]["code"] == -32601
+    assert body[1]["error"]["code"] == -32602
+    assert body[2]["result"] == "ok"
+    only_notifications = await post(app, [request("step", {"name": "q"}, request_id=...)])
+    assert (only_notifications.status_code, only_notifications.content) == (204, b"")

@@ -39,6 +39,7 @@ __all__ = [
     "AuthenticationFailed",
     "AuthenticationMissing",
     "BadRequest",
+    "InsufficientStorage",
     "InternalError",
     "NoMappingRuleMatched",
     "PageNotFound",
@@ -145,6 +146,13 @@ class TooManyRequests(ApiError):
 class ServiceUnavailable(ApiError):
     status_code = 503
     name = "Service Unavailable"
+
+
+class InsufficientStorage(ApiError):
+    """The service's disk is full: nothing was stored; the caller may send the write again."""
+
+    status_code = 507
+    name = "Insufficient Storage"
 
 
 class InternalError(ApiError):

@@ -8,8 +8,11 @@ group-commit writer, and the answer is given once the write is committed.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from sqlalchemy.exc import OperationalError
 
 from ledger.api import store
 from ledger.api.auth import Principal
@@ -18,6 +21,7 @@ from ledger.api.encoding import EncodingError, from_base64, from_hash_hex
 from ledger.api.errors import (
     AuthenticationFailed,
     BadRequest,
+    InsufficientStorage,
     ServiceUnavailable,
     Unprocessable,
 )
@@ -117,3 +121,18 @@ async def _submit(svc: Services, request: WriteRequest) -> WriteOutcome:
         raise AuthenticationFailed("The key sent is not valid") from exc
     except WriterClosed as exc:
         raise ServiceUnavailable("The service is stopping; send the write again later") from exc
+    except OperationalError as exc:
+        if not _disk_full(exc):
+            raise
+        raise InsufficientStorage(
+            "The service cannot store writes now (its disk is full); send the write again later"
+        ) from exc
+
+
+def _disk_full(exc: OperationalError) -> bool:
+    """SQLite's SQLITE_FULL, or PostgreSQL's disk_full (SQLSTATE 53100)."""
+    orig = exc.orig
+    return (
+        getattr(orig, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        or getattr(orig, "sqlstate", None) == "53100"
+    )

@@ -14,7 +14,15 @@ A caller parameter with the same name as one added is replaced. Callbacks are qu
 the ``callbacks`` table in the same transaction as the stage change, delivered at least
 once (a crash between the POST and its bookkeeping repeats the POST: receivers should be
 idempotent on ``stage`` + their own identifiers), retried with exponential back-off until
-``callback_give_up_s`` after queuing. Any 2xx answer counts as delivered.
+``callback_give_up_s`` after queuing. Any 2xx answer counts as delivered. The queue is the
+database table, so a restart of the API loses no callback and keeps each one's back-off.
+
+Slow receivers: the POSTs of one pass run concurrently on a small thread pool (at most a
+few per receiver host, so one slow host cannot take every thread), and a pass waits for
+them only ``pass_budget_s``. A receiver that accepts connections but never answers
+therefore costs the worker's pass at most that budget, not one POST timeout per queued
+callback; its POSTs finish (or time out) in the background and record their own outcome,
+and a callback still in flight is not picked again meanwhile.
 
 Authenticity: every POST carries ``X-Notary-Timestamp`` (Unix seconds) and
 ``X-Notary-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "\\n" + url + "\\n" + body)>``
@@ -36,7 +44,10 @@ import ipaddress
 import logging
 import re
 import socket
+import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -239,19 +250,28 @@ class _Due:
     created_at: float
     attempts: int
 
+    @property
+    def host(self) -> str:
+        """``host:port`` of the receiver (the unit of the per-host limit)."""
+        return urlsplit(self.url).netloc.lower()
+
 
 class CallbackDispatcher:
-    """Delivers due rows of the ``callbacks`` table.
+    """Delivers due rows of the ``callbacks`` table (module docstring: slow receivers).
 
     Args:
         db: the API database.
-        http: client used for the POSTs (its timeout applies).
+        http: client used for the POSTs (its timeout applies); must be thread-safe
+            (``httpx.Client`` is).
         secret: HMAC key of the signature header.
         policy: host policy checked before each POST.
         clock: time source.
         retry_base_s, retry_max_s: back-off after the n-th failure is
             ``min(retry_max_s, retry_base_s * 2**(n-1))`` seconds.
         give_up_s: a callback still undelivered this long after queuing is dropped.
+        max_concurrency: POSTs in flight at once (threads of the pool).
+        per_host: POSTs in flight at once to one receiver host.
+        pass_budget_s: longest ``deliver_due`` waits for the POSTs it started, seconds.
     """
 
     def __init__(
@@ -265,7 +285,12 @@ class CallbackDispatcher:
         retry_base_s: float,
         retry_max_s: float,
         give_up_s: float,
+        max_concurrency: int = 16,
+        per_host: int = 4,
+        pass_budget_s: float = 1.0,
     ) -> None:
+        if max_concurrency < 1 or per_host < 1:
+            raise ValueError("max_concurrency and per_host must be at least 1")
         self._db, self._http, self._secret = db, http, secret
         self._policy, self._clock = policy, clock
         self._retry_base_s, self._retry_max_s, self._give_up_s = (
@@ -273,26 +298,87 @@ class CallbackDispatcher:
             retry_max_s,
             give_up_s,
         )
+        self._max_concurrency, self._per_host = max_concurrency, per_host
+        self._pass_budget_s = pass_budget_s
+        self._pool: ThreadPoolExecutor | None = None  # made on first use
+        self._lock = threading.Lock()
+        self._in_flight: dict[int, str] = {}  # callback id -> host, POST under way
 
     def deliver_due(self, *, limit: int = 100) -> int:
-        """POST every due callback (oldest first, at most ``limit``); returns deliveries made."""
+        """Start the POSTs of due callbacks (oldest first, at most ``limit``) and wait for
+        them up to ``pass_budget_s``.
+
+        Returns:
+            how many of the callbacks started here were delivered within that wait (those
+            still in flight record their outcome when they finish).
+        """
+        futures = [self._start(due) for due in self._due(limit)]
         delivered = 0
-        for due in self._due(limit):
-            delivered += self._deliver(due)
+        if futures:
+            done, _ = wait(futures, timeout=self._pass_budget_s)
+            delivered = sum(f.result() for f in done)
+        if not self.in_flight():
+            self.close()  # no thread is kept between passes that leave nothing in flight
         return delivered
 
+    def in_flight(self) -> int:
+        """Callbacks whose POST is under way now."""
+        with self._lock:
+            return len(self._in_flight)
+
+    def close(self) -> None:
+        """Wait for the POSTs in flight (each ends by the client's timeout) and release the
+        threads. Call from the thread that calls ``deliver_due`` (it starts a new pool)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def _start(self, due: _Due) -> Future[int]:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                self._max_concurrency, thread_name_prefix="notary-api-callback"
+            )
+        return self._pool.submit(self._deliver_tracked, due)
+
     def _due(self, limit: int) -> list[_Due]:
+        """Due rows not in flight, at most ``per_host`` in flight per host; marks them."""
+        with self._lock:
+            busy = dict(self._in_flight)
         now = self._clock.now()
         query = (
             select(CallbackRow)
             .where(CallbackRow.status == CallbackStatus.PENDING.value)
             .where(CallbackRow.next_attempt_at <= now)
             .order_by(CallbackRow.next_attempt_at, CallbackRow.id)
-            .limit(limit)
+            # Room beyond ``limit``: rows of hosts at their in-flight cap are skipped, and
+            # the next hosts' rows should not wait behind them.
+            .limit(4 * limit + len(busy))
         )
         with self._db.read() as session:
             rows = session.scalars(query).all()
-            return [_Due(r.id, r.url, r.created_at, r.attempts) for r in rows]
+            candidates = [_Due(r.id, r.url, r.created_at, r.attempts) for r in rows]
+        per_host = Counter(busy.values())
+        chosen: list[_Due] = []
+        for due in candidates:
+            if len(chosen) >= limit:
+                break
+            if due.id in busy or per_host[due.host] >= self._per_host:
+                continue  # the host's other callbacks wait for a later pass
+            per_host[due.host] += 1
+            chosen.append(due)
+        with self._lock:
+            self._in_flight.update((due.id, due.host) for due in chosen)
+        return chosen
+
+    def _deliver_tracked(self, due: _Due) -> int:
+        try:
+            return self._deliver(due)
+        except Exception:  # a pool thread: log, the row stays pending for a later pass
+            _log.exception("callback %s: delivery failed", due.id)
+            return 0
+        finally:
+            with self._lock:
+                self._in_flight.pop(due.id, None)
 
     def _deliver(self, due: _Due) -> int:
         now = self._clock.now()
@@ -320,6 +406,8 @@ class CallbackDispatcher:
             response = self._http.post(url, content=_BODY, headers=headers)
         except httpx.HTTPError as exc:
             return f"{type(exc).__name__}: {exc}"
+        except RuntimeError as exc:  # the client was closed under us: the API is stopping
+            return f"not sent: {exc}"
         return None if response.is_success else f"HTTP {response.status_code}"
 
     def _finish(self, due: _Due, *, status: CallbackStatus, error: str | None) -> None:

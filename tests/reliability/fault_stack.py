@@ -1,0 +1,391 @@
+"""The bundled stack with each service separately stoppable, for the fault tests.
+
+``tests.stack_fixtures.stack`` runs the four services in one thread, so one of them cannot
+go down alone. ``FaultStack`` lays out the same data folder and settings (``ledger.stack``)
+but runs the node as a subprocess (``python -m ledger.node``: it can be SIGKILLed and
+started again over its data folder) and the wallet, the publishing API and, when asked,
+the anchoring service each in their own uvicorn thread (stopped and started again through
+their lifespans, as a process restart would).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.types import ASGIApp
+
+from connectors.audit_store import AuditStore
+from flows.settings import PipelineSettings
+from ledger.anchor.app import create_app as create_anchor_app
+from ledger.api.app import create_app as create_api_app
+from ledger.api.settings import ApiSettings
+from ledger.core.receipt import Receipt, verify_receipt
+from ledger.node.settings import NodeSettings
+from ledger.stack import Stack, StackSettings
+from ledger.wallet.app import create_app as create_wallet_app
+from tasks.documents import collection_chain, document_entry
+
+ROOT = Path(__file__).resolve().parents[2]
+_START_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(
+    condition: Callable[[], bool], *, timeout_s: float, what: str, poll_s: float = 0.05
+) -> None:
+    """Poll ``condition`` until it holds.
+
+    Raises:
+        AssertionError: still false after ``timeout_s`` seconds (``what`` names it).
+    """
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(poll_s)
+
+
+#: One client for every ``rpc`` call: building an ``httpx.Client`` costs ~50 ms (TLS setup).
+_RPC_CLIENT = httpx.Client()
+
+
+def rpc(url: str, method: str, params: Any = None, *, timeout_s: float = 10.0) -> Any:
+    """One JSON-RPC call; returns the whole answer object (``result`` or ``error``)."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
+    if params is not None:
+        body["params"] = params
+    return _RPC_CLIENT.post(url, json=body, timeout=timeout_s).json()
+
+
+class _ThreadServer(uvicorn.Server):
+    """uvicorn without signal handlers (it runs in a worker thread)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class AppServer:
+    """One ASGI app served on ``127.0.0.1:port`` by uvicorn in a thread of its own.
+
+    ``stop()`` runs the app's shutdown (lifespan exit) like a SIGTERM would; a stopped
+    server is not started again: build a new one (with a new app) over the same data.
+    """
+
+    def __init__(self, app: ASGIApp, port: int, *, name: str) -> None:
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        )
+        self.port = port
+        self._server = _ThreadServer(config)
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(self._server.serve()), name=f"fault-{name}", daemon=True
+        )
+
+    def start(self) -> None:
+        """Start serving and wait until the socket listens.
+
+        Raises:
+            RuntimeError: the server did not start within 30 s or its thread ended.
+        """
+        self._thread.start()
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the server on port {self.port} did not start")
+            time.sleep(0.02)
+
+    def stop(self, *, timeout_s: float = 30.0) -> None:
+        """Shut the app down (lifespan exit) and wait for the thread."""
+        self._server.should_exit = True
+        self._thread.join(timeout_s)
+
+
+class NodeProcess:
+    """The ledger node as a real subprocess over one data folder and port.
+
+    Args:
+        settings: the node's settings, passed to the child as ``NOTARY_NODE_*`` variables.
+        extra_env: more variables for the child (e.g. a resource limit wrapper's knobs).
+    """
+
+    def __init__(self, settings: NodeSettings, *, extra_env: dict[str, str] | None = None) -> None:
+        self.settings = settings
+        self._extra_env = extra_env or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log = settings.data_dir.parent / f"node-{settings.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.settings.port}/v2"
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        """Start the node and wait until it answers ``heights``.
+
+        Raises:
+            RuntimeError: it exited or did not answer within 30 s (its stderr attached).
+        """
+        s = self.settings
+        env = dict(os.environ)
+        env.update(
+            NOTARY_NODE_DATA_DIR=str(s.data_dir),
+            NOTARY_NODE_HOST="127.0.0.1",
+            NOTARY_NODE_PORT=str(s.port),
+            NOTARY_NODE_BLOCK_TIME_S=str(s.block_time_s),
+            NOTARY_NODE_SQLITE_SYNCHRONOUS=s.sqlite_synchronous,
+            PYTHONPATH=str(ROOT),
+            **self._extra_env,
+        )
+        s.data_dir.mkdir(parents=True, exist_ok=True)
+        with self._log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "ledger.node"],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the node exited at start-up:\n{self.stderr()}")
+            try:
+                if "result" in rpc(self.url, "heights", timeout_s=1.0):
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"the node did not answer:\n{self.stderr()}")
+
+    def stderr(self) -> str:
+        """What the node wrote to stdout and stderr so far (all its runs)."""
+        return self._log.read_text(errors="replace") if self._log.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to clean up (the harshest way to go down)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.proc = None
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 20 s."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.proc = None
+
+
+class FaultStack:
+    """Node (subprocess), wallet, publishing API and optionally anchoring, on free ports.
+
+    Args:
+        data_dir: the stack's data folder (``node/``, ``wallet/``, ``api/``, ``api-key``).
+        block_time_s: directory block period of the development network, seconds.
+        api_overrides: ``ApiSettings`` fields replacing the stack's (e.g. callback back-off).
+        with_anchor: also run the anchoring service (needed for the ``anchor`` stage).
+
+    Use as a context manager: every service started is stopped at exit.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        block_time_s: float = 0.5,
+        api_overrides: dict[str, Any] | None = None,
+        with_anchor: bool = False,
+    ) -> None:
+        self.stack = Stack(
+            StackSettings(
+                data_dir=data_dir,
+                node_port=free_port(),
+                wallet_port=free_port(),
+                api_port=free_port(),
+                anchor_port=free_port(),
+                block_time_s=block_time_s,
+                sqlite_synchronous="NORMAL",
+            )
+        )
+        self._api_overrides = api_overrides or {}
+        self._with_anchor = with_anchor
+        self.node = NodeProcess(self.stack.node_settings())
+        self.api_key = ""
+        self._wallet: AppServer | None = None
+        self._api: AppServer | None = None
+        self._anchor: AppServer | None = None
+
+    @property
+    def settings(self) -> StackSettings:
+        return self.stack.settings
+
+    def api_settings(self) -> ApiSettings:
+        """The stack's API settings with ``api_overrides`` applied."""
+        return self.stack.api_settings().model_copy(update=self._api_overrides)
+
+    def __enter__(self) -> FaultStack:
+        self.api_key = self.stack.prepare()
+        try:
+            self.node.start()
+            self._wallet = AppServer(
+                create_wallet_app(self.stack.wallet_settings()),
+                self.settings.wallet_port,
+                name="wallet",
+            )
+            self._wallet.start()
+            self.start_api()
+            if self._with_anchor:
+                self._anchor = AppServer(
+                    create_anchor_app(self.stack.anchor_settings()),
+                    self.settings.anchor_port,
+                    name="anchor",
+                )
+                self._anchor.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def start_api(self) -> None:
+        """Start the publishing API (a new app over the same database)."""
+        self._api = AppServer(
+            create_api_app(self.api_settings()), self.settings.api_port, name="api"
+        )
+        self._api.start()
+
+    def stop_api(self) -> None:
+        """Shut the publishing API down (its worker and writer stop; queued writes commit)."""
+        if self._api is not None:
+            self._api.stop()
+            self._api = None
+
+    def close(self) -> None:
+        """Stop every service still running (API first, node last)."""
+        for server in (self._anchor, self._api, self._wallet):
+            if server is not None:
+                server.stop()
+        self._anchor = self._api = self._wallet = None
+        self.node.stop()
+
+    def pipeline_settings(self, **overrides: Any) -> PipelineSettings:
+        """Pipeline settings pointing at these services (audit store in the data folder)."""
+        s = self.settings
+        values: dict[str, Any] = {
+            "data_dir": s.data_dir,
+            "api_url": s.api_url,
+            "node_url": s.node_url,
+            "anchor_url": s.anchor_url,
+            "batch_size": 10,
+            "ledger_wait_s": 60,
+            **overrides,
+        }
+        return PipelineSettings(**values)
+
+
+# -- checks of the final state ---------------------------------------------------------------
+
+
+def make_files(root: Path, count: int, *, tag: str = "") -> dict[str, bytes]:
+    """``count`` small distinct files under ``root``; returns relative path -> content."""
+    files: dict[str, bytes] = {}
+    for i in range(count):
+        rel = f"part{i % 4}/doc-{i:04d}.txt"
+        data = f"fault test {tag} document {i}\n".encode() * (1 + i % 5)
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+        files[rel] = data
+    return files
+
+
+def chain_entry_hashes(node_url: str, chain_id: str) -> list[str]:
+    """Every entry hash the node's saved entry blocks of ``chain_id`` hold, oldest first
+    (walks ``chain-head`` and each entry block's ``prevkeymr`` back to the first)."""
+    answer = rpc(node_url, "chain-head", {"chainid": chain_id})
+    keymr = answer["result"]["chainhead"]
+    hashes: list[str] = []
+    while keymr and keymr != "0" * 64:
+        block = rpc(node_url, "entry-block", {"keymr": keymr})["result"]
+        hashes[:0] = [item["entryhash"] for item in block["entrylist"]]
+        keymr = block["header"]["prevkeymr"]
+    return hashes
+
+
+def assert_collection_on_ledger(
+    settings: PipelineSettings, collection: str, files: dict[str, bytes]
+) -> None:
+    """The final state every pipeline fault test proves.
+
+    1. the audit store holds exactly one notarization per file, at stage ``ledger`` or
+       ``anchor``, for the file's SHA-256 and the entry the pipeline computes for it;
+    2. each has a stored receipt that verifies up to the key Merkle root of the directory
+       block the node serves at that height;
+    3. the collection's chain on the node holds each document's entry exactly once (and
+       nothing else but the chain's first entry).
+    """
+    chain = collection_chain(collection)
+    with AuditStore(settings.audit_url) as store:
+        proofs = store.proofs(collection=collection)
+    by_path = {p.notarization.path: p for p in proofs}
+    assert len(proofs) == len(by_path) == len(files), (len(proofs), len(files))
+    assert set(by_path) == set(files)
+    expected: set[str] = set()
+    dblock_keymr: dict[int, str] = {}
+    for path, proof in by_path.items():
+        row = proof.notarization
+        assert row.sha256 == hashlib.sha256(files[path]).hexdigest()
+        assert row.stage in ("ledger", "anchor"), (path, row.stage, row.error)
+        entry = document_entry(
+            chain.chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path
+        )
+        assert row.entry_hash == entry.entry_hash
+        expected.add(entry.entry_hash)
+        assert proof.receipt is not None and row.dblock_height is not None, path
+        height = row.dblock_height
+        if height not in dblock_keymr:
+            dblock_keymr[height] = rpc(settings.node_url, "dblock-by-height", {"height": height})[
+                "result"
+            ]["dblock"]["keymr"]
+        verify_receipt(
+            Receipt.from_json(proof.receipt.raw),
+            trusted_directory_block_keymr=bytes.fromhex(dblock_keymr[height]),
+        )
+    on_chain = chain_entry_hashes(settings.node_url, chain.chain_id)
+    assert len(on_chain) == len(set(on_chain)), "an entry is recorded twice on the ledger"
+    assert set(on_chain) == expected | {chain.entry_hash}

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from collections.abc import Callable
 
-import uvicorn
-
-from ledger.node.app import create_app
+from ledger.node.app import serve
 from ledger.node.settings import NodeSettings
 
 
 def main() -> None:
-    """Serve the node until SIGINT/SIGTERM; uvicorn picks uvloop and httptools when present."""
+    """Serve the node until SIGINT/SIGTERM, on uvloop when it is installed."""
     settings = NodeSettings()
     sys.setswitchinterval(settings.gil_switch_interval_s)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        runner.run(serve(settings))
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 if __name__ == "__main__":

@@ -257,7 +257,11 @@ def _entry_blocks(pl: ProcessList, heads: dict[bytes, ChainHead]) -> list[Sealed
 class _SealedECBlock(EntryCreditBlock):
     """An ``EntryCreditBlock`` that marshals its body and header once (it is immutable);
     the core class recomputes them for every hash, which costs a full pass over thousands
-    of commits each time."""
+    of commits each time. ``with_body`` gives it its body bytes ready-made."""
+
+    def with_body(self, body: bytes) -> _SealedECBlock:
+        object.__setattr__(self, "_body", body)
+        return self
 
     def body(self) -> bytes:
         cached = self.__dict__.get("_body")
@@ -274,8 +278,35 @@ class _SealedECBlock(EntryCreditBlock):
         return cached
 
 
+def _object_bytes(obj: ECObject) -> bytes:
+    """One body object as the core marshals it (its ECID byte, then its bytes)."""
+    return EntryCreditBlock(0, ZERO_HASH, ZERO_HASH, (obj,)).body()
+
+
+_MARKER_BYTES = {m: _object_bytes(MinuteNumber(m)) for m in range(1, MINUTES_PER_BLOCK + 1)}
+_SAMPLE_ENTRY_COMMIT = CommitEntry(0, bytes(32), 1, bytes(32), bytes(64))
+_SAMPLE_CHAIN_COMMIT = CommitChain(0, bytes(32), bytes(32), bytes(32), 11, bytes(32), bytes(64))
+#: The bytes before a marshalled commit in the body (its ECID), per commit class.
+_COMMIT_PREFIX: dict[type, bytes] = {
+    type(c): _object_bytes(c)[: -len(c.marshal())]
+    for c in (_SAMPLE_ENTRY_COMMIT, _SAMPLE_CHAIN_COMMIT)
+}
+
+
 def _ec_objects(pl: ProcessList) -> tuple[ECObject, ...]:
     return tuple(MinuteNumber(obj) if isinstance(obj, int) else obj for obj in pl.ec_objects)
+
+
+def _ec_body(pl: ProcessList, prefix: tuple[ECObject, ...]) -> bytes:
+    """The EC block body of ``prefix`` then ``pl``'s objects, from the commits' bytes kept
+    by the process list (what ``EntryCreditBlock.body()`` computes, without re-marshalling)."""
+    parts = [_object_bytes(obj) for obj in prefix]
+    for obj, raw in zip(pl.ec_objects, pl.ec_raw, strict=True):
+        if isinstance(obj, int):
+            parts.append(_MARKER_BYTES[obj])
+        else:
+            parts.append(_COMMIT_PREFIX[type(obj)] + raw)
+    return b"".join(parts)
 
 
 def _coinbase(pl: ProcessList, outputs: tuple[TxAddress, ...] = ()) -> Transaction:
@@ -283,13 +314,15 @@ def _coinbase(pl: ProcessList, outputs: tuple[TxAddress, ...] = ()) -> Transacti
 
 
 def _balance_deltas(pl: ProcessList, minutes: list[list[Transaction]], rate: int) -> BalanceDeltas:
-    deltas: BalanceDeltas = {}
+    spent: dict[bytes, int] = {}
+    for obj in pl.ec_objects:
+        if not isinstance(obj, int):
+            spent[obj.ec_public_key] = spent.get(obj.ec_public_key, 0) + obj.credits
+    deltas: BalanceDeltas = {("ec", key): -credits for key, credits in spent.items()}
 
     def add(kind: str, key: bytes, amount: int) -> None:
         deltas[(kind, key)] = deltas.get((kind, key), 0) + amount
 
-    for commit in pl.commits():
-        add("ec", commit.ec_public_key, -commit.credits)
     for bucket in minutes:
         for tx in bucket:
             for item in tx.inputs:
@@ -346,7 +379,7 @@ def _build(
     eblocks = _entry_blocks(pl, heads)
     ecblock = _SealedECBlock(
         pl.height, tip.ecblock_header_hash, tip.ecblock_full_hash, ec_prefix + _ec_objects(pl)
-    )
+    ).with_body(_ec_body(pl, ec_prefix))
     minutes = [list(bucket) for bucket in pl.transactions]
     minutes[0].insert(0, _coinbase(pl, coinbase_outputs))
     fblock = _coin_block(pl.height, tip, rate=settings.ec_rate, minutes=minutes)

@@ -4,6 +4,7 @@ Exception tree::
 
     NodeError
     ├── RuleViolation         a well-formed message the ledger rules refuse (balance, cost, window)
+    │   └── HeldRevealLimit   a reveal would wait for its commit, and the held ones are at the cap
     ├── RepeatedCommitError   a commit with equal or greater payment is pending, or the very
     │                         same commit (txid) was accepted before (-32011)
     ├── DuplicateTransaction  a coin transaction with this txid was accepted before
@@ -21,6 +22,27 @@ class NodeError(Exception):
 
 class RuleViolation(NodeError):
     """A message that parses but breaks a ledger rule (factom-formats sections 1.4, 2.4, 4.3)."""
+
+
+class HeldRevealLimit(RuleViolation):
+    """A reveal arrived before its commit (or chain) and the node already holds as many
+    such reveals, or entry bytes, as it is configured to (``NodeSettings.max_held_reveals*``).
+
+    Rendered like every ``RuleViolation`` (Invalid params, -32602): nothing was kept, and
+    sending the commit first (or again later) succeeds.
+
+    Attributes:
+        held / held_bytes: reveals and entry bytes held now.
+        max_held / max_held_bytes: the caps.
+    """
+
+    def __init__(self, held: int, held_bytes: int, max_held: int, max_held_bytes: int) -> None:
+        super().__init__(
+            f"too many reveals are waiting for their commit ({held} reveals, {held_bytes} "
+            f"bytes held; the limits are {max_held} and {max_held_bytes}): send the commit first"
+        )
+        self.held, self.held_bytes = held, held_bytes
+        self.max_held, self.max_held_bytes = max_held, max_held_bytes
 
 
 class RepeatedCommitError(NodeError):

@@ -26,7 +26,7 @@ MINUTES_PER_BLOCK = 10
 Commit = CommitEntry | CommitChain
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RecordedEntry:
     """An entry recorded in a process list and the commit that paid for it.
 
@@ -49,7 +49,9 @@ class ProcessList:
     """Accepted messages of the directory block at ``height`` that started at ``start_s``.
 
     ``minute`` is the minute being filled (0..9, 10 once complete). ``ec_objects`` holds
-    ``Commit`` instances and ``int`` minute markers (1..10) in order. ``entries`` maps an
+    ``Commit`` instances and ``int`` minute markers (1..10) in order; ``ec_raw``, in step
+    with it, each commit's marshalled bytes (empty for a marker), so that assembling the
+    entry credit block does not marshal every commit again. ``entries`` maps an
     entry hash to its ``RecordedEntry``; ``commit_txids`` and ``tx_index`` hold
     the txids (raw 32 bytes) of the commits and coin transactions accepted into this list.
     """
@@ -58,6 +60,7 @@ class ProcessList:
     start_s: float
     minute: int = 0
     ec_objects: list[Commit | int] = field(default_factory=list)
+    ec_raw: list[bytes] = field(default_factory=list)
     eblock_items: dict[bytes, list[bytes]] = field(default_factory=dict)
     entries: dict[bytes, RecordedEntry] = field(default_factory=dict)
     new_chains: dict[bytes, bytes] = field(default_factory=dict)
@@ -70,9 +73,11 @@ class ProcessList:
 
     # -- adding ---------------------------------------------------------------------------
 
-    def add_commit(self, commit: Commit, txid: bytes) -> None:
-        """Append ``commit`` (whose txid is ``txid``) to the entry credit objects."""
+    def add_commit(self, commit: Commit, txid: bytes, raw: bytes | None = None) -> None:
+        """Append ``commit`` (whose txid is ``txid`` and bytes ``raw``, ``commit.marshal()``
+        when not given) to the entry credit objects."""
         self.ec_objects.append(commit)
+        self.ec_raw.append(commit.marshal() if raw is None else raw)
         self.commit_txids.add(txid)
 
     def add_entry(self, entry_hash: bytes, recorded: RecordedEntry) -> None:
@@ -91,6 +96,7 @@ class ProcessList:
         for i in range(len(self.ec_objects) - 1, -1, -1):
             if self.ec_objects[i] is commit:
                 del self.ec_objects[i]
+                del self.ec_raw[i]
                 break
         self.commit_txids.discard(txid)
 
@@ -126,6 +132,7 @@ class ProcessList:
             return
         marker_number = self.minute + 1
         self.ec_objects.append(marker_number)
+        self.ec_raw.append(b"")
         marker = minute_marker(marker_number)
         for items in self.eblock_items.values():
             if items and not is_minute_marker(items[-1]):

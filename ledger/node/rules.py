@@ -17,6 +17,11 @@ entry pays as much or more (else -32011; a larger one replaces it and both spend
 Reveals (1.3, 1.4, 2.2): recorded when an open commit pays ``KSize`` (entry) or ``KSize + 10``
 with a matching chain id hash (new chain); a chain reveal paid by a commit-chain into an
 existing chain is an ordinary entry; otherwise held until its commit (or chain) arrives.
+Held reveals cost memory and nothing else (no credits), so they are capped by count and by
+bytes (``max_held`` / ``max_held_bytes``); a reveal that would pass the cap, once the held
+reveals older than the commit window are dropped, is refused (``HeldRevealLimit``) and
+changes nothing. factomd holds without a limit and drops silently; this node acknowledges
+only what it keeps, so it refuses instead.
 
 Coin transactions (4.3): 1. at least one input; 2. RCD1 matches every input and every
 signature verifies canonically; 3. timestamp window; 4. size <= 10240 bytes and inputs >=
@@ -34,9 +39,14 @@ from typing import Any
 from ledger.core.commit import CommitChain
 from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry
 from ledger.core.errors import LedgerFormatError
-from ledger.core.hashing import entry_hash, sha256d
+from ledger.core.hashing import entry_hash, sha256, sha256d
 from ledger.core.transaction import Transaction
-from ledger.node.errors import DuplicateTransaction, RepeatedCommitError, RuleViolation
+from ledger.node.errors import (
+    DuplicateTransaction,
+    HeldRevealLimit,
+    RepeatedCommitError,
+    RuleViolation,
+)
 from ledger.node.process_list import Commit, ProcessList, RecordedEntry
 
 #: One journal write: ``(sql, params)`` executed in the store's group commit.
@@ -49,7 +59,7 @@ KIND_COMMIT, KIND_REVEAL, KIND_TRANSACTION = 1, 2, 3
 INSERT_JOURNAL = "INSERT INTO journal(seq, kind, key, raw, received_ms) VALUES (?,?,?,?,?)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OpenCommit:
     """A commit not yet consumed by a reveal (``txid`` raw 32 bytes, ``received_ms`` node ms,
     ``seq`` its journal sequence number)."""
@@ -60,7 +70,7 @@ class OpenCommit:
     seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HeldReveal:
     """A reveal waiting for its commit (or its chain); ``seq`` its journal sequence number."""
 
@@ -83,6 +93,17 @@ def _never(_key: bytes) -> bool:
     return False
 
 
+#: A commit message ends with the payer's public key (32) and the signature (64) over all
+#: that precedes them (formats 2.1, 2.2).
+_KEY_AND_SIGNATURE = 32 + 64
+
+
+def commit_txid(raw: bytes) -> bytes:
+    """The txid of a marshalled commit: SHA256 of its signed part (formats 2.3), the same as
+    ``commit.txid()`` without marshalling the signed part again."""
+    return sha256(raw[:-_KEY_AND_SIGNATURE])
+
+
 class LedgerRules:
     """Validates and applies messages against balances, chains and the process list.
 
@@ -93,6 +114,8 @@ class LedgerRules:
         known_commit: whether a commit with this txid was accepted before (journal or open lists).
         known_transaction: whether a coin transaction with this txid was accepted before.
         process_list: the list being filled.
+        max_held: most reveals held at once, waiting for their commit or chain.
+        max_held_bytes: most entry bytes held at once.
     """
 
     def __init__(
@@ -104,6 +127,8 @@ class LedgerRules:
         process_list: ProcessList,
         known_commit: Callable[[bytes], bool] = _never,
         known_transaction: Callable[[bytes], bool] = _never,
+        max_held: int = 10_000,
+        max_held_bytes: int = 32 * 1024 * 1024,
     ) -> None:
         self.ec_rate = ec_rate
         self.commit_window_ms = commit_window_ms
@@ -114,7 +139,11 @@ class LedgerRules:
         self.ec_balances: dict[bytes, int] = {}
         self.fct_balances: dict[bytes, int] = {}
         self.open_commits: dict[bytes, OpenCommit] = {}
+        self.max_held = max_held
+        self.max_held_bytes = max_held_bytes
+        #: Held reveals by entry hash, oldest first (a reveal sent again moves to the end).
         self.held: dict[bytes, HeldReveal] = {}
+        self.held_bytes = 0
         self._held_by_chain: dict[bytes, set[bytes]] = {}
         self.seq = 0
 
@@ -141,10 +170,13 @@ class LedgerRules:
 
     # -- commits (section 2.4) ------------------------------------------------------------
 
-    def check_commit(self, commit: Commit, *, now_ms: int, verified: bool = False) -> bytes:
+    def check_commit(
+        self, commit: Commit, *, now_ms: int, verified: bool = False, raw: bytes | None = None
+    ) -> bytes:
         """Stateless-then-replay checks of a commit (rules 1-3); returns its txid.
 
-        ``verified=True`` skips the signature check (already done, e.g. in a worker thread).
+        ``verified=True`` skips the signature check (already done, e.g. in a worker thread);
+        ``raw`` is ``commit.marshal()`` when the caller has it.
 
         Raises:
             RuleViolation: bad signature or outside the time window.
@@ -156,7 +188,7 @@ class LedgerRules:
             except LedgerFormatError as exc:
                 raise RuleViolation(f"invalid commit signature: {exc}") from exc
         self._check_window(commit.timestamp_ms, now_ms)
-        txid = commit.txid()
+        txid = commit_txid(commit.marshal() if raw is None else raw)
         if self._known_commit(txid):
             raise RepeatedCommitError(commit.entry_hash)
         return txid
@@ -181,9 +213,11 @@ class LedgerRules:
             RepeatedCommitError: a pending commit for the entry pays as much or more, or
                 this commit was accepted before.
         """
-        txid = (
-            commit.txid() if replay else self.check_commit(commit, now_ms=now_ms, verified=verified)
-        )
+        raw = commit.marshal()  # once: the journal row, the txid and the EC block use it
+        if replay:
+            txid = commit_txid(raw)
+        else:
+            txid = self.check_commit(commit, now_ms=now_ms, verified=verified, raw=raw)
         prior = self.open_commits.get(commit.entry_hash)
         if not replay and prior is not None and prior.commit.credits >= commit.credits:
             raise RepeatedCommitError(commit.entry_hash)
@@ -198,7 +232,7 @@ class LedgerRules:
         opened = OpenCommit(commit, txid, now_ms, seq)
         self.open_commits[commit.entry_hash] = opened
         pl = self.pl
-        pl.add_commit(commit, txid)
+        pl.add_commit(commit, txid, raw)
         released = self.release_after_commit(commit.entry_hash)
 
         def undo() -> None:
@@ -212,7 +246,7 @@ class LedgerRules:
                     del self.open_commits[commit.entry_hash]
             pl.remove_commit(commit, txid)
 
-        row = (seq, KIND_COMMIT, txid, commit.marshal(), now_ms)
+        row = (seq, KIND_COMMIT, txid, raw, now_ms)
         return Accepted((INSERT_JOURNAL, row), undo, {"released": len(released), "txid": txid})
 
     def restore_open_commit(self, commit: Commit, *, received_ms: int, seq: int) -> None:
@@ -226,20 +260,27 @@ class LedgerRules:
     ) -> tuple[Entry, bytes, Accepted]:
         """Accept a reveal: record it now if its commit and chain allow, else hold it.
 
+        ``seq`` (journal replay) is the sequence number the reveal already has; replayed
+        reveals were within the cap when accepted and are not refused again.
+
         Returns:
             ``(entry, entry_hash, accepted)``; ``accepted.info["held"]`` tells whether it waits.
 
         Raises:
             LedgerFormatError: the entry bytes do not parse (or the payload exceeds 10240).
+            HeldRevealLimit: it would wait, and the held reveals are at their cap.
         """
         entry = Entry.unmarshal(raw)
         ehash = entry_hash(raw)  # the entry bytes are canonical: marshal(unmarshal(raw)) == raw
-        seq = self._next_seq(seq)
+        item = HeldReveal(entry, raw, now_ms, self.seq + 1 if seq is None else seq)
         prior_held = self.held.get(ehash)
-        recorded = self._try_record(HeldReveal(entry, raw, now_ms, seq), ehash)
+        recorded = self._try_record(item, ehash)
+        if recorded is None and seq is None:
+            self._make_room(ehash, len(raw), now_ms)
+        self._next_seq(seq)
         held_item = None
         if recorded is None:
-            held_item = HeldReveal(entry, raw, now_ms, seq)
+            held_item = item
             self._hold(ehash, held_item)
 
         def undo() -> None:
@@ -250,26 +291,65 @@ class LedgerRules:
             if recorded is not None:
                 recorded()
 
-        row = (seq, KIND_REVEAL, ehash, raw, now_ms)
+        row = (item.seq, KIND_REVEAL, ehash, raw, now_ms)
         return entry, ehash, Accepted((INSERT_JOURNAL, row), undo, {"held": recorded is None})
 
+    def _make_room(self, ehash: bytes, size: int, now_ms: int) -> None:
+        """Check that one more held reveal of ``size`` bytes (replacing the one held under
+        ``ehash``, if any) fits the cap, dropping expired held reveals first.
+
+        Raises:
+            HeldRevealLimit: it does not fit.
+        """
+        if self._fits(ehash, size):
+            return
+        self.expire_held(now_ms)
+        if not self._fits(ehash, size):
+            raise HeldRevealLimit(
+                len(self.held), self.held_bytes, self.max_held, self.max_held_bytes
+            )
+
+    def _fits(self, ehash: bytes, size: int) -> bool:
+        prior = self.held.get(ehash)
+        count = len(self.held) + (prior is None)
+        total = self.held_bytes + size - (0 if prior is None else len(prior.raw))
+        return count <= self.max_held and total <= self.max_held_bytes
+
+    def expire_held(self, now_ms: int, *, all_of_them: bool = False) -> int:
+        """Drop held reveals received more than the commit window before ``now_ms``;
+        returns how many were dropped.
+
+        Stops at the first one still young (the dict is oldest first, bar the rare reveal
+        put back by an undo), so that a sender held at the cap costs O(1) per refusal;
+        ``all_of_them`` looks at every one (once per block).
+        """
+        limit_ms = now_ms - self.commit_window_ms
+        dropped = 0
+        for ehash, item in list(self.held.items()):
+            if item.received_ms >= limit_ms:
+                if all_of_them:
+                    continue
+                break
+            self._unhold(ehash)
+            dropped += 1
+        return dropped
+
     def _hold(self, ehash: bytes, item: HeldReveal) -> None:
+        self._unhold(ehash)  # a reveal sent again replaces the held one, and moves to the end
         self.held[ehash] = item
+        self.held_bytes += len(item.raw)
         self._held_by_chain.setdefault(item.entry.chain_id, set()).add(ehash)
 
     def _unhold(self, ehash: bytes) -> HeldReveal | None:
         item = self.held.pop(ehash, None)
         if item is not None:
+            self.held_bytes -= len(item.raw)
             waiting = self._held_by_chain.get(item.entry.chain_id)
             if waiting is not None:
                 waiting.discard(ehash)
                 if not waiting:
                     del self._held_by_chain[item.entry.chain_id]
         return item
-
-    def drop_held(self, ehash: bytes) -> None:
-        """Forget a held reveal (expiry)."""
-        self._unhold(ehash)
 
     def _try_record(self, reveal: HeldReveal, ehash: bytes) -> Callable[[], None] | None:
         """Record the reveal in the process list if a sufficient commit and the chain exist;

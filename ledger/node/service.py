@@ -46,14 +46,16 @@ from ledger.node.settings import NodeSettings
 from ledger.node.sigcheck import SignatureChecker
 from ledger.node.store import Store, StoreError
 from ledger.node.tip import ChainTip, load_tip
-from ledger.node.txfilter import TxidFilter
+from ledger.node.txfilter import SnapshotKey, TxidFilter, read_snapshot, write_snapshot
 
 log = logging.getLogger(__name__)
 
+# CROSS JOIN keeps ``carry`` (a few rows) the outer loop: with a plain JOIN SQLite walked
+# the whole journal below the floor probing ``carry`` for each row (a second per million).
 _REPLAY_SQL = (
     "SELECT seq, kind, raw, received_ms FROM journal WHERE seq > ?"
     " UNION ALL SELECT j.seq, j.kind, j.raw, j.received_ms FROM carry c"
-    " JOIN journal j ON j.seq = c.seq WHERE c.seq <= ?"
+    " CROSS JOIN journal j ON j.seq = c.seq WHERE c.seq <= ?"
     " ORDER BY 1"
 )
 #: Chains known to exist, cached (a chain never disappears); bounded.
@@ -68,6 +70,17 @@ class _Cut:
     heads: dict[bytes, ChainHead]
     floor_seq: int
     carry: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FilterLoad:
+    """How the commit replay filter was filled at start-up: ``source`` ``"snapshot"`` (its
+    snapshot file plus the journal after it) or ``"journal"`` (every journaled commit),
+    ``commits_read`` journal rows, in ``seconds``."""
+
+    source: str
+    commits_read: int
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -105,6 +118,10 @@ class NodeService(NodeQueries):
         self.accepted_entries = 0
         self.signatures = SignatureChecker()
         self._commit_filter = TxidFilter()
+        self.commit_filter_path = settings.db_path.with_suffix(".txfilter")
+        self._filter_saved_count = -1
+        self._filter_saving: asyncio.Task[None] | None = None
+        self.filter_load = FilterLoad("journal", 0, 0.0)
 
     # -- start-up -------------------------------------------------------------------------
 
@@ -115,7 +132,10 @@ class NodeService(NodeQueries):
             self.store.write_sync(blocks.save)
         self.tip = load_tip(self.store.read)
         self.identity = node_identity(self.store)
-        pl = ProcessList(height=self.tip.height + 1, start_s=self.clock.now())
+        # A clock set back across a restart must not stamp the next block before the saved
+        # tip: resume no earlier than the end of the tip's block.
+        resume_s = self.tip.timestamp_min * 60 + self.settings.block_time_s
+        pl = ProcessList(height=self.tip.height + 1, start_s=max(self.clock.now(), resume_s))
         self.rules = LedgerRules(
             ec_rate=self.settings.ec_rate,
             commit_window_ms=int(self.settings.commit_window_s * 1000),
@@ -123,6 +143,8 @@ class NodeService(NodeQueries):
             known_commit=self.commit_known,
             known_transaction=self.transaction_known,
             process_list=pl,
+            max_held=self.settings.max_held_reveals,
+            max_held_bytes=self.settings.max_held_reveal_bytes,
         )
         self._load_balances()
         self._load_commit_filter()
@@ -135,8 +157,91 @@ class NodeService(NodeQueries):
             target[bytes(key)] = amount
 
     def _load_commit_filter(self) -> None:
-        for (txid,) in self.store.read.execute("SELECT key FROM journal WHERE kind=1"):
-            self._commit_filter.add(bytes(txid))
+        """Fill the replay filter: its snapshot plus the commits journaled after it, or every
+        journaled commit when there is no usable snapshot."""
+        started = time.perf_counter()
+        read = self.store.read
+        snapshot = read_snapshot(self.commit_filter_path)
+        if snapshot is not None and self._snapshot_matches(snapshot[1]):
+            self._commit_filter, key = snapshot
+            source = "snapshot"
+            rows = read.execute(
+                "SELECT key FROM journal WHERE seq > ? AND kind=1", (key.covered_seq,)
+            )
+        else:
+            self._commit_filter = TxidFilter()
+            source = "journal"
+            rows = read.execute("SELECT key FROM journal WHERE kind=1")
+        txids = [bytes(txid) for (txid,) in rows]
+        self._commit_filter.add_many(txids)
+        self._filter_saved_count = self._commit_filter.count if not txids else -1
+        self.filter_load = FilterLoad(source, len(txids), time.perf_counter() - started)
+        log.info(
+            "replay filter from the %s: %d journaled commits read in %.2f s",
+            source,
+            len(txids),
+            self.filter_load.seconds,
+        )
+
+    def _genesis_key(self) -> bytes:
+        row = self.store.read.execute("SELECT keymr FROM dblocks WHERE height=0").fetchone()
+        return bytes(row[0]) if row is not None else bytes(32)
+
+    def _snapshot_matches(self, key: SnapshotKey) -> bool:
+        """Whether a filter snapshot was taken of this store (same genesis, and its last
+        covered journal row still there, unchanged)."""
+        if key.genesis_key != self._genesis_key():
+            return False
+        if key.covered_seq == 0:
+            return True
+        row = self.store.read.execute(
+            "SELECT key FROM journal WHERE seq=?", (key.covered_seq,)
+        ).fetchone()
+        return row is not None and bytes(row[0]) == key.covered_key
+
+    async def save_commit_filter(self) -> None:
+        """Write the replay filter's snapshot (next to the database; see ``ledger.node.txfilter``).
+
+        Raises:
+            OSError: the file could not be written (the filter itself is unaffected).
+            StoreError: the journal could not be flushed.
+        """
+        accepted = self._rules().seq
+        await self.store.barrier()  # every row up to ``accepted`` is on disk (or failed)
+        row = self.store.read.execute(
+            "SELECT seq, key FROM journal WHERE seq <= ? ORDER BY seq DESC LIMIT 1", (accepted,)
+        ).fetchone()
+        covered = (0, bytes(32)) if row is None else (int(row[0]), bytes(row[1]))
+        key = SnapshotKey(covered[0], covered[1], self._genesis_key())
+        # every commit up to ``accepted`` was added to the filter when it was accepted;
+        # later ones in the copy are harmless (a false positive costs one journal read)
+        bits, count = self._commit_filter.copy_bits(), self._commit_filter.count
+        await asyncio.to_thread(
+            write_snapshot,
+            self.commit_filter_path,
+            bits,
+            count=count,
+            bits_log2=self._commit_filter.bits_log2,
+            key=key,
+        )
+        self._filter_saved_count = count
+
+    def _snapshot_if_due(self, last_s: float) -> float:
+        """Start a filter snapshot when the interval passed and commits came in since the
+        last one; returns the time of the last started snapshot."""
+        now = time.monotonic()
+        due = now - last_s >= self.settings.commit_filter_snapshot_s
+        changed = self._commit_filter.count != self._filter_saved_count
+        if not (due and changed) or (self._filter_saving and not self._filter_saving.done()):
+            return last_s
+        self._filter_saving = asyncio.create_task(self._save_filter_logged())
+        return now
+
+    async def _save_filter_logged(self) -> None:
+        try:
+            await self.save_commit_filter()
+        except (OSError, StoreError) as exc:
+            log.warning("replay filter snapshot not written: %s", exc)
 
     def _replay_journal(self) -> None:
         """Re-apply, in acceptance order, every acknowledged message no saved block settles."""
@@ -358,11 +463,11 @@ class NodeService(NodeQueries):
         return True
 
     def _expire_held(self, now_s: float) -> None:
+        """Forget held reveals and open commits older than the commit window."""
         rules = self._rules()
-        limit_ms = int(now_s * 1000) - rules.commit_window_ms
-        for ehash, item in list(rules.held.items()):
-            if item.received_ms < limit_ms:
-                rules.drop_held(ehash)
+        now_ms = int(now_s * 1000)
+        rules.expire_held(now_ms, all_of_them=True)
+        limit_ms = now_ms - rules.commit_window_ms
         for ehash, opened in list(rules.open_commits.items()):
             if opened.received_ms < limit_ms:
                 del rules.open_commits[ehash]
@@ -375,13 +480,19 @@ class NodeService(NodeQueries):
     async def run(self, stop: asyncio.Event) -> None:
         """Produce blocks until ``stop`` is set (polls the clock every ~50 ms or faster)."""
         poll_s = max(0.005, min(0.05, self.minute_s / 20))
+        snapshot_s = time.monotonic()
         while not stop.is_set():
             try:
                 await self.tick()
+                snapshot_s = self._snapshot_if_due(snapshot_s)
             except Exception:  # keep producing: one bad tick must not stop the ledger
                 log.exception("block production tick failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll_s)
+        if self._filter_saving is not None:
+            await asyncio.gather(self._filter_saving, return_exceptions=True)
+        if self._commit_filter.count != self._filter_saved_count:  # a fast next start
+            await self._save_filter_logged()
 
 
 def _parse_commit(raw: bytes) -> CommitEntry | CommitChain:
@@ -390,4 +501,4 @@ def _parse_commit(raw: bytes) -> CommitEntry | CommitChain:
     return CommitEntry.unmarshal(raw)
 
 
-__all__ = ["Entry", "NodeError", "NodeService", "RevealResult"]
+__all__ = ["Entry", "FilterLoad", "NodeError", "NodeService", "RevealResult"]

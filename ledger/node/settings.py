@@ -35,11 +35,21 @@ class NodeSettings(BaseSettings):
     dev_genesis: bool = True
     #: ``FULL`` makes every acknowledged write survive power loss, ``NORMAL`` only process crashes.
     sqlite_synchronous: str = "FULL"
+    #: Reveals received before their commit (or chain) are held; at most this many at once
+    #: and this many entry bytes (more are refused until commits arrive or they expire
+    #: after ``commit_window_s``). Nothing pays for a held reveal, hence the cap.
+    max_held_reveals: int = Field(default=10_000, ge=0)
+    max_held_reveal_bytes: int = Field(default=32 * 1024 * 1024, ge=0)
     max_body_bytes: int = 1_048_576
     node_name: str = "notary-node"
     #: Python's thread switch interval in the node process (``python -m ledger.node``): short,
     #: so the store writer and signature threads get the GIL back quickly after each I/O.
     gil_switch_interval_s: float = Field(default=0.0005, gt=0)
+    #: Seconds between snapshots of the commit replay filter (also written at shutdown):
+    #: start-up then reads only the commits journaled after the snapshot.
+    commit_filter_snapshot_s: float = Field(default=300.0, gt=0)
+    #: Idle seconds before a keep-alive HTTP connection is closed.
+    keepalive_s: float = Field(default=5.0, gt=0)
 
     @property
     def db_path(self) -> Path:

@@ -162,11 +162,6 @@ async def test_backward_jump_of_minutes_holds_the_block_until_time_catches_up(
         await _check_chain_of_blocks(node)
 
 
-@pytest.mark.xfail(
-    reason="ledger/node/service.py NodeService.open starts the next block at clock.now(), "
-    "even when that is before the last saved block (see the helper's report)",
-    strict=True,
-)
 async def test_restart_with_the_clock_set_back_keeps_timestamps_in_order(
     tmp_path: Path,
 ) -> None:

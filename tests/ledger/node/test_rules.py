@@ -17,7 +17,12 @@ from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.entry import Entry
 from ledger.core.keys import SigningKey
 from ledger.core.transaction import Transaction, TxAddress
-from ledger.node.errors import DuplicateTransaction, RepeatedCommitError, RuleViolation
+from ledger.node.errors import (
+    DuplicateTransaction,
+    HeldRevealLimit,
+    RepeatedCommitError,
+    RuleViolation,
+)
 from ledger.node.process_list import ProcessList
 from ledger.node.rules import LedgerRules
 
@@ -37,6 +42,8 @@ def make_rules(
     saved_chains: set[bytes] | None = None,
     known_commit: Callable[[bytes], bool] | None = None,
     known_transaction: Callable[[bytes], bool] | None = None,
+    max_held: int = 10_000,
+    max_held_bytes: int = 32 * 1024 * 1024,
 ) -> LedgerRules:
     chains = saved_chains if saved_chains is not None else set()
     rules = LedgerRules(
@@ -46,6 +53,8 @@ def make_rules(
         process_list=ProcessList(height=1, start_s=NOW_MS / 1000),
         known_commit=known_commit or (lambda _t: False),
         known_transaction=known_transaction or (lambda _t: False),
+        max_held=max_held,
+        max_held_bytes=max_held_bytes,
     )
     rules.ec_balances[EC_KEY.public_key] = credits
     rules.fct_balances[FCT_RCD] = coins
@@ -55,6 +64,7 @@ def make_rules(
 def snapshot(rules: LedgerRules) -> tuple[object, ...]:
     pl = rules.pl
     return (
+        rules.held_bytes,
         dict(rules.ec_balances),
         dict(rules.fct_balances),
         {k: v.txid for k, v in rules.open_commits.items()},
@@ -208,6 +218,81 @@ def test_reveal_before_its_commit_is_held_then_recorded() -> None:
     rules.accept_commit(entry_commit(entry), now_ms=NOW_MS)
     assert ehash in rules.pl.entries and ehash not in rules.held
     assert ehash not in rules.open_commits
+
+
+def early(tag: str, size: int = 10) -> Entry:
+    """An entry into CHAIN whose commit has not been sent."""
+    return Entry(CHAIN.chain_id, (tag.encode(),), b"x" * size)
+
+
+def test_held_reveals_are_capped_by_count() -> None:
+    rules = make_rules(max_held=3)
+    with_chain(rules)
+    held = [early(str(i)) for i in range(3)]
+    for entry in held:
+        rules.accept_reveal(entry.marshal(), now_ms=NOW_MS)
+    assert len(rules.held) == 3
+    refused(
+        rules, HeldRevealLimit, lambda: rules.accept_reveal(early("4").marshal(), now_ms=NOW_MS)
+    )
+    # at the cap: the same reveal again replaces itself, and a paid reveal is not held
+    _e, _h, again = rules.accept_reveal(held[1].marshal(), now_ms=NOW_MS + 5)
+    assert again.info["held"] and len(rules.held) == 3
+    paid = early("paid")
+    rules.accept_commit(entry_commit(paid), now_ms=NOW_MS)
+    _e, ehash, accepted = rules.accept_reveal(paid.marshal(), now_ms=NOW_MS)
+    assert not accepted.info["held"] and ehash in rules.pl.entries
+    # a commit releases its held reveal, which makes room
+    rules.accept_commit(entry_commit(held[0]), now_ms=NOW_MS)
+    _e, _h, fits = rules.accept_reveal(early("4").marshal(), now_ms=NOW_MS)
+    assert fits.info["held"] and len(rules.held) == 3
+
+
+def test_held_reveals_are_capped_by_bytes() -> None:
+    one = len(early("a", 1000).marshal())
+    rules = make_rules(max_held_bytes=2 * one + len(early("d", 5).marshal()))
+    with_chain(rules)
+    rules.accept_reveal(early("a", 1000).marshal(), now_ms=NOW_MS)
+    rules.accept_reveal(early("b", 1000).marshal(), now_ms=NOW_MS)
+    assert rules.held_bytes == 2 * one
+    refused(
+        rules, HeldRevealLimit, lambda: rules.accept_reveal(early("c", 20).marshal(), now_ms=NOW_MS)
+    )
+    _e, _h, small = rules.accept_reveal(early("d", 5).marshal(), now_ms=NOW_MS)
+    assert small.info["held"]
+
+
+def test_held_reveals_expire_after_the_commit_window_and_make_room() -> None:
+    rules = make_rules(max_held=2)
+    with_chain(rules)
+    first, second = early("old"), early("younger")
+    rules.accept_reveal(first.marshal(), now_ms=NOW_MS)
+    rules.accept_reveal(second.marshal(), now_ms=NOW_MS + 1000)
+    late = NOW_MS + WINDOW_MS + 1  # the first is now past the window, the second not
+    _e, ehash, accepted = rules.accept_reveal(early("new").marshal(), now_ms=late)
+    assert accepted.info["held"]
+    assert set(rules.held) == {second.hash(), ehash}
+    refused(rules, HeldRevealLimit, lambda: rules.accept_reveal(early("x").marshal(), now_ms=late))
+    assert rules.expire_held(late + WINDOW_MS + 1, all_of_them=True) == 2 and not rules.held
+    assert rules.held_bytes == 0
+
+
+def test_undo_of_a_held_reveal_gives_its_room_back() -> None:
+    rules = make_rules(max_held=1)
+    with_chain(rules)
+    _e, _h, accepted = rules.accept_reveal(early("a").marshal(), now_ms=NOW_MS)
+    accepted.undo()
+    assert not rules.held and rules.held_bytes == 0
+    rules.accept_reveal(early("b").marshal(), now_ms=NOW_MS)
+
+
+def test_journal_replay_restores_held_reveals_beyond_a_lowered_cap() -> None:
+    rules = make_rules(max_held=1)
+    with_chain(rules)
+    for seq, tag in ((100, "a"), (101, "b")):
+        _e, _h, accepted = rules.accept_reveal(early(tag).marshal(), now_ms=NOW_MS, seq=seq)
+        assert accepted.info["held"]
+    assert len(rules.held) == 2 and rules.seq == 101
 
 
 def test_reveal_paid_below_its_size_waits_for_a_larger_commit() -> None:

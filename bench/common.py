@@ -83,7 +83,9 @@ def print_table(title: str, figures: list[Figure]) -> None:
     for f in figures:
         base = f"{f.baseline:,.2f} ({f.baseline_name})" if f.baseline is not None else ""
         ratio = f"{f.ratio:.2f}" if f.ratio is not None else ""
-        goal = ("≥ " if f.higher_is_better else "≤ ") + f"{f.goal:,.2f}" if f.goal is not None else ""
+        goal = (
+            ("≥ " if f.higher_is_better else "≤ ") + f"{f.goal:,.2f}" if f.goal is not None else ""
+        )
         ok = {True: "yes", False: "NO", None: ""}[f.meets_goal]
         table.add_row(f.name, f"{f.value:,.2f} {f.unit}", base, ratio, goal, ok)
     Console().print(table)
@@ -102,3 +104,38 @@ def peak_rss_mb(children: bool = False) -> float:
     """Peak resident set size of this process (or of its waited-for children), MB."""
     who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
     return resource.getrusage(who).ru_maxrss / 1024
+
+
+def process_peak_rss_mb(pid: int) -> float | None:
+    """Peak resident set size (``VmHWM``) of a running process, MB; ``None`` off Linux.
+
+    Read while the process still runs: once it is reaped, only ``RUSAGE_CHILDREN`` knows,
+    and that mixes every waited-for child.
+    """
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """CPU time (user + system) a running process has used so far, seconds; ``None`` off Linux."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # after "pid (comm)": fields 3.. of proc(5)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    """A TCP port free on loopback right now (the caller binds it soon after)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -20,11 +20,18 @@ from ledger.core.receipt import Receipt, build_receipt, verify_receipt
 def build(count: int) -> tuple[list[Receipt], DirectoryBlock]:
     chains = [os.urandom(32) for _ in range(200)]
     hashes = [os.urandom(32) for _ in range(1000)]
-    eblock = EntryBlock.build(chain_id=chains[0], height=10, entries=[(h, i // 100) for i, h in enumerate(hashes)])
+    eblock = EntryBlock.build(
+        chain_id=chains[0], height=10, entries=[(h, i // 100) for i, h in enumerate(hashes)]
+    )
     pairs = [(chains[0], eblock.key_mr())] + [(c, os.urandom(32)) for c in chains[1:]]
     dblock = DirectoryBlock.build(
-        prev=None, network_id=0xFA92E5A4, timestamp_min=29_000_000, admin_lookup_hash=os.urandom(32),
-        ec_header_hash=os.urandom(32), fblock_key_mr=os.urandom(32), entry_blocks=pairs,
+        prev=None,
+        network_id=0xFA92E5A4,
+        timestamp_min=29_000_000,
+        admin_lookup_hash=os.urandom(32),
+        ec_header_hash=os.urandom(32),
+        fblock_key_mr=os.urandom(32),
+        entry_blocks=pairs,
     )
     receipts = [
         Receipt.from_json(build_receipt(hashes[i % len(hashes)], eblock, dblock).to_json())
@@ -49,7 +56,14 @@ def main() -> None:
         for _ in range(steps):
             hashlib.sha256(data).digest()
     figures = [
-        Figure("receipts verified", ours, "receipts/s", len(receipts) / floor(), "sha256 floor", goal=20_000)
+        Figure(
+            "receipts verified",
+            ours,
+            "receipts/s",
+            len(receipts) / floor(),
+            "sha256 floor",
+            goal=20_000,
+        )
     ]
     print_table("Receipt verification (one core)", figures)
     print(write_results("receipts", figures))

@@ -1,9 +1,11 @@
 """REST client of the publishing API (spec ``publishing-rest-api.md``, base path ``/v1``).
 
 One ``httpx.Client`` with a keep-alive connection pool per ``PublishingClient``; every
-request carries the ``user-key`` header. External IDs and content are raw ``bytes`` in
-this API and Base64 on the wire (spec "Resources and their fields", encoding rule).
-Errors are converted to ``connectors.errors`` types.
+request carries the ``user-key`` header. Bulk posts (``create_entries``) go over a leaner
+pool of ``http.client`` connections (``connectors.http_keepalive``: a fifth of the CPU per
+request) unless a transport is injected or a proxy is configured. External IDs and content
+are raw ``bytes`` in this API and Base64 on the wire (spec "Resources and their fields",
+encoding rule). Errors are converted to ``connectors.errors`` types, the same on both paths.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,6 +21,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
+import orjson
 
 from connectors.errors import (
     AuthError,
@@ -28,6 +32,7 @@ from connectors.errors import (
     ServiceUnavailable,
     from_transport_error,
 )
+from connectors.http_keepalive import KeepAlivePool, RawResponse, proxy_configured
 
 __all__ = [
     "CallbackStage",
@@ -93,11 +98,11 @@ class PublishingClient:
         api_key: the account's key, sent as the ``user-key`` header.
         timeout_s: connect/read/write timeout in seconds (waiting for a pooled connection
             is not limited).
-        max_connections: size of the keep-alive pool (bounds ``create_entries`` concurrency).
+        max_connections: size of each keep-alive pool (bounds ``create_entries`` concurrency).
         transport: an ``httpx`` transport to use instead of the network
-            (``httpx.MockTransport`` in tests).
+            (``httpx.MockTransport`` in tests); every request then goes through it.
 
-    Use as a context manager or call ``close()``.
+    Use as a context manager or call ``close()``. Safe to share between threads.
     """
 
     def __init__(
@@ -112,17 +117,27 @@ class PublishingClient:
         limits = httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
+        headers = {"user-key": api_key, "accept": "application/json"}
+        # The lean pool connects directly: not through an injected transport or a proxy.
+        self._bulk_allowed = transport is None and not proxy_configured(base_url)
+        self._bulk_pool: KeepAlivePool | None = None
+        self._bulk_lock = threading.Lock()
+        self._bulk_args = (base_url.rstrip("/"), headers, timeout_s, max_connections)
         if transport is None:
             transport = httpx.HTTPTransport(limits=limits, retries=1)
         self._client = httpx.Client(
             base_url=base_url.rstrip("/"),
-            headers={"user-key": api_key, "accept": "application/json"},
+            headers=headers,
             timeout=httpx.Timeout(timeout_s, pool=None),
             transport=transport,
         )
 
     def close(self) -> None:
         """Close the pooled connections."""
+        with self._bulk_lock:
+            pool, self._bulk_pool, self._bulk_allowed = self._bulk_pool, None, False
+        if pool is not None:
+            pool.close()
         self._client.close()
 
     def __enter__(self) -> PublishingClient:
@@ -191,12 +206,30 @@ class PublishingClient:
             AuthError, ServiceUnavailable, InvalidResponse.
         """
         path = f"/chains/{_seg(chain_id)}/entries"
-        body = _entry_body(external_ids, content, callback_url, callback_stages)
-        answer = self._json_object(self._request("POST", path, json=body))
-        entry_hash = answer.get("entry_hash")
-        if not isinstance(entry_hash, str) or not _HEX64.fullmatch(entry_hash.lower()):
-            raise InvalidResponse(f"no valid entry_hash in {answer!r}", url=path)
-        return entry_hash.lower()
+        body = self.entry_body(
+            chain_id,
+            external_ids,
+            content,
+            callback_url=callback_url,
+            callback_stages=callback_stages,
+        )
+        return _entry_hash_of(self._json_object(self._request("POST", path, json=body)), path)
+
+    def entry_body(
+        self,
+        chain_id: str,
+        external_ids: Sequence[bytes],
+        content: bytes,
+        *,
+        callback_url: str | None = None,
+        callback_stages: Sequence[CallbackStage] | None = None,
+    ) -> dict[str, Any]:
+        """The JSON body (EntryCreate) that operation 6 posts for one entry of ``chain_id``.
+
+        ``create_entry`` and ``create_entries`` both build their bodies here, so a subclass
+        that adds fields (a per-entry callback URL, say) overrides this one method.
+        """
+        return _entry_body(external_ids, content, callback_url, callback_stages)
 
     def get_entry(self, chain_id: str, entry_hash: str) -> dict[str, Any] | None:
         """Operation 11: the Entry object (plus any extra fields such as ``stage``), ``None`` on 404.
@@ -218,6 +251,9 @@ class PublishingClient:
     ) -> list[PostResult]:
         """Post many entries to one chain concurrently over the pooled connections.
 
+        Each post is operation 6 exactly as ``create_entry`` sends it (same body, same
+        error types), over the lean keep-alive pool when it may be used (module docstring).
+
         Args:
             chain_id: the target chain.
             entries: the entries to post.
@@ -229,24 +265,54 @@ class PublishingClient:
         """
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if not entries:
+            return []
+        path = f"/chains/{_seg(chain_id)}/entries"
+        pool = self._bulk()
 
         def post(entry: NewEntry) -> PostResult:
             try:
-                entry_hash = self.create_entry(
-                    chain_id,
-                    entry.external_ids,
-                    entry.content,
-                    callback_url=callback_url,
-                    callback_stages=callback_stages,
-                )
+                if pool is None:
+                    entry_hash = self.create_entry(
+                        chain_id,
+                        entry.external_ids,
+                        entry.content,
+                        callback_url=callback_url,
+                        callback_stages=callback_stages,
+                    )
+                else:
+                    body = self.entry_body(
+                        chain_id,
+                        entry.external_ids,
+                        entry.content,
+                        callback_url=callback_url,
+                        callback_stages=callback_stages,
+                    )
+                    entry_hash = _post_entry(pool, path, body)
             except ConnectorError as exc:
                 return PostResult(error=exc)
             return PostResult(entry_hash=entry_hash)
 
-        if not entries:
-            return []
-        with ThreadPoolExecutor(max_workers=min(concurrency, len(entries))) as pool:
-            return list(pool.map(post, entries))
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(entries))) as executor:
+            return list(executor.map(post, entries))
+
+    def _bulk(self) -> KeepAlivePool | None:
+        """The lean pool, made on first use; ``None`` where posts must go through httpx."""
+        if type(self).create_entry is not PublishingClient.create_entry:
+            # A subclass customises single posts; honour it for every post of the batch.
+            return None
+        with self._bulk_lock:
+            if self._bulk_pool is None and self._bulk_allowed:
+                base_url, headers, timeout_s, max_connections = self._bulk_args
+                tls = httpx.create_ssl_context() if base_url.startswith("https:") else None
+                self._bulk_pool = KeepAlivePool(
+                    base_url,
+                    headers=headers,
+                    timeout_s=timeout_s,
+                    max_connections=max_connections,
+                    ssl_context=tls,
+                )
+            return self._bulk_pool
 
     def _request(self, method: str, path: str, *, json: Any = None, allow_404: bool = False) -> Any:
         try:
@@ -266,6 +332,34 @@ class PublishingClient:
         if not isinstance(answer, dict):
             raise InvalidResponse(f"expected a JSON object, got {type(answer).__name__}")
         return answer
+
+
+def _post_entry(pool: KeepAlivePool, path: str, body: dict[str, Any]) -> str:
+    """Operation 6 over the lean pool; the answer is checked as ``create_entry`` checks it."""
+    answer = pool.request("POST", path, orjson.dumps(body), content_type="application/json")
+    if answer.status >= 400:
+        _raise_for_status(_as_httpx(answer, "POST", pool.url(path)))
+    try:
+        decoded = orjson.loads(answer.body)
+    except orjson.JSONDecodeError as exc:
+        text = answer.body.decode("utf-8", "replace")
+        raise InvalidResponse("response is not JSON", url=path, body=text) from exc
+    return _entry_hash_of(PublishingClient._json_object(decoded), path)
+
+
+def _as_httpx(answer: RawResponse, method: str, url: str) -> httpx.Response:
+    """An error answer of the lean pool as an ``httpx.Response`` (one error mapping)."""
+    request = httpx.Request(method, url)
+    return httpx.Response(
+        answer.status, headers=dict(answer.headers), content=answer.body, request=request
+    )
+
+
+def _entry_hash_of(answer: dict[str, Any], path: str) -> str:
+    entry_hash = answer.get("entry_hash")
+    if not isinstance(entry_hash, str) or not _HEX64.fullmatch(entry_hash.lower()):
+        raise InvalidResponse(f"no valid entry_hash in {answer!r}", url=path)
+    return entry_hash.lower()
 
 
 def _seg(value: str) -> str:

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 DataDir = Annotated[
@@ -43,7 +44,7 @@ def register(app: typer.Typer) -> None:
         try:
             created = accounts_create(_api_settings(data_dir), name)
         except ValueError as exc:
-            err.print(f"[red]error:[/red] {exc}")
+            err.print(f"[red]error:[/red] {escape(str(exc))}")
             raise typer.Exit(2) from exc
         console.print(f"account {created.account.id} ({created.account.name}) created")
         console.print("key (store it now; it cannot be shown again):")

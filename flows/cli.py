@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from flows.run_output import (
@@ -25,7 +27,16 @@ from flows.run_output import (
     print_run_summary,
     run_exit_code,
 )
-from flows.settings import MissingApiKey, PipelineSettings, quiet_prefect_defaults
+from flows.settings import (
+    MissingApiKey,
+    MissingCallbackSecret,
+    PipelineSettings,
+    TaskRunnerUnavailable,
+)
+
+if TYPE_CHECKING:
+    from flows.prefect_server import PrefectServer
+    from ledger.stack import Stack
 
 app = typer.Typer(
     name="notary",
@@ -48,7 +59,7 @@ BlockTime = Annotated[
 ]
 
 
-def _stack(data_dir: Path, block_time: float, host: str = "127.0.0.1") -> Any:
+def _stack(data_dir: Path, block_time: float, host: str = "127.0.0.1") -> Stack:
     from ledger.stack import Stack, StackSettings
 
     return Stack(StackSettings(data_dir=data_dir, block_time_s=block_time, host=host))
@@ -59,31 +70,92 @@ def up(
     data_dir: DataDir = Path(".notary"),
     block_time: BlockTime = 2.0,
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
+    prefect: Annotated[
+        bool,
+        typer.Option(
+            "--prefect/--no-prefect",
+            help="Also run a Prefect server that `notary notarize`, `collect`, `table` and "
+            "`watch` use instead of starting a temporary one each time.",
+        ),
+    ] = True,
+    prefect_port: Annotated[int, typer.Option(help="Port of that Prefect server.")] = 4200,
 ) -> None:
     """Run the bundled node (8088), wallet (8089), publishing API (8090) and anchoring
-    service (8091) until Ctrl-C."""
+    service (8091), and a Prefect server (4200), until Ctrl-C."""
+    from flows.prefect_server import PrefectServer
+
     stack = _stack(data_dir, block_time, host)
     stack.prepare()
+    secret_file = export_callback_secret(stack)
     s = stack.settings
     console.print(
         f"node    {s.node_url}\nwallet  {s.wallet_url}\napi     {s.api_url}\nanchor  {s.anchor_url}"
     )
-    console.print(f"API key in {stack.api_key_file}; block time {block_time} s")
-    console.print("Ctrl-C stops the services.")
-
-    async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stack.serve(stop)
-
+    console.print(f"API key in {stack.api_key_file}; callback secret in {secret_file}")
+    console.print(f"block time {block_time} s. Ctrl-C stops the services.")
+    server = None
+    if prefect:
+        settings = PipelineSettings(data_dir=data_dir)
+        server = PrefectServer(
+            data_dir, settings.prefect_api_url_file, host=host, port=prefect_port
+        )
+        try:
+            server.launch()
+        except RuntimeError as exc:
+            err.print(f"[yellow]note:[/yellow] no Prefect server started: {exc}")
+            server = None
     try:
-        asyncio.run(run())
+        asyncio.run(_serve_stack(stack, server))
     except RuntimeError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(EXIT_UNREACHABLE) from exc
+    finally:
+        if server is not None:
+            server.stop()
     console.print("stopped")
+
+
+async def _serve_stack(stack: Stack, prefect_server: PrefectServer | None) -> None:
+    """Serve the stack until SIGINT/SIGTERM; report the Prefect server once it answers."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if prefect_server is not None:
+        # A daemon thread, not the loop's executor: stopping must not wait for it.
+        threading.Thread(target=_announce_prefect, args=(prefect_server,), daemon=True).start()
+    await stack.serve(stop)
+
+
+def _announce_prefect(server: PrefectServer) -> None:
+    try:
+        url = server.wait_ready()
+    except RuntimeError as exc:
+        if server.launched:
+            err.print(f"[yellow]note:[/yellow] {exc}; commands will use temporary servers")
+        return
+    console.print(f"prefect {url} (UI {url.removesuffix('/api')}), used by the other commands")
+
+
+def export_callback_secret(stack: Stack) -> Path:
+    """Write the bundled API's callback HMAC key to ``<data_dir>/callback-secret`` (mode
+    0600), where the callback receiver of ``notary collect --listen`` reads it."""
+    import os
+
+    from ledger.api.db import Database
+    from ledger.api.services import load_callback_secret
+
+    api = stack.api_settings()
+    db = Database(api.resolved_database_url())
+    try:
+        secret = load_callback_secret(db, api)
+    finally:
+        db.dispose()
+    path = PipelineSettings(data_dir=stack.settings.data_dir).callback_secret_file
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(secret + b"\n")
+    return path
 
 
 @app.command()
@@ -107,11 +179,22 @@ def notarize(
 def collect(
     collection: Annotated[str | None, typer.Option(help="Only this collection.")] = None,
     data_dir: DataDir = Path(".notary"),
+    listen: Annotated[
+        bool,
+        typer.Option(
+            "--listen",
+            help="Keep collecting until Ctrl-C: receive the publishing API's callbacks on "
+            "NOTARY_CALLBACK_HOST:NOTARY_CALLBACK_PORT (127.0.0.1:8092) and sweep as soon as "
+            "one arrives, else with back-off up to NOTARY_COLLECT_INTERVAL_S.",
+        ),
+    ] = False,
 ) -> None:
-    """Move pending notarizations forward once: fetch, verify and store receipts."""
+    """Move pending notarizations forward: fetch, verify and store receipts and anchors."""
     settings = PipelineSettings(data_dir=data_dir)
     _check_key(settings)
-    quiet_prefect_defaults(settings.data_dir)
+    _prepare_prefect(settings)
+    if listen:
+        raise typer.Exit(_collect_listening(settings, collection))
     from connectors.errors import ConnectorError
     from flows.collect_proofs import collect_proofs
 
@@ -131,6 +214,50 @@ def collect(
     console.print(table)
     waiting = result["ledger_waiting"] or result["receipts_rejected"]
     raise typer.Exit(EXIT_INCOMPLETE if waiting else EXIT_OK)
+
+
+def _collect_listening(settings: PipelineSettings, collection: str | None) -> int:
+    """``collect --listen``: the receiver plus the sweep loop until Ctrl-C; exit code."""
+    from connectors.callback_receiver import ReceiverStartError
+    from flows.collect_proofs import collect_until_stopped, receive_callbacks
+    from flows.watch_cmd import stop_on_signals
+
+    if not settings.callback_enabled:
+        err.print(
+            "[yellow]note:[/yellow] NOTARY_CALLBACK_ENABLED is off: entries published now "
+            "carry no callback URL, so sweeps follow the back-off schedule only"
+        )
+    stop, wake = threading.Event(), threading.Event()
+    try:
+        with (
+            receive_callbacks(settings, lambda _event: wake.set()),
+            stop_on_signals(stop, also=wake),
+        ):
+            console.print(f"receiving callbacks at {settings.callback_url} (Ctrl-C to stop)")
+            totals = collect_until_stopped(
+                settings, collection, stop=stop, wake=wake, on_sweep=_print_sweep
+            )
+    except (MissingCallbackSecret, ReceiverStartError) as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        return EXIT_USAGE
+    console.print(
+        f"stopped: {totals.sweeps} sweeps ({totals.woken_by_callback} woken by callbacks), "
+        f"{totals.ledger_recorded} receipts verified, {totals.anchored} anchored, "
+        f"{totals.failed_sweeps} sweeps failed"
+    )
+    return EXIT_INCOMPLETE if totals.receipts_rejected else EXIT_OK
+
+
+def _print_sweep(result: dict[str, Any], woken: bool) -> None:
+    if not (result["ledger_recorded"] or result["anchored"] or result["errors"] or woken):
+        return
+    cause = "callback" if woken else "tick"
+    console.print(
+        f"{time.strftime('%H:%M:%S')}  sweep ({cause}): {result['ledger_recorded']} receipts "
+        f"verified, {result['ledger_waiting']} waiting; {result['anchored']} anchored"
+    )
+    for message in result["errors"][:5]:
+        err.print(f"[yellow]note:[/yellow] {message}")
 
 
 @app.command()
@@ -200,7 +327,7 @@ def demo(
     try:
         thread.start()
     except RuntimeError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(EXIT_UNREACHABLE) from exc
     try:
         s = stack.settings
@@ -220,7 +347,8 @@ def _run_flow(
         err.print(f"[red]error:[/red] {folder} is not a folder")
         raise typer.Exit(EXIT_USAGE)
     _check_key(settings)
-    quiet_prefect_defaults(settings.data_dir)
+    _check_task_runner(settings)
+    _prepare_prefect(settings)
     from connectors.errors import ConnectorError
     from flows.notarize_folder import notarize_folder
     from flows.progress import watch_collection
@@ -244,13 +372,27 @@ def _check_key(settings: PipelineSettings) -> None:
     try:
         settings.resolve_api_key()
     except MissingApiKey as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from exc
 
 
+def _check_task_runner(settings: PipelineSettings) -> None:
+    try:
+        settings.check_task_runner()
+    except TaskRunnerUnavailable as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(EXIT_USAGE) from exc
+
+
+def _prepare_prefect(settings: PipelineSettings) -> None:
+    from flows.prefect_server import prepare_prefect
+
+    prepare_prefect(settings)
+
+
 def _print_summary(s: dict[str, Any]) -> None:
-    print_run_summary(s, console)
-    if s["queued"] == 0 and s["files_seen"]:
+    print_run_summary(s, console, seen_label="files seen")
+    if s["queued"] == 0 and s["documents_seen"]:
         console.print("Nothing new to publish: every file is already notarized in this collection.")
     for message in s["errors"][:10]:
         err.print(f"[yellow]note:[/yellow] {message}")

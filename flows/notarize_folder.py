@@ -1,7 +1,9 @@
 """The ``notarize_folder`` flow: scan, hash, record, publish, wait for ``ledger``, verify.
 
 Orchestration only; the steps are batch tasks (``tasks.steps``) and the shared pipeline
-steps (``flows.pipeline``). Re-running it on the same folder publishes nothing new:
+steps (``flows.pipeline``). Hash batches run on the task runner chosen by
+``PipelineSettings.task_runner`` (threads, or a Dask cluster whose workers see the folder
+at the same path); recording, publishing and waiting stay in the flow's process. Re-running it on the same folder publishes nothing new:
 documents whose hash the collection's chain already holds are skipped, and rows an
 interrupted run left behind are finished.
 """
@@ -13,13 +15,14 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from connectors.audit_store import DocumentIn
+from connectors.audit_store import DocumentIn, RunStatus
 from connectors.folder_source import ScanEntry, scan, source_name
 from flows.pipeline import (
     RunSummary,
     Services,
     chunks,
     finish_counts,
+    hash_task_runner,
     open_services,
     publish_artifact,
     publish_pending,
@@ -50,7 +53,11 @@ def notarize_folder(
             directory block and its receipt is verified and stored.
 
     Returns:
-        ``RunSummary.as_dict()``.
+        ``RunSummary.as_dict()`` (``documents_seen`` counts the files found).
+
+    Raises:
+        TaskRunnerUnavailable: ``task_runner`` is ``dask`` and ``prefect-dask`` is missing.
+        ConnectorError: the publishing API or the node could not be reached.
     """
     settings = settings or PipelineSettings()
     root = Path(folder).resolve()
@@ -60,7 +67,7 @@ def notarize_folder(
         run_id = services.store.start_run(
             "notarize_folder", parameters={"folder": str(root), "collection": name}
         )
-        status = "failed"
+        status: RunStatus = "failed"
         try:
             _run(summary, services, root=root, wait=wait_for_ledger_stage)
             status = "completed"
@@ -74,7 +81,7 @@ def notarize_folder(
 def _run(summary: RunSummary, services: Services, *, root: Path, wait: bool) -> None:
     log = get_run_logger()
     files = summary.timed("scan", lambda: list(scan(root)))
-    summary.files_seen = len(files)
+    summary.documents_seen = len(files)
     log.info("found %d files under %s", len(files), root)
     summary.timed("chain", lambda: ensure_collection_chain(services.api, summary.collection))
     new_ids = summary.timed("hash", lambda: _hash_and_record(summary, services, files, root))
@@ -90,16 +97,18 @@ def _hash_and_record(
 ) -> list[int]:
     settings = services.settings
     batches = list(chunks(files, settings.batch_size))
-    futures = [hash_batch.submit(b, workers=settings.hash_workers) for b in batches]
     new_ids: list[int] = []
-    for batch, future in zip(batches, futures, strict=True):
-        docs = []
-        for entry, result in zip(batch, future.result(), strict=True):
-            if result.ok:
-                docs.append(DocumentIn(entry.relative_path, result.sha256, result.size_bytes))
-                summary.bytes_hashed += result.size_bytes
-            else:
-                summary.hash_errors += 1
-                summary.note(f"{entry.relative_path}: {result.error}")
-        new_ids += record_batch(summary, services, source=source_name(root), docs=docs)
+    with hash_task_runner(settings) as runner:
+        params = [{"entries": b, "workers": settings.hash_workers} for b in batches]
+        futures = [runner.submit(hash_batch, p) for p in params]
+        for batch, future in zip(batches, futures, strict=True):
+            docs = []
+            for entry, result in zip(batch, future.result(), strict=True):
+                if result.ok:
+                    docs.append(DocumentIn(entry.relative_path, result.sha256, result.size_bytes))
+                    summary.bytes_hashed += result.size_bytes
+                else:
+                    summary.hash_errors += 1
+                    summary.note(f"{entry.relative_path}: {result.error}")
+            new_ids += record_batch(summary, services, source=source_name(root), docs=docs)
     return new_ids

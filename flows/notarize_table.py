@@ -1,10 +1,13 @@
 """The ``notarize_table`` flow: read new and changed rows by watermark, hash, record, publish.
 
-Orchestration only. Each page of rows is one task run (``read_table_batch``: read the page
-and hash its rows; row values never leave the task, only keys, hashes and sizes). After a
-page is recorded in the audit store its position is saved in ``table_watermarks``, so the
-next run continues after it; a run killed before that re-reads the page and skips its rows
-as already notarized. Then the shared steps publish every pending notarization of the
+Orchestration only. Pages of rows are read one after the other (``read_table_batch``,
+retried when the database is unreachable); each page is hashed by a ``hash-rows`` task run
+on the task runner chosen by ``PipelineSettings.task_runner`` (threads, or a Dask cluster:
+then row values travel to the cluster's workers), while the next page is read. Only keys,
+hashes and sizes are recorded and published; row values never reach the ledger. Pages are
+recorded in read order; after a page is recorded in the audit store its position is saved
+in ``table_watermarks``, so the next run continues after it; a run killed before that
+re-reads the page and skips its rows as already notarized. Then the shared steps publish every pending notarization of the
 collection (including those an interrupted run left) and wait for the ``ledger`` stage.
 
 A changed row (same key, new values) has a new hash, so it is notarized again; its key is
@@ -13,17 +16,19 @@ the same ``path``. A row that did not change is not read again (its watermark is
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
 from pydantic import SecretStr
 
 from connectors.audit_store import DocumentIn, RunStatus
 from connectors.table_source import (
     Position,
+    RowPage,
     SourceConfigError,
     SourceUnreachable,
     TableSource,
@@ -33,6 +38,7 @@ from flows.pipeline import (
     RunSummary,
     Services,
     finish_counts,
+    hash_task_runner,
     open_services,
     publish_artifact,
     publish_pending,
@@ -45,14 +51,10 @@ from tasks.publish import ensure_collection_chain
 from tasks.row_hashing import hash_row
 
 MAX_COLLECTION_CHARS = 255
+#: Pages hashed (or waiting to be recorded) at once: bounds memory to a few pages of rows.
+PAGES_IN_FLIGHT = 4
 
-
-@dataclass(frozen=True)
-class HashedBatch:
-    """One page of rows as documents (key as ``path``), with the position of its last row."""
-
-    docs: list[DocumentIn]
-    last: Position | None
+Rows = Sequence[tuple[dict[str, Any], dict[str, Any]]]
 
 
 def _retry_when_unreachable(_task: Any, _task_run: Any, state: Any) -> bool:
@@ -67,12 +69,22 @@ def _retry_when_unreachable(_task: Any, _task_run: Any, state: Any) -> bool:
     retry_delay_seconds=[1, 4],
     retry_condition_fn=_retry_when_unreachable,
 )
-def read_table_batch(source: TableSource, after: Position | None, *, limit: int) -> HashedBatch:
-    """Read the next page of at most ``limit`` rows after ``after`` and hash each row
-    (``tasks.row_hashing.hash_row``). Read-only, so safe to retry; retried only when the
-    database could not be reached."""
-    page = source.read_page(after, limit=limit)
-    return HashedBatch([hash_row(key, row) for key, row in page.rows], page.last)
+def read_table_batch(source: TableSource, after: Position | None, *, limit: int) -> RowPage:
+    """Read the next page of at most ``limit`` rows after ``after``. Read-only, so safe to
+    retry; retried only when the database could not be reached."""
+    return source.read_page(after, limit=limit)
+
+
+@task(name="hash-rows", cache_policy=NO_CACHE)
+def hash_rows(rows: Rows) -> list[DocumentIn]:
+    """Each ``(key, row)`` as a document: key as ``path``, SHA-256 and size of the row's
+    canonical JSON (``tasks.row_hashing.hash_row``).
+
+    Raises:
+        UnsupportedValue: a value has no canonical JSON form (not retried: it would fail
+            again).
+    """
+    return [hash_row(key, row) for key, row in rows]
 
 
 @flow(name="notarize-table", validate_parameters=False)
@@ -104,8 +116,9 @@ def notarize_table(
             directory block and its receipt is verified and stored.
 
     Returns:
-        ``RunSummary.as_dict()`` (``files_seen`` counts rows read, ``bytes_hashed`` the bytes
-        of their canonical JSON) plus ``"watermark"``: the saved position as JSON, or None.
+        ``RunSummary.as_dict()`` (``documents_seen`` counts rows read, ``bytes_hashed`` the
+        bytes of their canonical JSON) plus ``"watermark"``: the saved position as JSON, or
+        None.
 
     Raises:
         SourceConfigError: bad URL, table, query or column; collection name too long.
@@ -114,6 +127,7 @@ def notarize_table(
         UnsupportedValue: a column value with no canonical JSON form (read it through a
             ``query`` that casts or leaves out the column).
         ConnectorError: the publishing API or the node could not be reached.
+        TaskRunnerUnavailable: ``task_runner`` is ``dask`` and ``prefect-dask`` is missing.
     """
     settings = settings or PipelineSettings()
     url = url if url is not None else settings.table_url
@@ -178,33 +192,49 @@ def _run(
 def _read_and_record(
     summary: RunSummary, services: Services, source: TableSource
 ) -> tuple[list[int], Position | None]:
-    """Read pages after the saved position; record each, then save its position."""
+    """Read pages after the saved position and hash them on the task runner; record each
+    page in read order, then save its position. Returns the new notarization ids and the
+    last position saved."""
     log = get_run_logger()
     marks = WatermarkStore(services.store.engine)
+    name, collection = source.name, summary.collection
     wm_column, keys = source.watermark_column, source.key_columns
-    after = marks.load(
-        source.name, summary.collection, watermark_column=wm_column, key_columns=keys
-    )
+    after = marks.load(name, collection, watermark_column=wm_column, key_columns=keys)
     log.info("reading %s after %s", source.name, after.to_json() if after else "the start")
     limit = services.settings.batch_size
     new_ids: list[int] = []
-    while True:
-        batch = read_table_batch(source, after, limit=limit)
-        if batch.last is None:
-            break
-        summary.files_seen += len(batch.docs)
-        summary.bytes_hashed += sum(d.size_bytes for d in batch.docs)
-        new_ids += record_batch(summary, services, source=source.name, docs=batch.docs)
+    in_flight: deque[tuple[PrefectFuture[list[DocumentIn]], Position]] = deque()
+
+    def record_oldest() -> None:
+        nonlocal after
+        future, last = in_flight.popleft()
+        docs = future.result()
+        summary.documents_seen += len(docs)
+        summary.bytes_hashed += sum(d.size_bytes for d in docs)
+        new_ids.extend(record_batch(summary, services, source=source.name, docs=docs))
         marks.save(
-            source.name,
-            summary.collection,
-            batch.last,
+            name,
+            collection,
+            last,
             watermark_column=wm_column,
             key_columns=keys,
-            rows_read=len(batch.docs),
+            rows_read=len(docs),
         )
-        after = batch.last
-        if len(batch.docs) < limit:
-            break
-    log.info("read %d rows of %s", summary.files_seen, source.name)
+        after = last
+
+    with hash_task_runner(services.settings) as runner:
+        position = after
+        while True:
+            page = read_table_batch(source, position, limit=limit)
+            if page.last is None:
+                break
+            in_flight.append((runner.submit(hash_rows, {"rows": page.rows}), page.last))
+            position = page.last
+            if len(in_flight) >= PAGES_IN_FLIGHT:
+                record_oldest()
+            if len(page.rows) < limit:
+                break
+        while in_flight:
+            record_oldest()
+    log.info("read %d rows of %s", summary.documents_seen, source.name)
     return new_ids, after

@@ -3,7 +3,8 @@
 A source (folder, watched folder, table) turns its items into ``DocumentIn`` batches and
 calls ``record_batch``; then ``publish_pending`` and ``wait_ledger`` move the collection's
 notarizations forward. These functions orchestrate Prefect tasks (``tasks.steps``) and must
-be called from inside a flow run.
+be called from inside a flow run. ``hash_task_runner`` is where a source's hash batches
+run (threads here, or a Dask cluster), chosen by ``PipelineSettings.task_runner``.
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from prefect.artifacts import create_markdown_artifact
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from connectors.anchor import AnchorClient
 from connectors.audit_store import AuditStore, DocumentIn
+from connectors.callback_receiver import CALLBACK_STAGES, callback_url_for
 from connectors.node import NodeClient
-from connectors.publishing import PublishingClient
+from connectors.publishing import CallbackStage, PublishingClient
 from flows.settings import PipelineSettings
+from ledger.core.entry import Entry
 from tasks.publish import PublishOutcome
 from tasks.steps import (
     StagePending,
@@ -35,12 +40,30 @@ T = TypeVar("T")
 
 @dataclass
 class RunSummary:
-    """What a run did, with wall time per stage in seconds."""
+    """What a run did, with wall time per stage in seconds.
+
+    A document is whatever the source notarizes: a file of a folder or a row of a table.
+
+    Attributes:
+        source, collection, chain_id: what was read and the chain it is notarized in.
+        documents_seen: documents read (files found, or new and changed rows).
+        hash_errors: documents that could not be read or hashed.
+        bytes_hashed: bytes hashed (file contents, or the rows' canonical JSON).
+        skipped_known: documents whose hash the collection's chain already holds.
+        queued: notarizations created by this run.
+        published: entries the publishing API accepted (now or by an interrupted run).
+        publish_failed: entries that failed to publish (retryable or not).
+        reached_ledger, receipts_verified, still_waiting: the collection's counts after
+            the run (from the audit store).
+        receipts_rejected: receipts that failed verification during this run.
+        stage_seconds: wall time per step, seconds.
+        errors: up to 20 messages.
+    """
 
     source: str
     collection: str
     chain_id: str
-    files_seen: int = 0
+    documents_seen: int = 0
     hash_errors: int = 0
     bytes_hashed: int = 0
     skipped_known: int = 0
@@ -93,9 +116,7 @@ def open_services(settings: PipelineSettings) -> Iterator[Services]:
     key = settings.resolve_api_key()
     store = AuditStore(settings.audit_url)
     timeout = settings.http_timeout_s
-    api = PublishingClient(
-        settings.api_url, key, timeout_s=timeout, max_connections=settings.publish_concurrency
-    )
+    api = _publishing_client(settings, key)
     node = NodeClient(settings.node_url, timeout_s=timeout)
     anchor = AnchorClient(settings.anchor_url, timeout_s=timeout)
     try:
@@ -105,6 +126,71 @@ def open_services(settings: PipelineSettings) -> Iterator[Services]:
         node.close()
         api.close()
         store.close()
+
+
+def _publishing_client(settings: PipelineSettings, key: str) -> PublishingClient:
+    timeout, pool = settings.http_timeout_s, settings.publish_concurrency
+    if settings.callback_enabled:
+        return CallbackPublishingClient(
+            settings.api_url, key, settings.callback_url, timeout_s=timeout, max_connections=pool
+        )
+    return PublishingClient(settings.api_url, key, timeout_s=timeout, max_connections=pool)
+
+
+class CallbackPublishingClient(PublishingClient):
+    """A publishing client whose entries ask for ``ledger`` and ``anchor`` callbacks.
+
+    Each entry gets its own ``callback_url``: ``callback_base_url`` plus its entry hash
+    (``connectors.callback_receiver.callback_url_for``), because the API's ``ledger`` and
+    ``anchor`` callbacks name only the block, not the entry. The entry hash is computed
+    from the posted chain ID, external IDs and content (factom-formats 1.2), before the POST.
+    Single and bulk posts both build their bodies with ``entry_body``. Chains are created
+    without callbacks (their first entry is not a document).
+    """
+
+    def __init__(self, base_url: str, api_key: str, callback_base_url: str, **kwargs: Any) -> None:
+        super().__init__(base_url, api_key, **kwargs)
+        self.callback_base_url = callback_base_url
+
+    def entry_body(
+        self,
+        chain_id: str,
+        external_ids: Sequence[bytes],
+        content: bytes,
+        *,
+        callback_url: str | None = None,
+        callback_stages: Sequence[CallbackStage] | None = None,
+    ) -> dict[str, Any]:
+        """The body of operation 6 with this entry's own callback URL (unless one is given)."""
+        if callback_url is None:
+            entry = Entry(bytes.fromhex(chain_id), tuple(external_ids), content)
+            callback_url = callback_url_for(self.callback_base_url, entry.hash().hex())
+            callback_stages = callback_stages or CALLBACK_STAGES
+        return super().entry_body(
+            chain_id,
+            external_ids,
+            content,
+            callback_url=callback_url,
+            callback_stages=callback_stages,
+        )
+
+
+def hash_task_runner(settings: PipelineSettings) -> TaskRunner[Any]:
+    """A new (not started) task runner for hash batches: ``with runner: runner.submit(...)``.
+
+    ``threads``: Prefect's thread pool in this process. ``dask``: ``prefect_dask``'s
+    ``DaskTaskRunner`` on the cluster at ``dask_address``, or on a temporary local cluster
+    (one worker process per core) when no address is set.
+
+    Raises:
+        TaskRunnerUnavailable: ``dask`` is chosen and ``prefect-dask`` is not installed.
+    """
+    settings.check_task_runner()
+    if settings.task_runner == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        return DaskTaskRunner(address=settings.dask_address)
+    return ThreadPoolTaskRunner()
 
 
 def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -128,7 +214,7 @@ def record_batch(
         source=source,
         collection=summary.collection,
         chain_id=summary.chain_id,
-        docs=docs,
+        docs=quote(docs),  # not walked by Prefect: 500 records cost ~90 ms of CPU
     )
     summary.skipped_known += skipped
     summary.queued += len(ids)
@@ -158,7 +244,7 @@ def publish_pending(summary: RunSummary, services: Services, new_ids: frozenset[
         outcome = publish_batch(
             services.store,
             services.api,
-            rows,
+            quote(rows),  # not walked by Prefect (see record_batch)
             recheck_ids=recheck,
             concurrency=settings.publish_concurrency,
         )
@@ -170,11 +256,21 @@ def publish_pending(summary: RunSummary, services: Services, new_ids: frozenset[
 
 
 def wait_ledger(summary: RunSummary, services: Services, *, collection: str | None) -> None:
-    """Sweep the ``ledger`` stage with retries and exponential back-off until nothing waits
-    or ``ledger_wait_s`` has passed (what is left is finished by a later ``collect``)."""
-    delays = backoff_delays(services.settings.ledger_wait_s)
-    waiter = wait_for_ledger.with_options(retries=len(delays), retry_delay_seconds=delays)
-    state = waiter(services.store, services.node, collection=collection, return_state=True)
+    """Follow the directory blocks, sweeping the ``ledger`` stage at each new one, until
+    nothing waits or ``ledger_wait_s`` has passed (what is left is finished by a later
+    ``collect``); a sweep that fails (node unreachable) is retried with back-off."""
+    wait_s = services.settings.ledger_wait_s
+    delays = backoff_delays(wait_s)
+    waiter = wait_for_ledger.with_options(
+        retries=len(delays), retry_delay_seconds=delays, retry_condition_fn=_unless_pending
+    )
+    state = waiter(
+        services.store,
+        services.node,
+        collection=collection,
+        follow_until=time.time() + wait_s,
+        return_state=True,
+    )
     if state.is_completed():
         summary.receipts_rejected += state.result().rejected
         return
@@ -182,6 +278,12 @@ def wait_ledger(summary: RunSummary, services: Services, *, collection: str | No
         state.result()
     except StagePending as exc:
         summary.note(f"{exc}; `notary collect` finishes them later")
+
+
+def _unless_pending(_task: Any, _task_run: Any, state: Any) -> bool:
+    """Retry a sweep that failed (node unreachable), not one that followed the blocks
+    until ``ledger_wait_s`` had passed."""
+    return not isinstance(state.result(raise_on_failure=False), StagePending)
 
 
 def finish_counts(summary: RunSummary, store: AuditStore) -> None:

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -57,7 +58,8 @@ def report(
 
     Exit codes: 0 nothing wrong; 1 documents failed, are overdue, lack a receipt or did not verify again; 2 bad usage; 3 the audit store or the node could not be reached.
     """
-    from flows.settings import PipelineSettings, quiet_prefect_defaults
+    from flows.prefect_server import prepare_prefect
+    from flows.settings import PipelineSettings
     from tasks.report import parse_moment
 
     try:
@@ -67,7 +69,7 @@ def report(
         raise typer.BadParameter(str(exc), param_hint="'--since' / '--until'") from exc
     limits = _limits(max_wait or [])
     settings = PipelineSettings(data_dir=data_dir)
-    quiet_prefect_defaults(settings.data_dir)
+    prepare_prefect(settings)
     summary = _run(collection, since, until, out, settings, sample=sample, limits=limits)
     _print(summary)
     raise typer.Exit(exit_code(summary))
@@ -116,18 +118,18 @@ def _run(
         )
     except OperationalError as exc:
         err.print(
-            f"[red]error:[/red] the audit store at {settings.audit_url} could not be used: {exc.orig}"
+            f"[red]error:[/red] the audit store at {settings.audit_url} could not be used: {escape(str(exc.orig))}"
         )
         err.print("Check NOTARY_AUDIT_DB_URL / --data-dir and that the database server is running.")
         raise typer.Exit(EXIT_UNREACHABLE) from exc
     except MigrationError as exc:
         err.print(
-            f"[red]error:[/red] {exc}\nPoint NOTARY_AUDIT_DB_URL / --data-dir at an audit store."
+            f"[red]error:[/red] {escape(str(exc))}\nPoint NOTARY_AUDIT_DB_URL / --data-dir at an audit store."
         )
         raise typer.Exit(EXIT_USAGE) from exc
     except OSError as exc:
         err.print(
-            f"[red]error:[/red] cannot write the report: {exc}\nChoose another folder with --out."
+            f"[red]error:[/red] cannot write the report: {escape(str(exc))}\nChoose another folder with --out."
         )
         raise typer.Exit(EXIT_USAGE) from exc
 

@@ -26,7 +26,7 @@ def print_run_summary(
     s: dict[str, Any],
     console: Console,
     *,
-    seen_label: str = "files seen",
+    seen_label: str = "documents seen",
     bytes_label: str = "bytes hashed",
 ) -> None:
     """Print ``RunSummary.as_dict()`` (plus ``wall_seconds``) as a two-column table."""
@@ -34,7 +34,7 @@ def print_run_summary(
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")
     rows = [
-        (seen_label, s["files_seen"]),
+        (seen_label, s["documents_seen"]),
         (bytes_label, f"{s['bytes_hashed']:,}"),
         ("skipped (hash already in the collection)", s["skipped_known"]),
         ("published now", s["published"]),

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: Path of the callback receiver's one route (``connectors.callback_receiver``).
+CALLBACK_PATH = "/callbacks"
+
+TaskRunnerName = Literal["threads", "dask"]
 
 
 class PipelineSettings(BaseSettings):
@@ -22,10 +30,31 @@ class PipelineSettings(BaseSettings):
         table_url: source database of ``notarize_table`` when a run gives none (kept out of
             Prefect's stored parameters because it may hold a password).
         batch_size: documents per task run (a task run costs milliseconds in Prefect).
-        hash_workers: threads hashing files at once.
+        hash_workers: threads hashing files at once inside one batch.
+        task_runner: where hash batches run: ``threads`` (Prefect's thread pool in this
+            process) or ``dask`` (a Dask cluster; needs the ``notary[dask]`` extra).
+        dask_address: scheduler address of an existing Dask cluster
+            (``tcp://host:8786``); ``None`` starts a temporary local cluster per run. The
+            workers must see the documents at the same paths (a shared mount).
         publish_concurrency: simultaneous POSTs to the publishing API.
         ledger_wait_s: how long ``notarize`` waits for the ``ledger`` stage before leaving
             the rest to a later ``collect`` sweep.
+        callback_enabled: publish entries with a callback URL, so that the publishing API
+            calls ``notary collect --listen`` when an entry reaches ``ledger`` or ``anchor``.
+        callback_host, callback_port: where ``notary collect --listen`` receives callbacks
+            (loopback by default).
+        callback_public_url: the URL the publishing API posts to when it is not
+            ``http://<callback_host>:<callback_port>/callbacks`` (a proxy in between).
+        callback_secret: the publishing API's HMAC key (``NOTARY_API_CALLBACK_SECRET`` of the
+            API); default: read from ``<data_dir>/callback-secret`` (written by ``notary up``).
+        callback_max_skew_s: a callback whose signed timestamp is further than this from
+            the receiver's clock is refused (limits replays).
+        collect_interval_s: longest pause of ``notary collect --listen`` between two sweeps
+            (the pause starts at ``collect_first_interval_s`` and doubles while entries
+            wait and nothing moves; a callback ends it at once).
+        prefect_api_url: a Prefect server for the command line's flow runs; default: the
+            one ``notary up`` started (``<data_dir>/prefect-api-url``), else ``PREFECT_API_URL``,
+            else a temporary server per command.
     """
 
     model_config = SettingsConfigDict(env_prefix="NOTARY_", extra="ignore")
@@ -39,9 +68,20 @@ class PipelineSettings(BaseSettings):
     table_url: SecretStr | None = None
     batch_size: int = Field(default=500, ge=1, le=10_000)
     hash_workers: int = Field(default=4, ge=1, le=64)
+    task_runner: TaskRunnerName = "threads"
+    dask_address: str | None = None
     publish_concurrency: int = Field(default=16, ge=1, le=256)
     ledger_wait_s: float = Field(default=600.0, ge=0)
     http_timeout_s: float = 30.0
+    callback_enabled: bool = False
+    callback_host: str = "127.0.0.1"
+    callback_port: int = Field(default=8092, ge=1, le=65535)
+    callback_public_url: str | None = None
+    callback_secret: SecretStr | None = None
+    callback_max_skew_s: float = Field(default=300.0, gt=0)
+    collect_interval_s: float = Field(default=60.0, gt=0)
+    collect_first_interval_s: float = Field(default=2.0, gt=0)
+    prefect_api_url: str | None = None
 
     @property
     def audit_url(self) -> str:
@@ -50,6 +90,23 @@ class PipelineSettings(BaseSettings):
     @property
     def api_key_file(self) -> Path:
         return self.data_dir / "api-key"
+
+    @property
+    def callback_secret_file(self) -> Path:
+        return self.data_dir / "callback-secret"
+
+    @property
+    def prefect_api_url_file(self) -> Path:
+        """Where ``notary up`` writes the URL of the Prefect server it runs."""
+        return self.data_dir / "prefect-api-url"
+
+    @property
+    def callback_url(self) -> str:
+        """The URL published entries carry as ``callback_url`` (without query)."""
+        if self.callback_public_url:
+            return self.callback_public_url
+        host = f"[{self.callback_host}]" if ":" in self.callback_host else self.callback_host
+        return f"http://{host}:{self.callback_port}{CALLBACK_PATH}"
 
     def resolve_api_key(self) -> str:
         """The API key from settings, else from ``<data_dir>/api-key``.
@@ -67,18 +124,70 @@ class PipelineSettings(BaseSettings):
                 f"(it writes {self.api_key_file})"
             ) from None
 
+    def resolve_callback_secret(self) -> bytes:
+        """The publishing API's callback HMAC key (UTF-8 bytes of the configured text).
+
+        Raises:
+            MissingCallbackSecret: neither ``NOTARY_CALLBACK_SECRET`` nor the file is set.
+        """
+        if self.callback_secret is not None:
+            return self.callback_secret.get_secret_value().encode("utf-8")
+        try:
+            return self.callback_secret_file.read_text().strip().encode("utf-8")
+        except FileNotFoundError:
+            raise MissingCallbackSecret(
+                "no callback secret: set NOTARY_CALLBACK_SECRET to the API's "
+                f"NOTARY_API_CALLBACK_SECRET, or start the bundled stack with `notary up` "
+                f"(it writes {self.callback_secret_file})"
+            ) from None
+
+    def check_task_runner(self) -> None:
+        """Fail early when the chosen task runner cannot be used.
+
+        Raises:
+            TaskRunnerUnavailable: ``dask`` is chosen and ``prefect-dask`` is not installed.
+        """
+        if self.task_runner == "dask" and importlib.util.find_spec("prefect_dask") is None:
+            raise TaskRunnerUnavailable(
+                "NOTARY_TASK_RUNNER=dask needs the optional Dask extra: "
+                "pip install 'notary[dask]' (or set NOTARY_TASK_RUNNER=threads)"
+            )
+
+    def known_prefect_api_url(self) -> str | None:
+        """The configured Prefect server URL, else the one ``notary up`` wrote, else None."""
+        if self.prefect_api_url:
+            return self.prefect_api_url
+        try:
+            url = self.prefect_api_url_file.read_text().strip()
+        except FileNotFoundError:
+            return None
+        return url if urlsplit(url).scheme in ("http", "https") else None
+
 
 class MissingApiKey(RuntimeError):
     """No publishing API key is configured."""
 
 
-def quiet_prefect_defaults(data_dir: Path) -> None:
+class MissingCallbackSecret(RuntimeError):
+    """Callbacks are to be received but the publishing API's HMAC key is not configured."""
+
+
+class TaskRunnerUnavailable(RuntimeError):
+    """The configured task runner's package is not installed."""
+
+
+def quiet_prefect_defaults(data_dir: Path, *, prefect_api_url: str | None = None) -> None:
     """Environment defaults every entry point sets before importing Prefect.
 
-    Telemetry off (the machine has no route to public hosts) and Prefect's home inside
-    the data folder, unless the user configured otherwise.
+    Telemetry off (the machine has no route to public hosts), Prefect's home inside the
+    data folder, a temporary server allowed 2 minutes to start (Prefect's 20 s default
+    times out on a busy 2-core machine) and, when given, the Prefect server to use, unless
+    the user configured otherwise (a ``PREFECT_*`` variable already set wins).
     """
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_HOME", str((data_dir / "prefect").resolve()))
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    if prefect_api_url:
+        os.environ.setdefault("PREFECT_API_URL", prefect_api_url)

@@ -14,6 +14,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from flows.run_output import (
     EXIT_UNREACHABLE,
@@ -21,7 +22,7 @@ from flows.run_output import (
     print_run_summary,
     run_exit_code,
 )
-from flows.settings import MissingApiKey, PipelineSettings, quiet_prefect_defaults
+from flows.settings import MissingApiKey, PipelineSettings, TaskRunnerUnavailable
 
 __all__ = ["register", "table"]
 
@@ -91,7 +92,13 @@ def table(
     key_columns = [k.strip() for item in key or [] for k in item.split(",") if k.strip()]
     settings = PipelineSettings(data_dir=data_dir)
     _check_key(settings)
-    quiet_prefect_defaults(settings.data_dir)
+    try:
+        settings.check_task_runner()
+    except TaskRunnerUnavailable as exc:
+        _fail(str(exc), EXIT_USAGE)
+    from flows.prefect_server import prepare_prefect
+
+    prepare_prefect(settings)
     source = dict(
         table=table_name, query=query, watermark=watermark, key_columns=key_columns or None
     )
@@ -156,7 +163,7 @@ def _check_key(settings: PipelineSettings) -> None:
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    err.print(f"[red]error:[/red] {message}")
+    err.print(f"[red]error:[/red] {escape(message)}")
     raise typer.Exit(code)
 
 
@@ -167,7 +174,7 @@ def _print_summary(s: dict[str, Any]) -> None:
         seen_label="rows read (new or changed)",
         bytes_label="canonical JSON bytes hashed",
     )
-    if s["files_seen"] == 0:
+    if s["documents_seen"] == 0:
         console.print("No new or changed rows since the last run.")
     for message in s["errors"][:10]:
         err.print(f"[yellow]note:[/yellow] {message}")

@@ -20,10 +20,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from flows.settings import MissingApiKey, PipelineSettings, quiet_prefect_defaults
+from flows.settings import MissingApiKey, PipelineSettings
 
-__all__ = ["register", "watch"]
+__all__ = ["register", "stop_on_signals", "watch"]
 
 # the codes of flows.cli (not imported: flows.cli imports this module)
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -84,9 +85,11 @@ def watch(
     try:
         settings.resolve_api_key()
     except MissingApiKey as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from exc
-    quiet_prefect_defaults(settings.data_dir)
+    from flows.prefect_server import prepare_prefect
+
+    prepare_prefect(settings)
     totals = _watch(folders, collection, settings, settle_s=settle, done_dir=done_dir)
     _print_totals(totals)
     if totals["interrupted"]:
@@ -110,7 +113,7 @@ def _watch(
     shown = ", ".join(str(f) for f in folders)
     console.print(f"watching {shown} (Ctrl-C to stop)")
     try:
-        with _stop_on_signals(stop):
+        with stop_on_signals(stop):
             return watch_folder(
                 folders,
                 collection,
@@ -126,19 +129,24 @@ def _watch(
         )
         raise typer.Exit(EXIT_UNREACHABLE) from exc
     except ValueError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from exc
 
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """First SIGINT/SIGTERM sets ``stop``; a second SIGINT raises ``KeyboardInterrupt``."""
+def stop_on_signals(
+    stop: threading.Event, *, also: threading.Event | None = None
+) -> Iterator[None]:
+    """First SIGINT/SIGTERM sets ``stop`` (and ``also``, to end a wait on it); a second
+    SIGINT raises ``KeyboardInterrupt``. Only in the main thread (elsewhere: no effect)."""
 
     def handle(signum: int, frame: FrameType | None) -> None:
         if stop.is_set() and signum == signal.SIGINT:
             raise KeyboardInterrupt
         stop.set()
-        err.print("stopping after the current batch… (Ctrl-C again to abort)")
+        if also is not None:
+            also.set()
+        err.print("stopping after the current step… (Ctrl-C again to abort)")
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -154,7 +162,7 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
 def _print_batch(root: Path, result: dict[str, Any]) -> None:
     moment = time.strftime("%H:%M:%S")
     line = (
-        f"{moment}  {root}: {result['files_seen']} files, {result['published']} published, "
+        f"{moment}  {root}: {result['documents_seen']} files, {result['published']} published, "
         f"{result['skipped_known']} already notarized"
     )
     failed = result["publish_failed"] + result["hash_errors"]

@@ -99,7 +99,7 @@ def _run(
     summary: RunSummary, services: Services, *, base: Path, paths: list[str]
 ) -> dict[str, str]:
     entries = _entries(summary, base, paths)
-    summary.files_seen = len(entries)
+    summary.documents_seen = len(entries)
     summary.timed("chain", lambda: ensure_collection_chain(services.api, summary.collection))
     docs, new_ids = summary.timed(
         "hash", lambda: _hash_and_record(summary, services, entries, base)
@@ -188,7 +188,7 @@ class WatchTotals:
     def add(self, result: dict[str, Any]) -> None:
         """Add the counts of one ``notarize_files`` result."""
         self.batches += 1
-        self.files += result["files_seen"]
+        self.files += result["documents_seen"]
         for key in ("published", "skipped_known", "publish_failed", "hash_errors"):
             setattr(self, key, getattr(self, key) + result[key])
         for message in result["errors"]:

@@ -1,14 +1,28 @@
 """Document hashing: streaming SHA-256 of files, one at a time or many in threads.
 
 Plain functions (no Prefect import); the flows wrap them in tasks. Memory use is flat:
-a file is read through one reusable 1 MiB buffer whatever its size. ``hashlib`` releases
-the GIL while hashing large buffers, so threads give real parallelism on many files.
+a file is read through a 1 MiB buffer whatever its size, one buffer per thread, reused
+from file to file. ``hashlib`` releases the GIL while hashing large buffers, so threads
+give real parallelism on many files.
+
+Small files cost their per-file overhead, not their bytes: a fresh 1 MiB buffer per file
+(zeroed, so 256 page faults) and a pool task per file cost more than hashing 4 KiB. So the
+buffer is kept per thread, and ``hash_files`` hands each thread runs of consecutive files.
+
+The hashing threads are shared by every ``hash_files`` call of the process with the same
+``max_workers``: a flow that runs many batches at once (Prefect's thread pool runs every
+submitted task at once) still hashes with ``max_workers`` threads, not that many per
+batch, so neither the threads fighting for two cores nor their buffers grow with the
+number of files.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,6 +37,14 @@ __all__ = [
 
 BUFFER_BYTES = 1024 * 1024
 DEFAULT_MAX_WORKERS = 4
+#: At most this many files per task handed to a hashing thread (fewer when a batch has
+#: few files, so that every thread gets several runs to balance large and small files).
+_RUN_FILES = 64
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_local = threading.local()
+_pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
 
 StrPath = str | os.PathLike[str]
 
@@ -50,27 +72,51 @@ class HashResult:
 
 
 def hash_file(path: StrPath) -> tuple[str, int]:
-    """SHA-256 of a file's bytes, streamed through a 1 MiB buffer.
+    """SHA-256 of a regular file's bytes, streamed through a 1 MiB buffer.
+
+    The file is opened without following a symlink and without blocking, and checked to be
+    a regular file before anything is read: a file the scanner listed and something then
+    swapped for a symlink (out of the folder), a FIFO or a device is refused, not read or
+    waited on.
 
     Args:
-        path: file to read (symlinks are followed by ``open``; the folder scanner never
-            yields them).
+        path: file to read.
 
     Returns:
         ``(sha256 hex, size in bytes)``.
 
     Raises:
-        OSError: the file cannot be opened or read (missing, a directory, permission, I/O).
+        OSError: the file cannot be opened or read (missing, a directory, permission, I/O),
+            is a symlink (``ELOOP``) or is not a regular file (``EINVAL``).
     """
+    buffer, view = _buffer()
     digest = hashlib.sha256()
-    buffer = bytearray(BUFFER_BYTES)
-    view = memoryview(buffer)
     size = 0
-    with open(path, "rb", buffering=0) as handle:
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, "rb", buffering=0) as handle:
         while n := handle.readinto(buffer):
             digest.update(view[:n])
             size += n
     return digest.hexdigest(), size
+
+
+def _buffer() -> tuple[bytearray, memoryview]:
+    """This thread's read buffer (made on first use; it lives as long as the thread)."""
+    pair: tuple[bytearray, memoryview] | None = getattr(_local, "buffer", None)
+    if pair is None:
+        buffer = bytearray(BUFFER_BYTES)
+        pair = _local.buffer = (buffer, memoryview(buffer))
+    return pair
 
 
 def _hash_one(path: StrPath) -> HashResult:
@@ -81,6 +127,22 @@ def _hash_one(path: StrPath) -> HashResult:
     return HashResult(path, sha256=sha, size_bytes=size)
 
 
+def _hash_run(paths: Sequence[StrPath]) -> list[HashResult]:
+    return [_hash_one(p) for p in paths]
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """The process's hashing threads for this ``max_workers`` (made on first use; idle
+    threads cost no CPU and end with the process). Keyed by process id too: a forked
+    child has none of its parent's threads."""
+    key = (os.getpid(), workers)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = _pools[key] = ThreadPoolExecutor(workers, thread_name_prefix="hash")
+        return pool
+
+
 def hash_files(
     paths: Sequence[StrPath], *, max_workers: int = DEFAULT_MAX_WORKERS
 ) -> list[HashResult]:
@@ -88,7 +150,8 @@ def hash_files(
 
     Args:
         paths: files to hash.
-        max_workers: threads to use (>= 1). Each holds one 1 MiB buffer at a time.
+        max_workers: threads to use (>= 1), shared with the process's other calls that
+            give the same value (module docstring). Each holds one 1 MiB buffer.
 
     Returns:
         One ``HashResult`` per input path, in input order. Files that cannot be read
@@ -103,6 +166,7 @@ def hash_files(
         return []
     workers = min(max_workers, len(paths))
     if workers == 1:
-        return [_hash_one(p) for p in paths]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hash") as pool:
-        return list(pool.map(_hash_one, paths))
+        return _hash_run(paths)
+    size = max(1, min(_RUN_FILES, len(paths) // (4 * workers)))
+    runs = [paths[i : i + size] for i in range(0, len(paths), size)]
+    return [result for run in _pool(max_workers).map(_hash_run, runs) for result in run]

@@ -1,20 +1,35 @@
 """The ``ledger`` stage sweep: find receipts for published entries, verify, record.
 
-Plain functions (no Prefect). One sweep handles every row waiting for ``ledger``: it asks
-the node for their receipts in batched JSON-RPC requests, fetches each directory block
-named once, verifies each receipt locally (``tasks.verify``) and writes the stage change
-and the receipt in the audit store. Rows whose entry is not in a block yet stay pending for
-the next sweep.
+Plain functions (no Prefect). One sweep handles every row waiting for ``ledger``, page by
+page: it asks the node for a page's receipts in batched JSON-RPC requests, fetches and
+parses each directory block named once per sweep, verifies each receipt locally
+(``tasks.verify``) and writes the stage change and the receipt in the audit store. The
+next page's receipts are fetched while this page is verified and stored (the node and
+this process work at the same time). Rows whose entry is not in a block yet stay pending
+for the next sweep.
+
+``follow_ledger`` waits inside one call: it sweeps again each time the node reports a new
+directory block (polling the cheap ``heights`` call), so the last entries are recorded
+within a poll interval of their block, not after an exponential back-off; a sweep, which
+asks the node for the receipt of every waiting entry, runs only when a block can have
+added receipts.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
-from connectors.audit_store import AuditStore, ReceiptRecord
+from connectors.audit_store import AuditStore, NotarizationRow, ReceiptRecord
 from connectors.node import NodeClient
-from tasks.verify import ReceiptRejected, verify_node_receipt
+from ledger.core.clock import Clock, SystemClock
+from tasks.verify import ReceiptRejected, TrustedDirectoryBlock, verify_node_receipt
+
+Receipts = dict[str, dict[str, Any] | None]
 
 
 @dataclass
@@ -26,6 +41,59 @@ class SweepOutcome:
     rejected: int = 0
     errors: list[str] = field(default_factory=list)
 
+    def then(self, later: SweepOutcome) -> None:
+        """Add a later sweep: its counts add up, its ``waiting`` replaces this one's."""
+        self.recorded += later.recorded
+        self.rejected += later.rejected
+        self.waiting = later.waiting
+        self.errors.extend(later.errors[: max(0, 20 - len(self.errors))])
+
+
+def follow_ledger(
+    store: AuditStore,
+    node: NodeClient,
+    *,
+    collection: str | None = None,
+    until: float | None = None,
+    poll_s: float = 0.25,
+    clock: Clock | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> SweepOutcome:
+    """Sweep, then sweep again at each new directory block while entries wait, until the
+    clock reads ``until`` (``None`` or a past time: one sweep, as ``sweep_ledger``).
+
+    Args:
+        until: when to stop following blocks, Unix time in seconds (``clock``'s time).
+        poll_s: pause between two ``heights`` calls while no block comes, seconds (> 0).
+        clock, sleep: time source and pause (injected by tests).
+
+    Returns:
+        recorded and rejected summed over the sweeps; ``waiting`` as of the last sweep.
+
+    Raises:
+        ValueError: ``poll_s`` <= 0.
+        ConnectorError: the node could not be reached.
+    """
+    if poll_s <= 0:
+        raise ValueError(f"poll_s must be > 0, got {poll_s}")
+    clock = clock or SystemClock()
+    deadline = clock.now() if until is None else until
+    # Read before sweeping: a block made during the sweep then triggers the next one.
+    height = _height(node) if clock.now() < deadline else None
+    total = sweep_ledger(store, node, collection=collection)
+    while total.waiting and clock.now() < deadline:
+        newest = _height(node)
+        if newest == height:
+            sleep(min(poll_s, max(0.0, deadline - clock.now())))
+            continue
+        height = newest
+        total.then(sweep_ledger(store, node, collection=collection))
+    return total
+
+
+def _height(node: NodeClient) -> int:
+    return int(node.heights()["directoryblockheight"])
+
 
 def sweep_ledger(
     store: AuditStore,
@@ -36,40 +104,65 @@ def sweep_ledger(
 ) -> SweepOutcome:
     """Move every published entry that a directory block records to ``ledger``.
 
+    Args:
+        store: the audit store.
+        node: the node client (called from this thread and one helper thread).
+        collection: only this collection's rows (``None``: all).
+        batch_size: rows per page (one audit store query, one write, ``batch_size``
+            receipts asked from the node).
+
     Raises:
         ConnectorError: the node could not be reached (the caller retries the sweep).
     """
     outcome = SweepOutcome()
-    after_id = 0
-    while True:
-        rows = store.pending(
+    dblocks: dict[int, TrustedDirectoryBlock | str] = {}
+
+    def page(after_id: int) -> list[NotarizationRow]:
+        return store.pending(
             stage_from="published",
             stage_below="ledger",
             collection=collection,
             limit=batch_size,
             after_id=after_id,
         )
-        if not rows:
-            return outcome
-        after_id = rows[-1].id
-        _sweep_batch(store, node, {r.entry_hash: r.id for r in rows if r.entry_hash}, outcome)
+
+    def fetch(rows: list[NotarizationRow]) -> Future[Receipts]:
+        return fetcher.submit(node.receipts, [r.entry_hash for r in rows if r.entry_hash])
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="receipts") as fetcher:
+        rows = page(0)
+        pending = fetch(rows) if rows else None
+        while rows and pending is not None:
+            following = page(rows[-1].id)
+            ahead = fetch(following) if following else None
+            ids_by_hash = {r.entry_hash: r.id for r in rows if r.entry_hash}
+            _sweep_batch(store, node, ids_by_hash, pending.result(), dblocks, outcome)
+            rows, pending = following, ahead
+    return outcome
 
 
 def _sweep_batch(
-    store: AuditStore, node: NodeClient, ids_by_hash: dict[str, int], outcome: SweepOutcome
+    store: AuditStore,
+    node: NodeClient,
+    ids_by_hash: dict[str, int],
+    receipts: Receipts,
+    dblocks: dict[int, TrustedDirectoryBlock | str],
+    outcome: SweepOutcome,
 ) -> None:
-    receipts = node.receipts(list(ids_by_hash))
     found = {h: r for h, r in receipts.items() if r is not None}
     outcome.waiting += len(ids_by_hash) - len(found)
-    heights = {int(r["directoryblockheight"]) for r in found.values()}
-    dblocks = {h: bytes.fromhex(node.dblock_by_height(h)["rawdata"]) for h in heights}
+    for height in {int(r["directoryblockheight"]) for r in found.values()} - dblocks.keys():
+        dblocks[height] = _directory_block(node, height)
     now = datetime.now(UTC)
     verified: list[ReceiptRecord] = []
     rejected: dict[int, str] = {}
     for entry_hash, receipt in found.items():
-        height = int(receipt["directoryblockheight"])
+        trusted = dblocks[int(receipt["directoryblockheight"])]
+        if isinstance(trusted, str):
+            rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {trusted}"
+            continue
         try:
-            verify_node_receipt(receipt, entry_hash=entry_hash, dblock_raw=dblocks[height])
+            verify_node_receipt(receipt, entry_hash=entry_hash, dblock=trusted)
         except ReceiptRejected as exc:
             rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {exc}"
             continue
@@ -87,3 +180,19 @@ def _sweep_batch(
     outcome.recorded += len(verified)
     outcome.rejected += len(rejected)
     outcome.errors.extend(list(rejected.values())[:5])
+
+
+def _directory_block(node: NodeClient, height: int) -> TrustedDirectoryBlock | str:
+    """The block the node serves at ``height``, parsed once for every receipt naming it, or
+    why it cannot be trusted: such a block rejects those receipts (check 3), not the sweep."""
+    rawdata = node.dblock_by_height(height).get("rawdata")
+    try:
+        raw = bytes.fromhex(rawdata) if isinstance(rawdata, str) else None
+    except ValueError:
+        raw = None
+    if raw is None:
+        return str(ReceiptRejected(f"directory block {height} has no valid rawdata", step=3))
+    try:
+        return TrustedDirectoryBlock.parse(raw)
+    except ReceiptRejected as exc:
+        return str(exc)

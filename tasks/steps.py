@@ -21,7 +21,7 @@ from connectors.node import NodeClient
 from connectors.publishing import PublishingClient
 from tasks.anchor_stage import AnchorSweep, sweep_anchor
 from tasks.hashing import HashResult, hash_files
-from tasks.ledger_stage import SweepOutcome, sweep_ledger
+from tasks.ledger_stage import SweepOutcome, follow_ledger, sweep_ledger
 from tasks.publish import PublishOutcome, publish_rows
 
 
@@ -81,13 +81,21 @@ def sweep_ledger_once(
 
 
 @task(name="wait-for-ledger", cache_policy=NO_CACHE)
-def wait_for_ledger(store: AuditStore, node: NodeClient, *, collection: str | None) -> SweepOutcome:
+def wait_for_ledger(
+    store: AuditStore,
+    node: NodeClient,
+    *,
+    collection: str | None,
+    follow_until: float | None = None,
+) -> SweepOutcome:
     """Sweep the ``ledger`` stage; raise ``StagePending`` while entries still wait.
 
-    Declared without retries: the flow sets ``retries`` and the back-off delays from the
-    configured waiting time (``with_options``), so Prefect re-runs the sweep.
+    With ``follow_until`` (Unix time, seconds) one run keeps sweeping at each new directory
+    block until then (``tasks.ledger_stage.follow_ledger``) before it gives up; without
+    it, one sweep. Declared without retries: the flow sets ``retries`` and the back-off
+    delays from the configured waiting time (``with_options``), so Prefect re-runs it.
     """
-    outcome = sweep_ledger(store, node, collection=collection)
+    outcome = follow_ledger(store, node, collection=collection, until=follow_until)
     if outcome.waiting:
         raise StagePending(f"{outcome.waiting} entries are not in a directory block yet")
     return outcome

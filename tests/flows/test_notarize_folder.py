@@ -37,7 +37,7 @@ def test_folder_is_notarized_with_verified_receipts_and_rerun_publishes_nothing(
     files = make_files(folder, 20)
     summary = notarize_folder(str(folder), "e2e", pipeline_settings, True)
 
-    assert summary["files_seen"] == 20
+    assert summary["documents_seen"] == 20
     assert summary["published"] == 20
     assert summary["receipts_verified"] == 20
     assert summary["still_waiting"] == 0

@@ -140,19 +140,19 @@ def test_rows_reach_ledger_and_only_new_or_changed_rows_are_notarized_again(
     source.add(range(10))
     first = run(source, pipeline_settings, "orders")  # batch_size 7: two pages
 
-    assert first["files_seen"] == 10 and first["published"] == 10
+    assert first["documents_seen"] == 10 and first["published"] == 10
     assert first["receipts_verified"] == 10 and first["still_waiting"] == 0
     assert first["source"].startswith("table:") and first["watermark"] is not None
     assert_verified_in_ledger(pipeline_settings, "orders", source)
 
     again = run(source, pipeline_settings, "orders")
-    assert again["files_seen"] == 0 and again["queued"] == 0 and again["published"] == 0
+    assert again["documents_seen"] == 0 and again["queued"] == 0 and again["published"] == 0
 
     later = T0 + timedelta(minutes=5)
     source.change([2, 8], at=later)
     source.add(range(10, 11), at=later)
     changed = run(source, pipeline_settings, "orders")
-    assert changed["files_seen"] == 3 and changed["published"] == 3
+    assert changed["documents_seen"] == 3 and changed["published"] == 3
     assert changed["receipts_verified"] == 13 and changed["still_waiting"] == 0
     assert_verified_in_ledger(pipeline_settings, "orders", source)
     with AuditStore(pipeline_settings.audit_url) as store:
@@ -202,7 +202,7 @@ def test_killed_run_is_finished_by_the_rerun_without_duplicates(
     assert (saved is None) == (kill_point == "after_record")
 
     rerun = run(src, pipeline_settings, "killed")
-    assert rerun["files_seen"] == (16 if kill_point == "after_record" else 9)
+    assert rerun["documents_seen"] == (16 if kill_point == "after_record" else 9)
     assert rerun["skipped_known"] == (7 if kill_point == "after_record" else 0)
     assert rerun["published"] == 16 and rerun["publish_failed"] == 0
     assert rerun["receipts_verified"] == 16 and rerun["still_waiting"] == 0

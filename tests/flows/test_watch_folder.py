@@ -79,7 +79,7 @@ class Session:
     def files_done(self) -> int:
         if self.error is not None:
             raise self.error
-        return sum(r["files_seen"] for r in self.results)
+        return sum(r["documents_seen"] for r in self.results)
 
     def finish(self) -> dict[str, Any]:
         self.stop.set()

@@ -1,0 +1,197 @@
+"""The ``ledger`` stage sweep against a fake node serving real receipts and blocks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from connectors.audit_store import AuditStore, DocumentIn, NewNotarization
+from connectors.node import NodeClient
+from ledger.core.blocks.directory import DirectoryBlock
+from ledger.core.blocks.entry_block import EntryBlock
+from ledger.core.clock import ManualClock
+from ledger.core.receipt import build_receipt
+from tasks.documents import collection_chain_id, document_entry
+from tasks.ledger_stage import follow_ledger, sweep_ledger
+from tasks.verify import ReceiptRejected, TrustedDirectoryBlock, verify_node_receipt
+
+COLLECTION = "sweep"
+CHAIN = collection_chain_id(COLLECTION)
+
+
+class FakeNode:
+    """Receipts of the entries in ``blocks`` (height -> entry hashes); others not found yet.
+
+    ``garbage`` heights serve a directory block that does not parse.
+    """
+
+    def __init__(self, blocks: dict[int, list[str]], *, garbage: frozenset[int] = frozenset()):
+        self.receipts: dict[str, dict[str, Any]] = {}
+        self.raw: dict[int, str] = {}
+        self.dblock_calls: list[int] = []
+        self.receipt_calls = 0
+        self.height = max(blocks)  # the newest block made so far: later ones are unknown
+        prev = None
+        for height in range(max(blocks) + 1):
+            hashes = blocks.get(height, [])
+            eblock = EntryBlock.build(
+                chain_id=bytes.fromhex(CHAIN),
+                height=height,
+                entries=[(bytes.fromhex(h), 0) for h in hashes] or [(bytes(32), 0)],
+            )
+            dblock = DirectoryBlock.build(
+                prev=prev,
+                network_id=0xFA92E5A4,
+                timestamp_min=29_000_000 + height,
+                admin_lookup_hash=bytes([1]) * 32,
+                ec_header_hash=bytes([2]) * 32,
+                fblock_key_mr=bytes([3]) * 32,
+                entry_blocks=[(bytes.fromhex(CHAIN), eblock.key_mr())],
+            )
+            prev = dblock
+            self.raw[height] = "00" if height in garbage else dblock.marshal().hex()
+            for h in hashes:
+                receipt = build_receipt(bytes.fromhex(h), eblock, dblock)
+                self.receipts[h] = receipt.to_json()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        calls = body if isinstance(body, list) else [body]
+        answers = [self.answer(c) for c in calls]
+        return httpx.Response(200, json=answers if isinstance(body, list) else answers[0])
+
+    def answer(self, call: dict[str, Any]) -> dict[str, Any]:
+        params = call.get("params", {})
+        if call["method"] == "heights":
+            result = {"directoryblockheight": self.height}
+            return {"jsonrpc": "2.0", "id": call["id"], "result": result}
+        if call["method"] == "receipt":
+            self.receipt_calls += 1
+            receipt = self.receipts.get(params["hash"])
+            if receipt is None or receipt["directoryblockheight"] > self.height:
+                error = {"code": -32010, "message": "Receipt creation error"}
+                return {"jsonrpc": "2.0", "id": call["id"], "error": error}
+            return {"jsonrpc": "2.0", "id": call["id"], "result": {"receipt": receipt}}
+        if call["method"] == "dblock-by-height":
+            self.dblock_calls.append(params["height"])
+            result = {"dblock": {}, "rawdata": self.raw[params["height"]]}
+            return {"jsonrpc": "2.0", "id": call["id"], "result": result}
+        raise AssertionError(f"unexpected call {call}")
+
+
+def published(store: AuditStore, count: int) -> list[str]:
+    """``count`` documents published (stage ``multi_az``); their entry hashes in id order."""
+    docs = [DocumentIn(f"f{i}", f"{i + 1:064x}", i) for i in range(count)]
+    doc_ids = store.upsert_documents("src", docs)
+    ids = store.add_notarizations(
+        [
+            NewNotarization(d, COLLECTION, CHAIN, doc.sha256)
+            for d, doc in zip(doc_ids, docs, strict=True)
+        ]
+    )
+    hashes = [
+        document_entry(
+            CHAIN, sha256=doc.sha256, size_bytes=doc.size_bytes, path=doc.path
+        ).entry_hash
+        for doc in docs
+    ]
+    store.mark_published(dict(zip(ids, hashes, strict=True)))
+    store.mark_stage(hashes, "multi_az")
+    return hashes
+
+
+@pytest.fixture
+def store():
+    with AuditStore("sqlite://") as audit:
+        yield audit
+
+
+def test_sweep_pages_through_rows_and_fetches_each_block_once(store: AuditStore) -> None:
+    hashes = published(store, 7)
+    node = FakeNode({3: hashes[:2], 4: hashes[2:6]})  # the last entry is in no block yet
+    with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
+        outcome = sweep_ledger(store, client, collection=COLLECTION, batch_size=2)
+    assert (outcome.recorded, outcome.waiting, outcome.rejected) == (6, 1, 0)
+    assert sorted(node.dblock_calls) == [3, 4]  # once per height, across the four pages
+    assert store.receipt_count(COLLECTION) == 6
+    assert {k: v for k, v in store.summary(COLLECTION).items() if v} == {"ledger": 6, "multi_az": 1}
+
+
+def test_block_that_does_not_parse_rejects_only_its_receipts(store: AuditStore) -> None:
+    hashes = published(store, 4)
+    node = FakeNode({1: hashes[:2], 2: hashes[2:]}, garbage=frozenset({2}))
+    with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
+        outcome = sweep_ledger(store, client, collection=COLLECTION, batch_size=3)
+    assert (outcome.recorded, outcome.rejected, outcome.waiting) == (2, 2, 0)
+    assert all("step 3" in e for e in outcome.errors)
+    assert {k: v for k, v in store.summary(COLLECTION).items() if v} == {"ledger": 2, "failed": 2}
+
+
+def test_nothing_waiting_makes_no_node_call(store: AuditStore) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise AssertionError("no call expected")
+
+    with NodeClient("http://node.test/v2", transport=httpx.MockTransport(refuse)) as client:
+        outcome = sweep_ledger(store, client, collection=COLLECTION)
+    assert (outcome.recorded, outcome.waiting) == (0, 0)
+
+
+def test_trusted_block_verifies_like_raw_bytes() -> None:
+    hashes = [
+        document_entry(CHAIN, sha256=f"{i:064x}", size_bytes=1, path="p").entry_hash
+        for i in range(3)
+    ]
+    node = FakeNode({0: hashes})
+    raw = bytes.fromhex(node.raw[0])
+    trusted = TrustedDirectoryBlock.parse(raw)
+    receipt = node.receipts[hashes[1]]
+    by_block = verify_node_receipt(receipt, entry_hash=hashes[1], dblock=trusted)
+    by_bytes = verify_node_receipt(receipt, entry_hash=hashes[1], dblock_raw=raw)
+    assert by_block == by_bytes and trusted.height == 0
+    with pytest.raises(ReceiptRejected) as info:
+        TrustedDirectoryBlock.parse(raw + b"\x00")
+    assert info.value.step == 3
+    with pytest.raises(ValueError):
+        verify_node_receipt(receipt, entry_hash=hashes[1], dblock=trusted, dblock_raw=raw)
+    with pytest.raises(ValueError):
+        verify_node_receipt(receipt, entry_hash=hashes[1])
+
+
+def test_follow_sweeps_at_each_new_block_until_nothing_waits(store: AuditStore) -> None:
+    hashes = published(store, 4)
+    node = FakeNode({1: hashes[:2], 3: hashes[2:]})
+    node.height = 1
+    clock = ManualClock(1000.0)
+
+    def sleep(seconds: float) -> None:  # blocks 2 and 3 come one and two seconds later
+        clock.advance(seconds)
+        node.height = 1 + min(2, int(clock.now() - 1000.0))
+
+    with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
+        outcome = follow_ledger(
+            store, client, collection=COLLECTION, until=1030.0, clock=clock, sleep=sleep
+        )
+    assert (outcome.recorded, outcome.waiting) == (4, 0)
+    assert node.receipt_calls == 4 + 2 + 2  # sweeps at heights 1, 2 and 3 only
+    assert clock.now() - 1000.0 == pytest.approx(2.0)  # done as soon as block 3 is seen
+
+
+def test_follow_gives_up_at_its_deadline(store: AuditStore) -> None:
+    hashes = published(store, 3)
+    node = FakeNode({1: hashes[:1], 2: hashes[1:]})
+    node.height = 1  # block 2 never comes
+    clock = ManualClock(0.0)
+    with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
+        once = follow_ledger(store, client, collection=COLLECTION, clock=clock, sleep=clock.advance)
+        assert (once.recorded, once.waiting, clock.now()) == (1, 2, 0.0)  # no until: one sweep
+        later = follow_ledger(
+            store, client, collection=COLLECTION, until=5.0, clock=clock, sleep=clock.advance
+        )
+    assert (later.recorded, later.waiting) == (0, 2)
+    assert clock.now() == pytest.approx(5.0)
+    assert node.receipt_calls == 3 + 2  # no sweep without a new block
+    with pytest.raises(ValueError):
+        follow_ledger(store, client, poll_s=0)

@@ -13,10 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import os
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -39,16 +35,9 @@ from ledger.node.settings import NodeSettings
 from ledger.stack import Stack, StackSettings
 from ledger.wallet.app import create_app as create_wallet_app
 from tasks.documents import collection_chain, document_entry
+from tests.reliability.procs import ManagedProcess, child_env, free_port, settings_env
 
-ROOT = Path(__file__).resolve().parents[2]
 _START_TIMEOUT_S = 30.0
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until(
@@ -123,18 +112,19 @@ class AppServer:
 
 
 class NodeProcess:
-    """The ledger node as a real subprocess over one data folder and port.
+    """The ledger node as a real subprocess over one data folder and port (a
+    ``procs.ManagedProcess`` in a session of its own, its output in one log file).
 
     Args:
         settings: the node's settings, passed to the child as ``NOTARY_NODE_*`` variables.
-        extra_env: more variables for the child (e.g. a resource limit wrapper's knobs).
+        extra_env: more variables for the child.
     """
 
     def __init__(self, settings: NodeSettings, *, extra_env: dict[str, str] | None = None) -> None:
         self.settings = settings
-        self._extra_env = extra_env or {}
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._log = settings.data_dir.parent / f"node-{settings.port}.log"
+        env = child_env(settings_env(settings) | (extra_env or {}))
+        log = settings.data_dir.parent / f"node-{settings.port}.log"
+        self._process = ManagedProcess("node", [sys.executable, "-m", "ledger.node"], env, log)
 
     @property
     def url(self) -> str:
@@ -142,38 +132,19 @@ class NodeProcess:
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self._process.alive
 
     def start(self) -> None:
         """Start the node and wait until it answers ``heights``.
 
         Raises:
-            RuntimeError: it exited or did not answer within 30 s (its stderr attached).
+            RuntimeError: it exited or did not answer within 30 s (its output attached).
         """
-        s = self.settings
-        env = dict(os.environ)
-        env.update(
-            NOTARY_NODE_DATA_DIR=str(s.data_dir),
-            NOTARY_NODE_HOST="127.0.0.1",
-            NOTARY_NODE_PORT=str(s.port),
-            NOTARY_NODE_BLOCK_TIME_S=str(s.block_time_s),
-            NOTARY_NODE_SQLITE_SYNCHRONOUS=s.sqlite_synchronous,
-            PYTHONPATH=str(ROOT),
-            **self._extra_env,
-        )
-        s.data_dir.mkdir(parents=True, exist_ok=True)
-        with self._log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "ledger.node"],
-                cwd=ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-            )
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self._process.spawn()
         deadline = time.monotonic() + _START_TIMEOUT_S
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+            if not self._process.alive:
                 raise RuntimeError(f"the node exited at start-up:\n{self.stderr()}")
             try:
                 if "result" in rpc(self.url, "heights", timeout_s=1.0):
@@ -185,24 +156,16 @@ class NodeProcess:
 
     def stderr(self) -> str:
         """What the node wrote to stdout and stderr so far (all its runs)."""
-        return self._log.read_text(errors="replace") if self._log.exists() else ""
+        log = self._process.log_path
+        return log.read_text(errors="replace") if log.exists() else ""
 
     def kill(self) -> None:
         """SIGKILL: no chance to clean up (the harshest way to go down)."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self.proc = None
+        self._process.kill9()
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 20 s."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.proc = None
+        self._process.stop(timeout_s=20.0)
 
 
 class FaultStack:

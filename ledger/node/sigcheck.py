@@ -15,7 +15,6 @@ checks themselves are the canonical ones of ``ledger.core`` (formats 0.6).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterable
@@ -24,6 +23,7 @@ from typing import Any
 from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.errors import LedgerFormatError
 from ledger.core.transaction import Transaction
+from ledger.node.handoff import settle
 
 Commit = CommitEntry | CommitChain
 
@@ -157,28 +157,9 @@ class SignatureChecker:
                     item.result = item.fn(item.arg)
                 except Exception as exc:  # reported to the awaiting caller
                     item.error = exc
-            _settle(done)
+            settle(done)
             if stop:
                 return
-
-
-def _settle(done: list[_Check]) -> None:
-    by_loop: dict[int, tuple[asyncio.AbstractEventLoop, list[_Check]]] = {}
-    for item in done:
-        by_loop.setdefault(id(item.loop), (item.loop, []))[1].append(item)
-    for loop, items in by_loop.values():
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-            loop.call_soon_threadsafe(_set_results, items)
-
-
-def _set_results(items: list[_Check]) -> None:
-    for item in items:
-        if item.future.done():
-            continue
-        if item.error is not None:
-            item.future.set_exception(item.error)
-        else:
-            item.future.set_result(item.result)
 
 
 def _check_all(commits: list[Commit]) -> list[bool]:

@@ -42,6 +42,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ledger.node.handoff import settle
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -278,7 +280,7 @@ class Store:
                 job.error = StoreError(f"store write failed: {exc}")
         self.batches += 1
         self.jobs += len(batch)
-        _settle_all(batch)
+        settle(batch)
 
     def close(self) -> None:
         """Finish queued writes, then close both connections (idempotent)."""
@@ -366,28 +368,6 @@ def _run_in_savepoint(conn: sqlite3.Connection, job: _Job) -> None:
         conn.execute("ROLLBACK TO job")
         conn.execute("RELEASE job")
         job.error = exc
-
-
-def _settle_all(batch: list[_Job]) -> None:
-    """Resolve the futures of a committed (or failed) batch: one wake-up per event loop."""
-    by_loop: dict[int, list[_Job]] = {}
-    loops: dict[int, asyncio.AbstractEventLoop] = {}
-    for job in batch:
-        by_loop.setdefault(id(job.loop), []).append(job)
-        loops[id(job.loop)] = job.loop
-    for key, jobs in by_loop.items():
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-            loops[key].call_soon_threadsafe(_settle_jobs, jobs)
-
-
-def _settle_jobs(jobs: list[_Job]) -> None:
-    for job in jobs:
-        if job.future.done():
-            continue
-        if job.error is not None:
-            job.future.set_exception(job.error)
-        else:
-            job.future.set_result(job.result)
 
 
 def put_meta(conn: sqlite3.Connection, key: str, value: bytes) -> None:

@@ -8,7 +8,6 @@ encoders and ``check_*`` validators raise ``DecodeError`` (wrong byte lengths) o
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +15,6 @@ from ledger.core.errors import DecodeError, LimitError
 from ledger.core.varint import decode_varint, encode_varint
 
 HASH_BYTES = 32
-_HEX_DIGITS = frozenset(string.hexdigits)
 
 
 class Reader:
@@ -109,9 +107,14 @@ def varint_bytes(value: int) -> bytes:
 
 def hex_to_bytes(text: object, what: str, *, size: int | None = None) -> bytes:
     """Strict hex decoding; DecodeError for non-strings, odd length, non-hex or wrong size."""
-    if not isinstance(text, str) or len(text) % 2 or not set(text) <= _HEX_DIGITS:
+    if not isinstance(text, str) or not text.isascii():
         raise DecodeError(f"{what} is not a valid hex string")
-    raw = bytes.fromhex(text)
+    try:
+        raw = bytes.fromhex(text)
+    except ValueError:
+        raise DecodeError(f"{what} is not a valid hex string") from None
+    if 2 * len(raw) != len(text):  # fromhex skips whitespace; strict hex has none
+        raise DecodeError(f"{what} is not a valid hex string")
     if size is not None and len(raw) != size:
         raise DecodeError(f"{what} must be {size} bytes ({2 * size} hex characters)")
     return raw

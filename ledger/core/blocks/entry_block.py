@@ -203,10 +203,18 @@ class EntryBlock:
         Raises:
             LookupError: the entry is not in this block.
         """
-        for candidate, minute_end in self.entry_minute_ends():
-            if candidate == entry_hash:
-                return directory_block_timestamp_s + 60 * minute_end
-        raise LookupError(f"entry {bytes(entry_hash).hex()} is not in this entry block")
+        minute_end = self._first_minute_ends.get(bytes(entry_hash))
+        if minute_end is None:
+            raise LookupError(f"entry {bytes(entry_hash).hex()} is not in this entry block")
+        return directory_block_timestamp_s + 60 * minute_end
+
+    @cached_property
+    def _first_minute_ends(self) -> dict[bytes, int]:
+        # Built once per block: a receipt sweep asks for every entry of the same block.
+        first: dict[bytes, int] = {}
+        for entry_hash, minute_end in self.entry_minute_ends():
+            first.setdefault(entry_hash, minute_end)
+        return first
 
     # -- JSON -------------------------------------------------------------------------
 

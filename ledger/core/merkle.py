@@ -55,6 +55,9 @@ def merkle_root(leaves: Sequence[bytes]) -> bytes:
     return merkle_levels(leaves)[-1][0]
 
 
+_NODE_KEYS = ("left", "right", "top")
+
+
 @dataclass(frozen=True)
 class MerkleNode:
     """One step of a branch: the pair of children and their parent, all raw 32 bytes.
@@ -69,7 +72,9 @@ class MerkleNode:
 
     def __post_init__(self) -> None:
         for name in ("left", "right", "top"):
-            object.__setattr__(self, name, check_hash(getattr(self, name), f"MerkleNode.{name}"))
+            value = getattr(self, name)
+            if type(value) is not bytes or len(value) != 32:  # bytes of 32 need no copy
+                object.__setattr__(self, name, check_hash(value, f"MerkleNode.{name}"))
 
     def to_json(self) -> dict[str, str]:
         """``{"left": hex, "right": hex, "top": hex}`` as in the node's receipts/anchors."""
@@ -78,11 +83,11 @@ class MerkleNode:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> MerkleNode:
         """Inverse of ``to_json``; DecodeError for missing keys, bad hex or wrong lengths."""
+        left, right, top = (json_field(obj, key, "merkle node") for key in _NODE_KEYS)
         return cls(
-            *(
-                hex_to_bytes(json_field(obj, key, "merkle node"), f"merkle node {key}", size=32)
-                for key in ("left", "right", "top")
-            )
+            hex_to_bytes(left, "merkle node left", size=32),
+            hex_to_bytes(right, "merkle node right", size=32),
+            hex_to_bytes(top, "merkle node top", size=32),
         )
 
 

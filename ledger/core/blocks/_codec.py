@@ -122,6 +122,8 @@ def hex_to_bytes(text: object, what: str, *, size: int | None = None) -> bytes:
 
 def json_field(obj: Mapping[str, Any], key: str, what: str) -> Any:
     """``obj[key]``; DecodeError when ``obj`` is not a mapping or the key is missing."""
+    if type(obj) is dict and key in obj:  # parsed JSON: skip the slower ABC check
+        return obj[key]
     if not isinstance(obj, Mapping):
         raise DecodeError(f"{what} must be a JSON object")
     if key not in obj:

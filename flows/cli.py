@@ -393,7 +393,15 @@ def _prepare_prefect(settings: PipelineSettings) -> None:
 def _print_summary(s: dict[str, Any]) -> None:
     print_run_summary(s, console, seen_label="files seen")
     if s["queued"] == 0 and s["documents_seen"]:
-        console.print("Nothing new to publish: every file is already notarized in this collection.")
+        if s["published"]:
+            console.print(
+                f"No new files; finished publishing {s['published']} that an earlier, "
+                "interrupted run had left pending."
+            )
+        else:
+            console.print(
+                "Nothing new to publish: every file is already notarized in this collection."
+            )
     for message in s["errors"][:10]:
         err.print(f"[yellow]note:[/yellow] {message}")
 

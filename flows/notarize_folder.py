@@ -16,7 +16,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from connectors.audit_store import DocumentIn, RunStatus
-from connectors.folder_source import ScanEntry, scan, source_name
+from connectors.folder_source import ScanEntry, display_path, scan, source_name
 from flows.pipeline import (
     RunSummary,
     Services,
@@ -80,7 +80,12 @@ def notarize_folder(
 
 def _run(summary: RunSummary, services: Services, *, root: Path, wait: bool) -> None:
     log = get_run_logger()
-    files = summary.timed("scan", lambda: list(scan(root)))
+
+    def refused(relative_path: str, reason: str) -> None:
+        summary.refused += 1
+        summary.note(f"{display_path(relative_path)}: {reason}")
+
+    files = summary.timed("scan", lambda: list(scan(root, on_skip=refused)))
     summary.documents_seen = len(files)
     log.info("found %d files under %s", len(files), root)
     summary.timed("chain", lambda: ensure_collection_chain(services.api, summary.collection))

@@ -48,6 +48,8 @@ class RunSummary:
         source, collection, chain_id: what was read and the chain it is notarized in.
         documents_seen: documents read (files found, or new and changed rows).
         hash_errors: documents that could not be read or hashed.
+        refused: entries the source refused before hashing (a folder's symlinks, FIFOs,
+            devices, unreadable or non-UTF-8 names: ``folder_source.scan``'s ``on_skip``).
         bytes_hashed: bytes hashed (file contents, or the rows' canonical JSON).
         skipped_known: documents whose hash the collection's chain already holds.
         queued: notarizations created by this run.
@@ -65,6 +67,7 @@ class RunSummary:
     chain_id: str
     documents_seen: int = 0
     hash_errors: int = 0
+    refused: int = 0
     bytes_hashed: int = 0
     skipped_known: int = 0
     queued: int = 0

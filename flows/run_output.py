@@ -43,6 +43,8 @@ def print_run_summary(
         ("still waiting", s["still_waiting"]),
         ("failed", s["publish_failed"] + s["hash_errors"] + s["receipts_rejected"]),
     ]
+    if s.get("refused"):
+        rows.insert(1, ("refused (links, special files, unreadable)", s["refused"]))
     for label, value in rows:
         table.add_row(label, str(value))
     for stage, seconds in s["stage_seconds"].items():

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
 
 from connectors.audit_store import AuditStore
 from connectors.node import NodeClient
+from flows.cli import _print_summary
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
 from ledger.core.receipt import Receipt, verify_receipt
@@ -83,7 +85,10 @@ def test_changed_file_is_notarized_again(
 
 
 def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
-    tmp_path: Path, pipeline_settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    pipeline_settings: PipelineSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     folder = tmp_path / "docs"
     make_files(folder, 12)
@@ -104,6 +109,11 @@ def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
     summary = notarize_folder(str(folder), "crash", pipeline_settings, True)
     assert summary["receipts_verified"] == 12
     assert summary["still_waiting"] == 0
+    assert summary["queued"] == 0 and summary["published"] > 0
+    _print_summary(summary | {"wall_seconds": 1.0})
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "Nothing new to publish" not in shown
+    assert f"finished publishing {summary['published']} that an earlier" in shown
     from connectors.publishing import PublishingClient
 
     with PublishingClient(pipeline_settings.api_url, pipeline_settings.resolve_api_key()) as api:
@@ -111,3 +121,19 @@ def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
         response = api._request("GET", f"/chains/{chain_id}/entries?limit=1000")
     hashes = [item["entry_hash"] for item in response["items"]]
     assert len(hashes) == len(set(hashes)) == 13  # the chain's first entry + 12 documents
+
+
+def test_links_and_special_files_are_refused_and_counted(
+    tmp_path: Path, pipeline_settings: PipelineSettings
+) -> None:
+    folder = tmp_path / "docs"
+    make_files(folder, 2)
+    outside = tmp_path / "secret.txt"
+    outside.write_text("outside the folder")
+    (folder / "link.txt").symlink_to(outside)
+    os.mkfifo(folder / "pipe")
+    summary = notarize_folder(str(folder), "refusals", pipeline_settings, True)
+    assert summary["documents_seen"] == 2 and summary["receipts_verified"] == 2
+    assert summary["refused"] == 2
+    assert any(m.startswith("link.txt: ") for m in summary["errors"])
+    assert any(m.startswith("pipe: ") for m in summary["errors"])

@@ -60,6 +60,7 @@ from connectors.audit_models import (
     StageEventRecord,
 )
 from connectors.migrations import MigrationError
+from ledger.sqlite_wal import enable_wal
 
 __all__ = [
     "ALL_STAGES",
@@ -702,11 +703,13 @@ def _sqlite_engine(database: str | None) -> Engine:
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.close()
+    try:
+        cursor.execute("PRAGMA busy_timeout=30000")
+        enable_wal(cursor)  # several processes may open a new store at once
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
 
 
 def _hex(value: str) -> str:

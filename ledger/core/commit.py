@@ -49,7 +49,7 @@ _PLACEHOLDER_SIGNATURE = bytes(64)
 _HEX_DIGITS = frozenset(string.hexdigits)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommitEntry:
     """A commit paying for one entry (section 2.1). Byte fields are raw.
 
@@ -132,7 +132,7 @@ class CommitEntry:
         return cls.unmarshal(_from_hex(text))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommitChain:
     """A commit creating a chain and paying for its first entry (section 2.2).
 

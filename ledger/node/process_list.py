@@ -30,14 +30,17 @@ Commit = CommitEntry | CommitChain
 class RecordedEntry:
     """An entry recorded in a process list and the commit that paid for it.
 
+    The entry's bytes are not kept here: they are in the journal row ``reveal_seq`` (an
+    open block at the production block time can hold hundreds of thousands of entries of
+    up to 10 KiB each, so keeping them would make memory grow with the block).
+
     Attributes:
-        chain_id: raw 32 bytes. raw: the entry bytes.
+        chain_id: raw 32 bytes.
         reveal_seq / commit_seq: journal sequence numbers of the reveal and of its commit.
         commit_txid: raw 32 bytes. commit_received_ms: node time the commit was accepted.
     """
 
     chain_id: bytes
-    raw: bytes
     reveal_seq: int
     commit_txid: bytes
     commit_seq: int

@@ -173,19 +173,30 @@ class NodeQueries:
         return None if row is None else int(row[0])
 
     def pending_entry(self, entry_hash: bytes) -> tuple[bytes, bytes] | None:
-        """``(chain_id, raw entry)`` if the entry is in an unsaved process list or held."""
+        """``(chain_id, raw entry)`` if the entry is in an unsaved process list or held.
+
+        A recorded entry's bytes are read from its journal row, so an entry accepted in
+        memory whose journal write is not yet durable (not yet acknowledged) is not found.
+        """
         for pl in self._open_lists():
             found = pl.entries.get(entry_hash)
             if found is not None:
-                return found.chain_id, found.raw
+                row = self.store.read.execute(
+                    "SELECT raw FROM journal WHERE seq=?", (found.reveal_seq,)
+                ).fetchone()
+                return None if row is None else (found.chain_id, bytes(row[0]))
         held = self._rules().held.get(entry_hash)
         return None if held is None else (held.entry.chain_id, held.raw)
 
     def chain_of_entry(self, entry_hash: bytes) -> bytes | None:
         """Chain id of an entry the node has seen (recorded, pending or held), else None."""
-        pending = self.pending_entry(entry_hash)
-        if pending is not None:
-            return pending[0]
+        for pl in self._open_lists():
+            found = pl.entries.get(entry_hash)
+            if found is not None:
+                return found.chain_id
+        held = self._rules().held.get(entry_hash)
+        if held is not None:
+            return held.entry.chain_id
         saved = self.saved_entry(entry_hash)
         return None if saved is None else saved.chain_id
 

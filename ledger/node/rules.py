@@ -375,9 +375,7 @@ class LedgerRules:
         pl = self.pl
         if creates_chain:
             pl.new_chains[chain_id] = ehash
-        recorded = RecordedEntry(
-            chain_id, reveal.raw, reveal.seq, opened.txid, opened.seq, opened.received_ms
-        )
+        recorded = RecordedEntry(chain_id, reveal.seq, opened.txid, opened.seq, opened.received_ms)
         pl.add_entry(ehash, recorded)
         pl.revealed_commit_txids.append(opened.txid)
         was_held = self._unhold(ehash)

@@ -96,7 +96,15 @@ CREATE INDEX IF NOT EXISTS txs_full ON txs(full_hash);
 
 
 class StoreError(RuntimeError):
-    """The store could not complete a write (disk full, I/O error); nothing of it was applied."""
+    """The store could not complete a write (disk full, I/O error); nothing of it was applied.
+
+    Attributes:
+        disk_full: SQLite answered ``SQLITE_FULL`` (the disk or the database is full).
+    """
+
+    def __init__(self, message: str, *, disk_full: bool = False) -> None:
+        super().__init__(message)
+        self.disk_full = disk_full
 
 
 class SchemaMismatch(StoreError):
@@ -276,8 +284,9 @@ class Store:
             log.error("store write failed: %s", exc)
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
+            full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
             for job in batch:
-                job.error = StoreError(f"store write failed: {exc}")
+                job.error = StoreError(f"store write failed: {exc}", disk_full=full)
         self.batches += 1
         self.jobs += len(batch)
         settle(batch)

@@ -215,6 +215,7 @@ def test_node_on_a_full_disk_refuses_writes_cleanly_and_recovers(small_disk: Sma
         assert refusals, "no write was refused while the disk was full"
         for status, error in refusals:
             assert status == 400 and error["code"] == -32603, (status, error)
+            assert str(error.get("data", "")).startswith("disk full"), error
             assert "Traceback" not in str(error)
         assert load.refusals.keys() <= {"full"}, load.refusals.keys()
         assert node.alive

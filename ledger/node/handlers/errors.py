@@ -39,4 +39,6 @@ def node_errors() -> Iterator[None]:
     except NotInBlockError as exc:
         raise ReceiptError(str(exc)) from exc
     except StoreError as exc:
+        if exc.disk_full:
+            raise InternalError("disk full: the node cannot store writes now; retry later") from exc
         raise InternalError("database error") from exc

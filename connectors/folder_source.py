@@ -39,6 +39,7 @@ __all__ = [
     "display_path",
     "is_storable_path",
     "open_regular",
+    "open_root",
     "scan",
     "source_name",
 ]
@@ -264,7 +265,20 @@ class RegularFile(io.FileIO):
             )
 
 
-def open_regular(root: str | os.PathLike[str], relative_path: str) -> RegularFile:
+def open_root(root: str | os.PathLike[str]) -> int:
+    """A descriptor of the scanned folder (resolved, as ``scan`` resolves it) for
+    ``open_regular(..., root_fd=...)``: many files then cost no resolving of the root each.
+    The caller closes it (``os.close``).
+
+    Raises:
+        OSError: ``root`` is missing or not a directory.
+    """
+    return os.open(Path(root).resolve(strict=True), _DIR_FLAGS)
+
+
+def open_regular(
+    root: str | os.PathLike[str], relative_path: str, *, root_fd: int | None = None
+) -> RegularFile:
     """Open ``root/relative_path`` for reading, never leaving ``root`` and never blocking.
 
     Each directory below ``root`` is opened relative to the previous one without
@@ -275,6 +289,7 @@ def open_regular(root: str | os.PathLike[str], relative_path: str) -> RegularFil
     Args:
         root: the scanned folder (as given to ``scan``; it may itself be a symlink).
         relative_path: a ``ScanEntry.relative_path`` ("a/b.pdf").
+        root_fd: a descriptor from ``open_root(root)`` to start from (left open).
 
     Returns:
         the open file (close it, or use it as a context manager).
@@ -287,15 +302,17 @@ def open_regular(root: str | os.PathLike[str], relative_path: str) -> RegularFil
     parts = relative_path.split("/")
     if any(part in ("", ".", "..") for part in parts):
         raise UnsafeFileError(errno.EINVAL, "not a path below the folder", relative_path)
-    directory = os.open(Path(root).resolve(strict=True), _DIR_FLAGS)
+    directory = open_root(root) if root_fd is None else root_fd
     try:
         for part in parts[:-1]:
             below = os.open(part, _DIR_FLAGS, dir_fd=directory)
-            os.close(directory)
+            if directory != root_fd:
+                os.close(directory)
             directory = below
         fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=directory)
     finally:
-        os.close(directory)
+        if directory != root_fd:
+            os.close(directory)
     try:
         kind = stat.S_IFMT(os.fstat(fd).st_mode)
         if kind != stat.S_IFREG:

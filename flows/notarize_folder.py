@@ -104,7 +104,9 @@ def _hash_and_record(
     batches = list(chunks(files, settings.batch_size))
     new_ids: list[int] = []
     with hash_task_runner(settings) as runner:
-        params = [{"entries": b, "workers": settings.hash_workers} for b in batches]
+        params = [
+            {"entries": b, "workers": settings.hash_workers, "root": str(root)} for b in batches
+        ]
         futures = [runner.submit(hash_batch, p) for p in params]
         for batch, future in zip(batches, futures, strict=True):
             docs = []

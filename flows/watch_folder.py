@@ -134,7 +134,7 @@ def _hash_and_record(
     for batch in chunks(entries, settings.batch_size):
         docs = []
         for entry, result in zip(
-            batch, hash_batch(batch, workers=settings.hash_workers), strict=True
+            batch, hash_batch(batch, workers=settings.hash_workers, root=str(base)), strict=True
         ):
             if result.ok and result.sha256 is not None and result.size_bytes is not None:
                 docs.append(DocumentIn(entry.relative_path, result.sha256, result.size_bytes))

@@ -27,11 +27,14 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from connectors.folder_source import open_regular, open_root
+
 __all__ = [
     "BUFFER_BYTES",
     "DEFAULT_MAX_WORKERS",
     "HashResult",
     "hash_file",
+    "hash_file_below",
     "hash_files",
 ]
 
@@ -119,16 +122,49 @@ def _buffer() -> tuple[bytearray, memoryview]:
     return pair
 
 
-def _hash_one(path: StrPath) -> HashResult:
+def hash_file_below(
+    root: StrPath, relative_path: str, *, root_fd: int | None = None
+) -> tuple[str, int]:
+    """SHA-256 of ``root/relative_path``, opened without following any symlink below
+    ``root`` (``connectors.folder_source.open_regular``): a folder on the way swapped for a
+    symlink after the scan cannot lead the hash out of ``root``.
+
+    Args:
+        root: the scanned folder. relative_path: a ``ScanEntry.relative_path``.
+        root_fd: an ``open_root(root)`` descriptor to start from (saves resolving ``root``).
+
+    Returns:
+        ``(sha256 hex, size in bytes)``.
+
+    Raises:
+        OSError: as ``hash_file``; ``UnsafeFileError`` for a path that leaves ``root`` or
+            is not a regular file.
+    """
+    buffer, view = _buffer()
+    digest = hashlib.sha256()
+    size = 0
+    with open_regular(root, relative_path, root_fd=root_fd) as handle:
+        while n := handle.readinto(buffer):
+            digest.update(view[:n])
+            size += n
+    return digest.hexdigest(), size
+
+
+def _hash_one(path: StrPath, below: tuple[StrPath, int] | None = None) -> HashResult:
     try:
-        sha, size = hash_file(path)
+        if below is None:
+            sha, size = hash_file(path)
+        else:
+            sha, size = hash_file_below(below[0], os.fspath(path), root_fd=below[1])
     except OSError as exc:
         return HashResult(path, error=f"{type(exc).__name__}: {exc}")
     return HashResult(path, sha256=sha, size_bytes=size)
 
 
-def _hash_run(paths: Sequence[StrPath]) -> list[HashResult]:
-    return [_hash_one(p) for p in paths]
+def _hash_run(
+    paths: Sequence[StrPath], below: tuple[StrPath, int] | None = None
+) -> list[HashResult]:
+    return [_hash_one(p, below) for p in paths]
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
@@ -144,14 +180,19 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 
 
 def hash_files(
-    paths: Sequence[StrPath], *, max_workers: int = DEFAULT_MAX_WORKERS
+    paths: Sequence[StrPath],
+    *,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+    root: StrPath | None = None,
 ) -> list[HashResult]:
     """Hash many files in a thread pool; one unreadable file never fails the batch.
 
     Args:
-        paths: files to hash.
+        paths: files to hash; with ``root``, paths relative to it (``ScanEntry.relative_path``).
         max_workers: threads to use (>= 1), shared with the process's other calls that
             give the same value (module docstring). Each holds one 1 MiB buffer.
+        root: the scanned folder: each file is then opened below it without following any
+            symlink on the way (``hash_file_below``).
 
     Returns:
         One ``HashResult`` per input path, in input order. Files that cannot be read
@@ -164,9 +205,25 @@ def hash_files(
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
     if not paths:
         return []
+    if root is None:
+        return _hash_runs(paths, max_workers, None)
+    try:
+        root_fd = open_root(root)
+    except OSError as exc:
+        return [HashResult(p, error=f"{type(exc).__name__}: {exc}") for p in paths]
+    try:
+        return _hash_runs(paths, max_workers, (root, root_fd))
+    finally:
+        os.close(root_fd)
+
+
+def _hash_runs(
+    paths: Sequence[StrPath], max_workers: int, below: tuple[StrPath, int] | None
+) -> list[HashResult]:
     workers = min(max_workers, len(paths))
     if workers == 1:
-        return _hash_run(paths)
+        return _hash_run(paths, below)
     size = max(1, min(_RUN_FILES, len(paths) // (4 * workers)))
     runs = [paths[i : i + size] for i in range(0, len(paths), size)]
-    return [result for run in _pool(max_workers).map(_hash_run, runs) for result in run]
+    results = _pool(max_workers).map(_hash_run, runs, [below] * len(runs))
+    return [result for run in results for result in run]

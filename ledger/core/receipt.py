@@ -177,11 +177,12 @@ def build_receipt(
     if raw_entry is not None and hash_entry(raw_entry) != entry_hash:
         raise ValueError("raw_entry does not hash to entry_hash")
     eblock_keymr = entry_block.key_mr()
-    if entry_hash not in entry_block.items:
+    position = entry_block.entry_position(entry_hash)
+    if position is None:
         raise NotInBlockError(
             "entry is not in the entry block", item=entry_hash, block_key_mr=eblock_keymr
         )
-    branch = branch_from_levels(entry_block.merkle_levels, entry_block.items.index(entry_hash))
+    branch = branch_from_levels(entry_block.merkle_levels, position)
     branch.append(MerkleNode(entry_block.header_hash(), entry_block.body_mr(), eblock_keymr))
     branch += _directory_branch(entry_block.chain_id, eblock_keymr, directory_block)
     return Receipt(

@@ -158,6 +158,12 @@ class DirectoryBlock:
 
     def header(self) -> bytes:
         """The 113-byte header (also what federated servers sign, section 5.3)."""
+        return self._header
+
+    # The block is immutable: its header and KeyMR are computed once (a receipt sweep asks
+    # for them once per entry of the block).
+    @cached_property
+    def _header(self) -> bytes:
         return b"".join(
             (
                 uint_bytes(self.version, 1, "version"),
@@ -209,6 +215,10 @@ class DirectoryBlock:
 
     def key_mr(self) -> bytes:
         """KeyMR = SHA256(SHA256(header) || BodyMR): the block's primary key."""
+        return self._key_mr
+
+    @cached_property
+    def _key_mr(self) -> bytes:
         return sha256(self.header_hash() + self.body_mr())
 
     def full_hash(self) -> bytes:

@@ -126,6 +126,12 @@ class EntryBlock:
 
     def header(self) -> bytes:
         """The 140-byte header."""
+        return self._header
+
+    # The block is immutable: its header and KeyMR are computed once (a receipt sweep asks
+    # for them once per entry of the block).
+    @cached_property
+    def _header(self) -> bytes:
         return b"".join(
             (
                 self.chain_id,
@@ -165,6 +171,10 @@ class EntryBlock:
 
     def key_mr(self) -> bytes:
         """KeyMR = SHA256(SHA256(header) || BodyMR): the block's primary key."""
+        return self._key_mr
+
+    @cached_property
+    def _key_mr(self) -> bytes:
         return sha256(self.header_hash() + self.body_mr())
 
     def full_hash(self) -> bytes:
@@ -207,6 +217,22 @@ class EntryBlock:
         if minute_end is None:
             raise LookupError(f"entry {bytes(entry_hash).hex()} is not in this entry block")
         return directory_block_timestamp_s + 60 * minute_end
+
+    def entry_position(self, entry_hash: bytes) -> int | None:
+        """Index in ``items`` of the first occurrence of ``entry_hash``, or ``None``.
+
+        Looked up in a table built once per block (a receipt sweep asks for every entry of
+        the same block; scanning ``items`` each time made that quadratic).
+        """
+        return self._first_positions.get(bytes(entry_hash))
+
+    @cached_property
+    def _first_positions(self) -> dict[bytes, int]:
+        first: dict[bytes, int] = {}
+        for index, item in enumerate(self.items):
+            if not is_minute_marker(item):
+                first.setdefault(item, index)
+        return first
 
     @cached_property
     def _first_minute_ends(self) -> dict[bytes, int]:

@@ -110,9 +110,9 @@ def sweep_ledger(
         collection: only this collection's rows (``None``: all).
         batch_size: rows per page (one audit store query, one write, ``batch_size``
             receipts asked from the node). Two pages are in memory at once (one being
-            verified, the next being fetched) at about 10 KB per parsed receipt: 250 keeps
-            the sweep's peak near 5 MB (1,000 raised the pipeline's peak RSS by ~40 MB)
-            at the same speed.
+            verified, the next being fetched) at about 20 KB per receipt (response, parsed
+            JSON, verified records): 250 keeps that near 10 MB; 1,000 raised the
+            pipeline's peak RSS by ~40 MB, at the same sweep speed.
 
     Raises:
         ConnectorError: the node could not be reached (the caller retries the sweep).

@@ -30,6 +30,7 @@ existed (``MigrationError`` when existing tables do not match).
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -79,6 +80,7 @@ __all__ = [
     "StageEventRecord",
 ]
 
+_log = logging.getLogger(__name__)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _IN_CHUNK = 500  # ids / hashes per IN (...) clause
 _STAGE_TIME_COLUMN = {
@@ -126,6 +128,10 @@ class AuditStore:
             connections' ``search_path`` so raw SQL finds the tables too; ``None`` for the
             server's default search path. Not supported on SQLite.
         create_tables: bring the schema up to date now (``create_tables()``).
+        connect_retry_s: PostgreSQL only: how long a new connection is tried again while
+            the server refuses connections because it is restarting, seconds (0: never).
+            Together with the pool's ping before use, a server restart shorter than this
+            costs a pause, not a failed run.
 
     Raises:
         ValueError: a backend other than SQLite or PostgreSQL, or ``schema`` on SQLite.
@@ -139,10 +145,11 @@ class AuditStore:
         clock: Clock | None = None,
         schema: str | None = None,
         create_tables: bool = True,
+        connect_retry_s: float = 30.0,
     ) -> None:
         self._clock: Clock = clock or _WallClock()
         self._schema = schema
-        self._engine = _build_engine(url, schema=schema)
+        self._engine = _build_engine(url, schema=schema, connect_retry_s=connect_retry_s)
         self._dialect = self._engine.dialect.name
         self._statements = _statements(self._dialect)
         if create_tables:
@@ -672,7 +679,7 @@ def _statements(dialect: str) -> _Statements:
     )
 
 
-def _build_engine(url: str, *, schema: str | None) -> Engine:
+def _build_engine(url: str, *, schema: str | None, connect_retry_s: float) -> Engine:
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
@@ -684,7 +691,49 @@ def _build_engine(url: str, *, schema: str | None) -> Engine:
     if schema is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
         raise ValueError(f"invalid schema name {schema!r}")
     connect_args = {"options": f"-csearch_path={schema}"} if schema is not None else {}
-    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    if connect_retry_s > 0:
+        event.listen(engine, "do_connect", _RetryingConnect(connect_retry_s))
+    return engine
+
+
+#: What a PostgreSQL server says while it restarts: refused connections, "the database
+#: system is starting up / shutting down" (SQLSTATE 57P03, cannot_connect_now).
+_RESTARTING_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+_RESTARTING_WORDS = ("connection refused", "starting up", "shutting down", "recovery mode")
+
+
+class _RetryingConnect:
+    """``do_connect`` hook: while the server refuses connections because it is restarting,
+    connect again with back-off for up to ``retry_s`` seconds; other errors (wrong
+    password, missing database) are raised at once."""
+
+    def __init__(self, retry_s: float) -> None:
+        self.retry_s = retry_s
+
+    def __call__(self, dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        deadline = time.monotonic() + self.retry_s
+        delay_s = 0.1
+        while True:
+            try:
+                return dialect.connect(*cargs, **cparams)
+            except dialect.loaded_dbapi.OperationalError as exc:
+                if not _restarting(exc) or time.monotonic() + delay_s > deadline:
+                    raise
+                _log.warning("audit store unreachable (%s); connecting again", _first_line(exc))
+            time.sleep(delay_s)
+            delay_s = min(2 * delay_s, 2.0)
+
+
+def _restarting(exc: BaseException) -> bool:
+    if getattr(exc, "sqlstate", None) in _RESTARTING_SQLSTATES:
+        return True
+    text_ = str(exc).lower()
+    return any(word in text_ for word in _RESTARTING_WORDS)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _sqlite_engine(database: str | None) -> Engine:

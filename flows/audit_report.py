@@ -111,7 +111,7 @@ def audit_report(
     limits = OverdueThresholds.from_mapping(thresholds or {})
     target = Path(out_dir) if out_dir else default_out_dir(settings.data_dir, collection, now)
     parameters = {"collection": collection, "since": str(start), "until": str(end)}
-    with AuditStore(settings.audit_url) as store:
+    with AuditStore(settings.audit_url, connect_retry_s=settings.audit_connect_retry_s) as store:
         run_id = store.start_run("audit_report", parameters=parameters | {"sample": sample})
         counts: dict[str, Any] = {}
         status: RunStatus = "failed"

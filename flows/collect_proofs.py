@@ -195,7 +195,7 @@ def receive_callbacks(
         RuntimeError: the receiver could not listen (port in use).
     """
     secret = settings.resolve_callback_secret()
-    with AuditStore(settings.audit_url) as store:
+    with AuditStore(settings.audit_url, connect_retry_s=settings.audit_connect_retry_s) as store:
         app = create_receiver_app(
             secret=secret,
             callback_url=settings.callback_url,

@@ -117,7 +117,7 @@ def open_services(settings: PipelineSettings) -> Iterator[Services]:
         MissingApiKey: no API key is configured.
     """
     key = settings.resolve_api_key()
-    store = AuditStore(settings.audit_url)
+    store = AuditStore(settings.audit_url, connect_retry_s=settings.audit_connect_retry_s)
     timeout = settings.http_timeout_s
     api = _publishing_client(settings, key)
     node = NodeClient(settings.node_url, timeout_s=timeout)

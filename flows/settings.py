@@ -23,6 +23,8 @@ class PipelineSettings(BaseSettings):
     Attributes:
         data_dir: folder of the bundled stack's data and of the default audit store.
         audit_db_url: SQLAlchemy URL of the audit store; default ``sqlite:///<data_dir>/audit.sqlite``.
+        audit_connect_retry_s: how long a PostgreSQL audit store that refuses connections
+            (restarting) is tried again before a run fails, seconds (0: not at all).
         api_url: publishing API base URL (with ``/v1``).
         api_key: the account's key (``user-key``); default: read from ``<data_dir>/api-key``.
         node_url: ledger node JSON-RPC URL (receipts are fetched from the node).
@@ -61,6 +63,7 @@ class PipelineSettings(BaseSettings):
 
     data_dir: Path = Path(".notary")
     audit_db_url: str | None = None
+    audit_connect_retry_s: float = Field(default=30.0, ge=0)
     api_url: str = "http://127.0.0.1:8090/v1"
     api_key: SecretStr | None = None
     node_url: str = "http://127.0.0.1:8088/v2"

@@ -30,22 +30,19 @@ existed (``MigrationError`` when existing tables do not match).
 from __future__ import annotations
 
 import functools
-import logging
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol, TypeVar, overload
 
-from sqlalchemy import Table, bindparam, event, func, insert, or_, select, text, update
+from sqlalchemy import Table, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.pool import StaticPool
-from sqlmodel import create_engine
+from sqlalchemy.engine import Connection, Engine
 
 from connectors import migrations
+from connectors.audit_engine import build_engine
 from connectors.audit_models import (
     ALL_STAGES,
     AUDIT_METADATA,
@@ -61,7 +58,6 @@ from connectors.audit_models import (
     StageEventRecord,
 )
 from connectors.migrations import MigrationError
-from ledger.sqlite_wal import enable_wal
 
 __all__ = [
     "ALL_STAGES",
@@ -80,7 +76,6 @@ __all__ = [
     "StageEventRecord",
 ]
 
-_log = logging.getLogger(__name__)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _IN_CHUNK = 500  # ids / hashes per IN (...) clause
 _STAGE_TIME_COLUMN = {
@@ -149,7 +144,7 @@ class AuditStore:
     ) -> None:
         self._clock: Clock = clock or _WallClock()
         self._schema = schema
-        self._engine = _build_engine(url, schema=schema, connect_retry_s=connect_retry_s)
+        self._engine = build_engine(url, schema=schema, connect_retry_s=connect_retry_s)
         self._dialect = self._engine.dialect.name
         self._statements = _statements(self._dialect)
         if create_tables:
@@ -677,88 +672,6 @@ def _statements(dialect: str) -> _Statements:
             set_={k: anchors.excluded[k] for k in _ANCHOR_REFRESHED},
         ),
     )
-
-
-def _build_engine(url: str, *, schema: str | None, connect_retry_s: float) -> Engine:
-    parsed = make_url(url)
-    backend = parsed.get_backend_name()
-    if backend not in ("sqlite", "postgresql"):
-        raise ValueError(f"unsupported audit store backend {backend!r} (sqlite or postgresql)")
-    if backend == "sqlite":
-        if schema is not None:
-            raise ValueError("schema is only supported on PostgreSQL")
-        return _sqlite_engine(parsed.database)
-    if schema is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
-        raise ValueError(f"invalid schema name {schema!r}")
-    connect_args = {"options": f"-csearch_path={schema}"} if schema is not None else {}
-    engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
-    if connect_retry_s > 0:
-        event.listen(engine, "do_connect", _RetryingConnect(connect_retry_s))
-    return engine
-
-
-#: What a PostgreSQL server says while it restarts: refused connections, "the database
-#: system is starting up / shutting down" (SQLSTATE 57P03, cannot_connect_now).
-_RESTARTING_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
-_RESTARTING_WORDS = ("connection refused", "starting up", "shutting down", "recovery mode")
-
-
-class _RetryingConnect:
-    """``do_connect`` hook: while the server refuses connections because it is restarting,
-    connect again with back-off for up to ``retry_s`` seconds; other errors (wrong
-    password, missing database) are raised at once."""
-
-    def __init__(self, retry_s: float) -> None:
-        self.retry_s = retry_s
-
-    def __call__(self, dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
-        deadline = time.monotonic() + self.retry_s
-        delay_s = 0.1
-        while True:
-            try:
-                return dialect.connect(*cargs, **cparams)
-            except dialect.loaded_dbapi.OperationalError as exc:
-                if not _restarting(exc) or time.monotonic() + delay_s > deadline:
-                    raise
-                _log.warning("audit store unreachable (%s); connecting again", _first_line(exc))
-            time.sleep(delay_s)
-            delay_s = min(2 * delay_s, 2.0)
-
-
-def _restarting(exc: BaseException) -> bool:
-    if getattr(exc, "sqlstate", None) in _RESTARTING_SQLSTATES:
-        return True
-    text_ = str(exc).lower()
-    return any(word in text_ for word in _RESTARTING_WORDS)
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-def _sqlite_engine(database: str | None) -> Engine:
-    if not database or database == ":memory:":
-        engine = create_engine(
-            "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
-        )
-    else:
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(
-            f"sqlite:///{database}", connect_args={"check_same_thread": False, "timeout": 30}
-        )
-    event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute("PRAGMA busy_timeout=30000")
-        enable_wal(cursor)  # several processes may open a new store at once
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-    finally:
-        cursor.close()
 
 
 def _hex(value: str) -> str:

@@ -22,9 +22,10 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from connectors.audit_store import AuditStore, ProofRecord, RunStatus
+from connectors.audit_store import ProofRecord, RunStatus
 from connectors.errors import RpcError
 from connectors.node import NOT_FOUND_CODES, NodeClient
+from flows.pipeline import open_audit_store
 from flows.settings import PipelineSettings
 from tasks.report import (
     REVERIFY_COLUMNS,
@@ -111,7 +112,7 @@ def audit_report(
     limits = OverdueThresholds.from_mapping(thresholds or {})
     target = Path(out_dir) if out_dir else default_out_dir(settings.data_dir, collection, now)
     parameters = {"collection": collection, "since": str(start), "until": str(end)}
-    with AuditStore(settings.audit_url, connect_retry_s=settings.audit_connect_retry_s) as store:
+    with open_audit_store(settings) as store:
         run_id = store.start_run("audit_report", parameters=parameters | {"sample": sample})
         counts: dict[str, Any] = {}
         status: RunStatus = "failed"

@@ -25,7 +25,6 @@ from typing import Any
 
 from prefect import flow
 
-from connectors.audit_store import AuditStore
 from connectors.callback_receiver import (
     CallbackEvent,
     CallbackRecorder,
@@ -33,7 +32,7 @@ from connectors.callback_receiver import (
     create_receiver_app,
 )
 from connectors.errors import ConnectorError
-from flows.pipeline import open_services
+from flows.pipeline import open_audit_store, open_services
 from flows.settings import PipelineSettings
 from tasks.anchor_stage import AnchorSweep
 from tasks.steps import sweep_anchor_once, sweep_ledger_once
@@ -195,7 +194,7 @@ def receive_callbacks(
         RuntimeError: the receiver could not listen (port in use).
     """
     secret = settings.resolve_callback_secret()
-    with AuditStore(settings.audit_url, connect_retry_s=settings.audit_connect_retry_s) as store:
+    with open_audit_store(settings) as store:
         app = create_receiver_app(
             secret=secret,
             callback_url=settings.callback_url,

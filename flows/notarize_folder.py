@@ -15,7 +15,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from connectors.audit_store import DocumentIn, RunStatus
+from connectors.audit_store import RunStatus
 from connectors.folder_source import ScanEntry, display_path, scan, source_name
 from flows.pipeline import (
     RunSummary,
@@ -109,13 +109,6 @@ def _hash_and_record(
         ]
         futures = [runner.submit(hash_batch, p) for p in params]
         for batch, future in zip(batches, futures, strict=True):
-            docs = []
-            for entry, result in zip(batch, future.result(), strict=True):
-                if result.ok:
-                    docs.append(DocumentIn(entry.relative_path, result.sha256, result.size_bytes))
-                    summary.bytes_hashed += result.size_bytes
-                else:
-                    summary.hash_errors += 1
-                    summary.note(f"{entry.relative_path}: {result.error}")
+            docs = summary.add_hashed(batch, future.result())
             new_ids += record_batch(summary, services, source=source_name(root), docs=docs)
     return new_ids

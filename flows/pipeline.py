@@ -22,10 +22,12 @@ from prefect.utilities.annotations import quote
 from connectors.anchor import AnchorClient
 from connectors.audit_store import AuditStore, DocumentIn
 from connectors.callback_receiver import CALLBACK_STAGES, callback_url_for
+from connectors.folder_source import ScanEntry
 from connectors.node import NodeClient
 from connectors.publishing import CallbackStage, PublishingClient
 from flows.settings import PipelineSettings
 from ledger.core.entry import Entry
+from tasks.hashing import HashResult
 from tasks.publish import PublishOutcome
 from tasks.steps import (
     StagePending,
@@ -88,6 +90,21 @@ class RunSummary:
         if len(self.errors) < 20:
             self.errors.append(message)
 
+    def add_hashed(
+        self, entries: Sequence[ScanEntry], results: Sequence[HashResult]
+    ) -> list[DocumentIn]:
+        """Count one hashed batch of files (bytes, or an error each) and return the
+        documents to record, in order; ``results`` are ``entries``' hash results."""
+        docs = []
+        for entry, result in zip(entries, results, strict=True):
+            if result.ok and result.sha256 is not None and result.size_bytes is not None:
+                docs.append(DocumentIn(entry.relative_path, result.sha256, result.size_bytes))
+                self.bytes_hashed += result.size_bytes
+            else:
+                self.hash_errors += 1
+                self.note(f"{entry.relative_path}: {result.error}")
+        return docs
+
     def timed(self, stage: str, fn: Callable[[], T]) -> T:
         """Run ``fn`` and add its wall time to ``stage_seconds[stage]``."""
         start = time.perf_counter()
@@ -109,6 +126,12 @@ class Services:
     settings: PipelineSettings
 
 
+def open_audit_store(settings: PipelineSettings) -> AuditStore:
+    """The audit store of ``settings`` (riding through a PostgreSQL restart for up to
+    ``audit_connect_retry_s``); the caller closes it."""
+    return AuditStore(settings.audit_url, connect_retry_s=settings.audit_connect_retry_s)
+
+
 @contextmanager
 def open_services(settings: PipelineSettings) -> Iterator[Services]:
     """Open the audit store and the API and node clients; close them at exit.
@@ -117,7 +140,7 @@ def open_services(settings: PipelineSettings) -> Iterator[Services]:
         MissingApiKey: no API key is configured.
     """
     key = settings.resolve_api_key()
-    store = AuditStore(settings.audit_url, connect_retry_s=settings.audit_connect_retry_s)
+    store = open_audit_store(settings)
     timeout = settings.http_timeout_s
     api = _publishing_client(settings, key)
     node = NodeClient(settings.node_url, timeout_s=timeout)

@@ -132,16 +132,8 @@ def _hash_and_record(
     all_docs: list[DocumentIn] = []
     new_ids: list[int] = []
     for batch in chunks(entries, settings.batch_size):
-        docs = []
-        for entry, result in zip(
-            batch, hash_batch(batch, workers=settings.hash_workers, root=str(base)), strict=True
-        ):
-            if result.ok and result.sha256 is not None and result.size_bytes is not None:
-                docs.append(DocumentIn(entry.relative_path, result.sha256, result.size_bytes))
-                summary.bytes_hashed += result.size_bytes
-            else:
-                summary.hash_errors += 1
-                summary.note(f"{entry.relative_path}: {result.error}")
+        results = hash_batch(batch, workers=settings.hash_workers, root=str(base))
+        docs = summary.add_hashed(batch, results)
         new_ids += record_batch(summary, services, source=source_name(base), docs=docs)
         all_docs += docs
     return all_docs, new_ids

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import os
 import stat
 import threading
@@ -92,9 +93,6 @@ def hash_file(path: StrPath) -> tuple[str, int]:
         OSError: the file cannot be opened or read (missing, a directory, permission, I/O),
             is a symlink (``ELOOP``) or is not a regular file (``EINVAL``).
     """
-    buffer, view = _buffer()
-    digest = hashlib.sha256()
-    size = 0
     fd = os.open(path, _OPEN_FLAGS)
     try:
         mode = os.fstat(fd).st_mode
@@ -107,10 +105,7 @@ def hash_file(path: StrPath) -> tuple[str, int]:
         os.close(fd)
         raise
     with open(fd, "rb", buffering=0) as handle:
-        while n := handle.readinto(buffer):
-            digest.update(view[:n])
-            size += n
-    return digest.hexdigest(), size
+        return _digest(handle)
 
 
 def _buffer() -> tuple[bytearray, memoryview]:
@@ -140,13 +135,19 @@ def hash_file_below(
         OSError: as ``hash_file``; ``UnsafeFileError`` for a path that leaves ``root`` or
             is not a regular file.
     """
+    with open_regular(root, relative_path, root_fd=root_fd) as handle:
+        return _digest(handle)
+
+
+def _digest(handle: io.RawIOBase) -> tuple[str, int]:
+    """``(sha256 hex, size)`` of what is left to read of ``handle``, through this thread's
+    buffer."""
     buffer, view = _buffer()
     digest = hashlib.sha256()
     size = 0
-    with open_regular(root, relative_path, root_fd=root_fd) as handle:
-        while n := handle.readinto(buffer):
-            digest.update(view[:n])
-            size += n
+    while n := handle.readinto(buffer):
+        digest.update(view[:n])
+        size += n
     return digest.hexdigest(), size
 
 

@@ -30,16 +30,12 @@ class StagePending(RuntimeError):
 
 
 @task(name="hash-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
-def hash_batch(
-    entries: Sequence[ScanEntry], *, workers: int, root: str | None = None
-) -> list[HashResult]:
+def hash_batch(entries: Sequence[ScanEntry], *, workers: int, root: str) -> list[HashResult]:
     """Stream SHA-256 of every file of the batch (threads; errors captured per file).
 
-    With ``root`` (the scanned folder) each file is opened below it without following a
-    symlink on the way (``tasks.hashing.hash_file_below``); without, by its absolute path.
+    Each file is opened below ``root`` (the scanned folder) without following a symlink on
+    the way (``tasks.hashing.hash_file_below``).
     """
-    if root is None:
-        return hash_files([e.absolute_path for e in entries], max_workers=workers)
     return hash_files([e.relative_path for e in entries], max_workers=workers, root=root)
 
 

@@ -71,7 +71,7 @@ class MerkleNode:
     top: bytes
 
     def __post_init__(self) -> None:
-        for name in ("left", "right", "top"):
+        for name in _NODE_KEYS:
             value = getattr(self, name)
             if type(value) is not bytes or len(value) != 32:  # bytes of 32 need no copy
                 object.__setattr__(self, name, check_hash(value, f"MerkleNode.{name}"))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ledger.core.entry import Entry
 from ledger.core.transaction import Transaction
 from ledger.node.assembly import node_identity
-from ledger.node.process_list import ProcessList
+from ledger.node.process_list import ProcessList, RecordedEntry
 
 if TYPE_CHECKING:
     from ledger.node.assembly import BlockSet, NodeIdentity
@@ -81,6 +81,14 @@ class NodeQueries:
     def _open_lists(self) -> list[ProcessList]:
         """The current process list and those cut but not yet saved."""
         return [self.process_list, *self._closed_lists()]
+
+    def _recorded(self, entry_hash: bytes) -> RecordedEntry | None:
+        """The entry as recorded in an unsaved process list, if it is in one."""
+        for pl in self._open_lists():
+            found = pl.entries.get(entry_hash)
+            if found is not None:
+                return found
+        return None
 
     # -- balances and status ----------------------------------------------------------------
 
@@ -178,22 +186,20 @@ class NodeQueries:
         A recorded entry's bytes are read from its journal row, so an entry accepted in
         memory whose journal write is not yet durable (not yet acknowledged) is not found.
         """
-        for pl in self._open_lists():
-            found = pl.entries.get(entry_hash)
-            if found is not None:
-                row = self.store.read.execute(
-                    "SELECT raw FROM journal WHERE seq=?", (found.reveal_seq,)
-                ).fetchone()
-                return None if row is None else (found.chain_id, bytes(row[0]))
+        found = self._recorded(entry_hash)
+        if found is not None:
+            row = self.store.read.execute(
+                "SELECT raw FROM journal WHERE seq=?", (found.reveal_seq,)
+            ).fetchone()
+            return None if row is None else (found.chain_id, bytes(row[0]))
         held = self._rules().held.get(entry_hash)
         return None if held is None else (held.entry.chain_id, held.raw)
 
     def chain_of_entry(self, entry_hash: bytes) -> bytes | None:
         """Chain id of an entry the node has seen (recorded, pending or held), else None."""
-        for pl in self._open_lists():
-            found = pl.entries.get(entry_hash)
-            if found is not None:
-                return found.chain_id
+        found = self._recorded(entry_hash)
+        if found is not None:
+            return found.chain_id
         held = self._rules().held.get(entry_hash)
         if held is not None:
             return held.entry.chain_id
@@ -265,10 +271,9 @@ class NodeQueries:
         saved = self.saved_entry(entry_hash)
         if saved is not None:
             return self._commit_by_seq(saved.commit_seq)
-        for pl in self._open_lists():
-            rec = pl.entries.get(entry_hash)
-            if rec is not None:
-                return self._commit_by_seq(rec.commit_seq)
+        rec = self._recorded(entry_hash)
+        if rec is not None:
+            return self._commit_by_seq(rec.commit_seq)
         opened = self._rules().open_commits.get(entry_hash)
         if opened is None:
             return None

@@ -213,33 +213,34 @@ class EntryBlock:
         Raises:
             LookupError: the entry is not in this block.
         """
-        minute_end = self._first_minute_ends.get(bytes(entry_hash))
-        if minute_end is None:
+        found = self._first_occurrences.get(bytes(entry_hash))
+        if found is None:
             raise LookupError(f"entry {bytes(entry_hash).hex()} is not in this entry block")
-        return directory_block_timestamp_s + 60 * minute_end
+        return directory_block_timestamp_s + 60 * found[1]
 
     def entry_position(self, entry_hash: bytes) -> int | None:
-        """Index in ``items`` of the first occurrence of ``entry_hash``, or ``None``.
+        """Index in ``items`` of the first occurrence of ``entry_hash``, or ``None``."""
+        found = self._first_occurrences.get(bytes(entry_hash))
+        return None if found is None else found[0]
 
-        Looked up in a table built once per block (a receipt sweep asks for every entry of
-        the same block; scanning ``items`` each time made that quadratic).
+    @cached_property
+    def _first_occurrences(self) -> dict[bytes, tuple[int, int]]:
+        """Entry hash -> (index in ``items``, minute end) of its first occurrence.
+
+        Built once per block: a receipt sweep asks about every entry of the same block, and
+        scanning ``items`` each time made that quadratic.
         """
-        return self._first_positions.get(bytes(entry_hash))
-
-    @cached_property
-    def _first_positions(self) -> dict[bytes, int]:
-        first: dict[bytes, int] = {}
+        first: dict[bytes, tuple[int, int]] = {}
+        pending: list[tuple[bytes, int]] = []
         for index, item in enumerate(self.items):
-            if not is_minute_marker(item):
-                first.setdefault(item, index)
-        return first
-
-    @cached_property
-    def _first_minute_ends(self) -> dict[bytes, int]:
-        # Built once per block: a receipt sweep asks for every entry of the same block.
-        first: dict[bytes, int] = {}
-        for entry_hash, minute_end in self.entry_minute_ends():
-            first.setdefault(entry_hash, minute_end)
+            if is_minute_marker(item):
+                for entry_hash, at in pending:
+                    first.setdefault(entry_hash, (at, item[31]))
+                pending = []
+            else:
+                pending.append((item, index))
+        for entry_hash, at in pending:
+            first.setdefault(entry_hash, (at, 0))
         return first
 
     # -- JSON -------------------------------------------------------------------------

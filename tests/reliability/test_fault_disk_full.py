@@ -106,7 +106,7 @@ class WriteLoad(threading.Thread):
     """Calls ``write(i)`` for i = 0, 1, ... until stopped; sorts the outcomes by phase.
 
     ``write`` returns ``(ok, detail)``; ``phase`` ("before", "full", "after") is read at
-    each call. ``acked`` keeps the details of acknowledged writes, ``refusals`` those of
+    the start and the end of each call. ``acked`` keeps the details of acknowledged writes, ``refusals`` those of
     refused ones by phase, ``successes`` counts acknowledged writes by phase.
     """
 
@@ -126,12 +126,16 @@ class WriteLoad(threading.Thread):
             while not self._stop_event.is_set():
                 phase = self.phase
                 ok, detail = self.write(i)
+                ended = self.phase
                 i += 1
                 if ok:
                     self.acked.append(detail)
                     self.successes[phase] = self.successes.get(phase, 0) + 1
                 else:
-                    self.refusals.setdefault(phase, []).append(detail)
+                    # The disk may have filled while this write was in flight: a refusal
+                    # belongs to "full" when the disk was full at its start or its end.
+                    refused_in = "full" if "full" in (phase, ended) else phase
+                    self.refusals.setdefault(refused_in, []).append(detail)
                     time.sleep(0.01)  # a client backs off a little after an error
         except BaseException as exc:  # reported by the test thread
             self.error = exc

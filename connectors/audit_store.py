@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import functools
 import re
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from sqlalchemy import Table, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -58,13 +57,13 @@ from connectors.audit_models import (
     StageEventRecord,
 )
 from connectors.migrations import MigrationError
+from ledger.core.clock import Clock, SystemClock
 
 __all__ = [
     "ALL_STAGES",
     "STAGE_ORDER",
     "AnchorRecord",
     "AuditStore",
-    "Clock",
     "DocumentIn",
     "MigrationError",
     "NewNotarization",
@@ -95,18 +94,6 @@ _events: Table = AUDIT_METADATA.tables["stage_events"]
 _receipts: Table = AUDIT_METADATA.tables["receipts"]
 _runs: Table = AUDIT_METADATA.tables["runs"]
 _anchors: Table = AUDIT_METADATA.tables["anchors"]
-
-
-class Clock(Protocol):
-    """Source of time in Unix seconds; ``ledger.core.clock.ManualClock`` fits (structural
-    typing keeps the pipeline free of ledger imports)."""
-
-    def now(self) -> float: ...
-
-
-class _WallClock:
-    def now(self) -> float:
-        return time.time()
 
 
 # -- the store -----------------------------------------------------------------------------
@@ -142,7 +129,7 @@ class AuditStore:
         create_tables: bool = True,
         connect_retry_s: float = 30.0,
     ) -> None:
-        self._clock: Clock = clock or _WallClock()
+        self._clock: Clock = clock or SystemClock()
         self._schema = schema
         self._engine = build_engine(url, schema=schema, connect_retry_s=connect_retry_s)
         self._dialect = self._engine.dialect.name

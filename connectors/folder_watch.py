@@ -48,11 +48,10 @@ import shutil
 import stat
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from watchdog.events import (
     EVENT_TYPE_CLOSED,
@@ -81,10 +80,10 @@ from connectors.folder_source import (
     is_storable_path,
     scan,
 )
+from ledger.core.clock import Clock, MonotonicClock
 
 __all__ = [
     "BatchHandler",
-    "Clock",
     "FolderWatcher",
     "ReadyFile",
     "WatchOptions",
@@ -105,17 +104,6 @@ _EVENT_FILTER = [
 ]
 
 Signature = tuple[int, int]  # (size in bytes, mtime in ns)
-
-
-class Clock(Protocol):
-    """Source of time in seconds (only differences are used); ``ManualClock`` fits."""
-
-    def now(self) -> float: ...
-
-
-class _MonotonicClock:
-    def now(self) -> float:
-        return time.monotonic()
 
 
 class ReadyFile(NamedTuple):
@@ -238,7 +226,7 @@ class FolderWatcher:
         self._on_batch = on_batch
         self._options = options or WatchOptions()
         self._excluded = tuple(Path(d).resolve() for d in self._options.exclude_dirs)
-        self._clock: Clock = clock or _MonotonicClock()
+        self._clock: Clock = clock or MonotonicClock()
         self._observer_factory = observer_factory
         self._observer: BaseObserver | None = None
         self._handler = _Queue()

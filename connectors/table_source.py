@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import time as _time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from uuid import UUID
 
 from sqlalchemy import (
@@ -69,6 +68,8 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import OperationalError as SAOperationalError
 from sqlalchemy.sql.expression import ColumnElement
 from sqlalchemy.types import NullType
+
+from ledger.core.clock import Clock, SystemClock
 
 __all__ = [
     "Position",
@@ -484,17 +485,6 @@ def _check_reachable(engine: Engine, label: str) -> None:
 # -- watermarks ----------------------------------------------------------------------------
 
 
-class Clock(Protocol):
-    """Source of time in Unix seconds (``ledger.core.clock.ManualClock`` fits)."""
-
-    def now(self) -> float: ...
-
-
-class _WallClock:
-    def now(self) -> float:
-        return _time.time()
-
-
 _WATERMARK_METADATA = MetaData()
 
 table_watermarks = Table(
@@ -527,7 +517,7 @@ class WatermarkStore:
 
     def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
         self._engine = engine
-        self._clock: Clock = clock or _WallClock()
+        self._clock: Clock = clock or SystemClock()
         _WATERMARK_METADATA.create_all(engine)
 
     def load(

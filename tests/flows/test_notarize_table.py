@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 import flows.notarize_table as notarize_table_module
 from connectors.audit_store import AuditStore
 from connectors.node import NodeClient
-from connectors.table_source import TableSource, WatermarkStore
+from connectors.table_source import TableSource
+from connectors.watermark_store import WatermarkStore
 from flows.cli.commands.table import register
 from flows.notarize_table import notarize_table
 from flows.settings import PipelineSettings

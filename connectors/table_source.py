@@ -350,9 +350,10 @@ class TableSource:
 def _after(cols: Sequence[ColumnElement[Any]], values: Sequence[Any]) -> ColumnElement[bool]:
     """``(c0, c1, ...) > (v0, v1, ...)`` spelled with AND/OR (portable to every backend)."""
     head, value = cols[0], values[0]
+    greater: ColumnElement[bool] = head > value  # the stubs type comparisons of Any columns Any
     if len(cols) == 1:
-        return head > value
-    return or_(head > value, and_(head == value, _after(cols[1:], values[1:])))
+        return greater
+    return or_(greater, and_(head == value, _after(cols[1:], values[1:])))
 
 
 def _parse_url(url: str | URL) -> URL:

@@ -151,7 +151,7 @@ def _no_prefect_flag() -> list[str]:
     (it would also compete for the CPU during the run)."""
     import inspect
 
-    from flows.cli import up
+    from flows.cli.commands.stack import up
 
     return ["--no-prefect"] if "prefect" in inspect.signature(up).parameters else []
 

@@ -10,15 +10,12 @@ from __future__ import annotations
 import logging
 import re
 import time
-from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.pool import StaticPool
-from sqlmodel import create_engine
 
-from ledger.sqlite_wal import enable_wal
+from ledger.sqlite import create_sqlite_engine
 
 __all__ = ["build_engine"]
 
@@ -28,11 +25,12 @@ _log = logging.getLogger(__name__)
 def build_engine(url: str, *, schema: str | None, connect_retry_s: float) -> Engine:
     """The audit store's engine for ``url`` (see ``AuditStore``'s arguments).
 
-    SQLite: the parent folder is created, WAL mode (switched safely when several
-    processes open a new file at once), ``synchronous=NORMAL``, foreign keys on, a 30 s
-    busy timeout. PostgreSQL: a ping before each pooled connection is used, the schema
-    set as ``search_path``, and connections refused while the server restarts tried
-    again for up to ``connect_retry_s`` seconds.
+    SQLite (``ledger.sqlite.create_sqlite_engine``): the parent folder is created, WAL
+    mode (switched safely when several processes open a new file at once),
+    ``synchronous=NORMAL``, foreign keys on, a 30 s busy timeout. PostgreSQL: a ping
+    before each pooled connection is used, the schema set as ``search_path``, and
+    connections refused while the server restarts tried again for up to
+    ``connect_retry_s`` seconds.
 
     Raises:
         ValueError: a backend other than SQLite or PostgreSQL, ``schema`` on SQLite, or an
@@ -45,7 +43,7 @@ def build_engine(url: str, *, schema: str | None, connect_retry_s: float) -> Eng
     if backend == "sqlite":
         if schema is not None:
             raise ValueError("schema is only supported on PostgreSQL")
-        return _sqlite_engine(parsed.database)
+        return create_sqlite_engine(parsed, synchronous="NORMAL")
     if schema is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
         raise ValueError(f"invalid schema name {schema!r}")
     connect_args = {"options": f"-csearch_path={schema}"} if schema is not None else {}
@@ -92,28 +90,3 @@ def _restarting(exc: BaseException) -> bool:
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-def _sqlite_engine(database: str | None) -> Engine:
-    if not database or database == ":memory:":
-        engine = create_engine(
-            "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
-        )
-    else:
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(
-            f"sqlite:///{database}", connect_args={"check_same_thread": False, "timeout": 30}
-        )
-    event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute("PRAGMA busy_timeout=30000")
-        enable_wal(cursor)  # several processes may open a new store at once
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-    finally:
-        cursor.close()

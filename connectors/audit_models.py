@@ -12,6 +12,7 @@ Tables::
     receipts       verified receipts (Merkle branch entry hash -> directory block KeyMR)
     anchors        verified anchors of a notarization's directory block (anchor_pow)
     runs           one row per flow run, with its counts
+    table_watermarks  where each table source stopped reading (``WatermarkStore``)
 
 The schema is created and upgraded by the Alembic migrations in ``connectors/migrations``
 (``AuditStore`` runs them when it opens); a change here needs a new revision there.
@@ -19,7 +20,9 @@ The schema is created and upgraded by the Alembic migrations in ``connectors/mig
 Below the tables: the frozen value records that ``AuditStore`` takes and returns.
 
 Conventions: hashes and key Merkle roots are lowercase hex strings (64 chars); times are
-timezone-aware UTC ``datetime`` values; JSON columns are JSONB on PostgreSQL.
+timezone-aware UTC ``datetime`` values; JSON columns are JSONB on PostgreSQL, except those
+of ``table_watermarks``, plain JSON as the table had before migrations managed it (so an
+existing one needs no rewrite).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Index,
+    String,
     UniqueConstraint,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -172,6 +176,22 @@ class Run(AuditBase, table=True):
     finished_at: datetime | None = _utc_column()
     parameters: dict[str, Any] | None = Field(default=None, sa_column=Column(_JSON))
     counts: dict[str, Any] | None = Field(default=None, sa_column=Column(_JSON))
+
+
+class TableWatermark(AuditBase, table=True):
+    """Where reading a table source stopped, per (source, collection): the position of the
+    last row recorded (``connectors.table_source.Position.to_json()``) and for which
+    watermark and key columns it holds."""
+
+    __tablename__ = "table_watermarks"
+
+    source: str = Field(sa_column=Column(String(1024), primary_key=True))
+    collection: str = Field(sa_column=Column(String(255), primary_key=True))
+    watermark_column: str = Field(max_length=255)
+    key_columns: list[str] = Field(sa_column=Column(JSON, nullable=False))
+    position: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    rows_read: int = Field(sa_column=Column(BigInteger, nullable=False))
+    updated_at: datetime = _utc_column(nullable=False)
 
 
 AUDIT_METADATA = AuditBase.metadata

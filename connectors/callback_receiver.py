@@ -46,8 +46,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from connectors.audit_models import AUDIT_METADATA, STAGE_ORDER
-from connectors.audit_store import AuditStore, Clock
+from connectors.audit_store import AuditStore
 from connectors.publishing import CallbackStage
+from ledger.core.clock import Clock
 
 __all__ = [
     "CALLBACK_EVENT",

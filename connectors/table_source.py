@@ -14,11 +14,9 @@ watermark is NULL are never read. A row written later with a watermark *below* t
 one (a clock running behind, a long transaction committing late) is not seen: choose a
 column the writers set at commit order.
 
-The position of the last row (``Position``: its watermark and key values, as the driver
-returned them, so they bind back exactly) is kept per (source, collection) in the
-``table_watermarks`` table of the audit store's database (``WatermarkStore``). The flow
-saves it only after a page is recorded, so a run killed half-way re-reads the last page
-(its rows are then skipped as already notarized) and never skips one.
+The position of the last row (``connectors.table_position.Position``: its watermark and key
+values, as the driver returned them, so they bind back exactly) is kept per (source,
+collection) in the audit store by ``connectors.watermark_store.WatermarkStore``.
 
 Errors::
 
@@ -29,24 +27,14 @@ Errors::
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import time as _time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time
-from decimal import Decimal
 from pathlib import Path
-from typing import Any, Protocol
-from uuid import UUID
+from typing import Any
 
 from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Column,
-    DateTime,
     MetaData,
-    String,
     Table,
     and_,
     column,
@@ -56,12 +44,10 @@ from sqlalchemy import (
     select,
     text,
     type_coerce,
-    update,
 )
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import (
     ArgumentError,
-    IntegrityError,
     NoSuchModuleError,
     NoSuchTableError,
     SQLAlchemyError,
@@ -70,6 +56,8 @@ from sqlalchemy.exc import OperationalError as SAOperationalError
 from sqlalchemy.sql.expression import ColumnElement
 from sqlalchemy.types import NullType
 
+from connectors.table_position import Position
+
 __all__ = [
     "Position",
     "RowPage",
@@ -77,7 +65,6 @@ __all__ = [
     "SourceUnreachable",
     "TableSource",
     "TableSourceError",
-    "WatermarkStore",
     "public_url",
 ]
 
@@ -103,83 +90,6 @@ class SourceUnreachable(TableSourceError):
     def __init__(self, message: str, *, url: str) -> None:
         super().__init__(message)
         self.url = url
-
-
-# -- positions -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Position:
-    """Where reading stopped: the watermark and key values of the last row read.
-
-    Values are as the driver returned them for the raw column (on SQLite a timestamp is
-    the stored text), so they compare exactly as the database orders the rows.
-    """
-
-    watermark: Any
-    key: tuple[Any, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON object ``{"watermark": [tag, text], "key": [[tag, text], ...]}``."""
-        return {"watermark": _encode(self.watermark), "key": [_encode(v) for v in self.key]}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Position:
-        """Inverse of ``to_json``.
-
-        Raises:
-            ValueError: an unknown tag or a malformed object.
-        """
-        try:
-            return cls(_decode(data["watermark"]), tuple(_decode(v) for v in data["key"]))
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"malformed watermark position {data!r}") from exc
-
-
-_ENCODERS: tuple[tuple[type, str, Any], ...] = (
-    (bool, "bool", lambda v: "true" if v else "false"),
-    (int, "int", str),
-    (float, "float", repr),
-    (Decimal, "decimal", str),
-    (str, "str", str),
-    (datetime, "datetime", lambda v: v.isoformat()),
-    (date, "date", lambda v: v.isoformat()),
-    (time, "time", lambda v: v.isoformat()),
-    (UUID, "uuid", str),
-    (bytes, "bytes", lambda v: base64.b64encode(v).decode("ascii")),
-)
-
-_DECODERS: dict[str, Any] = {
-    "null": lambda _s: None,
-    "bool": lambda s: s == "true",
-    "int": int,
-    "float": float,
-    "decimal": Decimal,
-    "str": str,
-    "datetime": datetime.fromisoformat,
-    "date": date.fromisoformat,
-    "time": time.fromisoformat,
-    "uuid": UUID,
-    "bytes": lambda s: base64.b64decode(s, validate=True),
-}
-
-
-def _encode(value: Any) -> list[Any]:
-    if value is None:
-        return ["null", None]
-    if isinstance(value, bytearray | memoryview):
-        value = bytes(value)
-    for kind, tag, encode in _ENCODERS:
-        if isinstance(value, kind):
-            return [tag, encode(value)]
-    raise TypeError(f"cannot keep a {type(value).__name__} value as a watermark or key")
-
-
-def _decode(item: Sequence[Any]) -> Any:
-    tag, payload = item
-    if tag not in _DECODERS:
-        raise ValueError(f"unknown watermark value tag {tag!r}")
-    return _DECODERS[tag](payload)
 
 
 # -- the source ----------------------------------------------------------------------------
@@ -440,9 +350,10 @@ class TableSource:
 def _after(cols: Sequence[ColumnElement[Any]], values: Sequence[Any]) -> ColumnElement[bool]:
     """``(c0, c1, ...) > (v0, v1, ...)`` spelled with AND/OR (portable to every backend)."""
     head, value = cols[0], values[0]
+    greater: ColumnElement[bool] = head > value  # the stubs type comparisons of Any columns Any
     if len(cols) == 1:
-        return head > value
-    return or_(head > value, and_(head == value, _after(cols[1:], values[1:])))
+        return greater
+    return or_(greater, and_(head == value, _after(cols[1:], values[1:])))
 
 
 def _parse_url(url: str | URL) -> URL:
@@ -479,114 +390,3 @@ def _check_reachable(engine: Engine, label: str) -> None:
         raise SourceUnreachable(f"cannot connect to {label}: {exc.orig}", url=label) from exc
     except SQLAlchemyError as exc:
         raise SourceConfigError(f"cannot use {label}: {exc}") from exc
-
-
-# -- watermarks ----------------------------------------------------------------------------
-
-
-class Clock(Protocol):
-    """Source of time in Unix seconds (``ledger.core.clock.ManualClock`` fits)."""
-
-    def now(self) -> float: ...
-
-
-class _WallClock:
-    def now(self) -> float:
-        return _time.time()
-
-
-_WATERMARK_METADATA = MetaData()
-
-table_watermarks = Table(
-    "table_watermarks",
-    _WATERMARK_METADATA,
-    Column("source", String(1024), primary_key=True),
-    Column("collection", String(255), primary_key=True),
-    Column("watermark_column", String(255), nullable=False),
-    Column("key_columns", JSON, nullable=False),
-    Column("position", JSON, nullable=False),
-    Column("rows_read", BigInteger, nullable=False),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
-)
-
-
-@dataclass(frozen=True)
-class _Columns:
-    watermark: str
-    keys: tuple[str, ...]
-
-
-class WatermarkStore:
-    """Where each (source, collection) stopped reading, in ``table_watermarks``.
-
-    Lives in the audit store's database (``AuditStore.engine``); the table is created on
-    first use (SQLAlchemy Core, portable). A position saved for other watermark or key
-    columns does not apply: ``load`` returns ``None`` and reading starts over (re-reading
-    is harmless: known rows are skipped by hash).
-    """
-
-    def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
-        self._engine = engine
-        self._clock: Clock = clock or _WallClock()
-        _WATERMARK_METADATA.create_all(engine)
-
-    def load(
-        self, source: str, collection: str, *, watermark_column: str, key_columns: Sequence[str]
-    ) -> Position | None:
-        """The saved position, or ``None`` (nothing saved, or saved for other columns)."""
-        t = table_watermarks.c
-        query = select(t.watermark_column, t.key_columns, t.position).where(
-            t.source == source, t.collection == collection
-        )
-        with self._engine.connect() as conn:
-            row = conn.execute(query).first()
-        if row is None or row.watermark_column != watermark_column:
-            return None
-        if list(row.key_columns) != list(key_columns):
-            return None
-        return Position.from_json(row.position)
-
-    def save(
-        self,
-        source: str,
-        collection: str,
-        position: Position,
-        *,
-        watermark_column: str,
-        key_columns: Sequence[str],
-        rows_read: int = 0,
-    ) -> None:
-        """Store ``position`` (replacing the previous one) and add ``rows_read`` to the count."""
-        t = table_watermarks.c
-        now = datetime.fromtimestamp(self._clock.now(), tz=UTC)
-        values = {
-            "watermark_column": watermark_column,
-            "key_columns": list(key_columns),
-            "position": position.to_json(),
-            "updated_at": now,
-        }
-        where = and_(t.source == source, t.collection == collection)
-        stmt = (
-            update(table_watermarks)
-            .where(where)
-            .values(rows_read=t.rows_read + rows_read, **values)
-        )
-        new_row = table_watermarks.insert().values(
-            source=source, collection=collection, rows_read=rows_read, **values
-        )
-        for attempt in range(2):
-            try:
-                with self._engine.begin() as conn:
-                    if not conn.execute(stmt).rowcount:
-                        conn.execute(new_row)
-                return
-            except IntegrityError:  # another run inserted the row first: update it
-                if attempt:
-                    raise
-
-    def reset(self, source: str, collection: str) -> bool:
-        """Forget the position, so the next run reads from the start; True if one was kept."""
-        t = table_watermarks.c
-        stmt = table_watermarks.delete().where(t.source == source, t.collection == collection)
-        with self._engine.begin() as conn:
-            return bool(conn.execute(stmt).rowcount)

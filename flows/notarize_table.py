@@ -32,8 +32,8 @@ from connectors.table_source import (
     SourceConfigError,
     SourceUnreachable,
     TableSource,
-    WatermarkStore,
 )
+from connectors.watermark_store import WatermarkStore
 from flows.pipeline import (
     RunSummary,
     Services,

@@ -1,22 +1,24 @@
 """The bundled development stack: node, wallet, publishing API and anchoring in one process.
 
 ``Stack.prepare()`` lays out the data folder (``node/``, ``wallet/``, ``api/``), imports
-the well-known development keys into the wallet (``ledger.devnet``) and makes sure an API
+the well-known development keys into the wallet (``ledger.devnet``), makes sure an API
 account exists whose key is kept in ``<data_dir>/api-key`` (file mode 0600; the API itself
-stores only its hash). ``Stack.serve()`` runs the four services (the fourth, ``anchor/``,
-anchors directory blocks into the bundled proof-of-work chain) on loopback until told to
-stop. Every service binds ``host`` (127.0.0.1 unless told otherwise).
+stores only its hash), and writes the API's callback HMAC key to
+``<data_dir>/callback-secret`` (mode 0600), where ``notary collect --listen`` reads it.
+``Stack.serve()`` runs the four services (the fourth, ``anchor/``, anchors directory blocks
+into the bundled proof-of-work chain) on loopback until told to stop. Every service binds
+``host`` (127.0.0.1 unless told otherwise).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -29,9 +31,11 @@ from ledger.anchor.settings import AnchorSettings
 from ledger.api.accounts import create_account, verify_key
 from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
+from ledger.api.services import load_callback_secret
 from ledger.api.settings import ApiSettings
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
+from ledger.secret_file import write_secret_file
 from ledger.wallet.app import create_app as create_wallet_app
 from ledger.wallet.settings import WalletSettings
 
@@ -145,19 +149,49 @@ class Stack:
 
     @property
     def api_key_file(self) -> Path:
+        """``<data_dir>/api-key``: the development account's API key (mode 0600)."""
         return self.settings.data_dir / "api-key"
 
+    @property
+    def callback_secret_file(self) -> Path:
+        """``<data_dir>/callback-secret``: the API's callback HMAC key (mode 0600)."""
+        return self.settings.data_dir / "callback-secret"
+
     def prepare(self) -> str:
-        """Create the data folders and the development API account; return its key."""
+        """Create the data folders, the development API account and the callback secret
+        file (``write_callback_secret``); return the account's key."""
         for sub in ("node", "wallet", "api"):
             (self.settings.data_dir / sub).mkdir(parents=True, exist_ok=True)
         api = self.api_settings()
         db = Database(api.resolved_database_url())
         try:
             db.create_schema()
-            return self._ensure_key(db)
+            key = self._ensure_key(db)
+            self._write_callback_secret(db, api)
+            return key
         finally:
             db.dispose()
+
+    def write_callback_secret(self) -> Path:
+        """Write the publishing API's callback HMAC key to ``callback_secret_file``.
+
+        The key is ``NOTARY_API_CALLBACK_SECRET`` when set, else the random one the API
+        keeps in its database (created now if the API has none yet), so the file always
+        holds the key the running API signs with.
+
+        Returns:
+            the file's path.
+        """
+        api = self.api_settings()
+        db = Database(api.resolved_database_url())
+        try:
+            db.create_schema()
+            return self._write_callback_secret(db, api)
+        finally:
+            db.dispose()
+
+    def _write_callback_secret(self, db: Database, api: ApiSettings) -> Path:
+        return write_secret_file(self.callback_secret_file, load_callback_secret(db, api))
 
     def _ensure_key(self, db: Database) -> str:
         path = self.api_key_file
@@ -168,15 +202,14 @@ class Stack:
                     return key
         with db.write() as session:
             _account, key = create_account(session, "development")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(key + "\n")
+        write_secret_file(path, key.encode("ascii"))
         return key
 
     def servers(self) -> list[uvicorn.Server]:
         """One uvicorn server per service (node first: the others call it)."""
         s = self.settings
-        apps = [
+        # ASGI callables of different classes (the node's own, Starlette, FastAPI).
+        apps: list[tuple[Callable[..., Any], int]] = [
             (create_node_app(self.node_settings()), s.node_port),
             (create_wallet_app(self.wallet_settings()), s.wallet_port),
             (create_api_app(self.api_settings()), s.api_port),

@@ -5,6 +5,8 @@ Revisions (``versions/``)::
     0001_initial   documents, notarizations, stage_events, receipts, runs
                    (exactly what ``create_all`` made before migrations existed)
     0002_anchors   anchors table; CHECK constraint on notarizations.stage (batch alter)
+    0003_table_watermarks  table_watermarks (adopted as it is when ``WatermarkStore`` had
+                   already made it, before migrations managed it)
 
 ``upgrade(engine)`` brings a database to the head revision:
 
@@ -34,6 +36,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 __all__ = [
+    "ANCHORS_REVISION",
     "HEAD_REVISION",
     "INITIAL_REVISION",
     "VERSION_TABLE",
@@ -46,7 +49,8 @@ __all__ = [
 ]
 
 INITIAL_REVISION = "0001_initial"
-HEAD_REVISION = "0002_anchors"
+ANCHORS_REVISION = "0002_anchors"
+HEAD_REVISION = "0003_table_watermarks"
 # Own name, not ``alembic_version``: the audit tables may share a database (or schema) with
 # another service's Alembic-managed tables.
 VERSION_TABLE = "audit_alembic_version"
@@ -76,11 +80,20 @@ _TABLES_BY_REVISION: tuple[tuple[str, dict[str, frozenset[str]]], ...] = (
         },
     ),
     (
-        HEAD_REVISION,
+        ANCHORS_REVISION,
         {
             "anchors": frozenset(
                 {"id", "notarization_id", "dblock_height", "dblock_keymr", "anchor_block_hash"}
                 | {"transaction_id", "confirmations", "raw", "verified_at"}
+            ),
+        },
+    ),
+    (
+        HEAD_REVISION,
+        {
+            "table_watermarks": frozenset(
+                {"source", "collection", "watermark_column", "key_columns", "position"}
+                | {"rows_read", "updated_at"}
             ),
         },
     ),

@@ -31,7 +31,8 @@ Transactions
 
 * SQLite runs in WAL mode with ``synchronous=FULL``: a commit returns after the WAL frame
   is fsynced. Write transactions start with ``BEGIN IMMEDIATE`` so two writers never
-  deadlock on a read-to-write lock upgrade (they queue on ``busy_timeout`` instead).
+  deadlock on a read-to-write lock upgrade (they queue on ``busy_timeout`` instead). The
+  connection set-up is ``ledger.sqlite.create_sqlite_engine``, shared with the audit store.
 * PostgreSQL (``postgresql+psycopg://...``): a commit returns once the server has flushed
   its WAL (and replicated it synchronously when configured so, see above).
 """
@@ -40,21 +41,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
-from sqlalchemy.pool import StaticPool
 
 from ledger.api.models import Base
-from ledger.sqlite_wal import enable_wal
+from ledger.sqlite import BEGIN_IMMEDIATE, create_sqlite_engine
 
 __all__ = ["Database"]
-
-_IMMEDIATE = "notary_sqlite_begin_immediate"
-_SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 class Database:
@@ -73,7 +69,9 @@ class Database:
         self.url = make_url(url)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         self.engine = _build_engine(self.url, connect_args or {})
-        writer = self.engine.execution_options(**{_IMMEDIATE: True}) if self.is_sqlite else None
+        writer = (
+            self.engine.execution_options(**{BEGIN_IMMEDIATE: True}) if self.is_sqlite else None
+        )
         self._writer_engine: Engine = writer or self.engine
         self._readers = sessionmaker(self.engine, expire_on_commit=False)
         self._writers = sessionmaker(self._writer_engine, expire_on_commit=False)
@@ -118,34 +116,6 @@ class Database:
 def _build_engine(url: URL, connect_args: dict[str, Any]) -> Engine:
     if url.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
-    database = url.database or ""
-    in_memory = database in ("", ":memory:")
-    if not in_memory:
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
-    args = {"check_same_thread": False, "timeout": _SQLITE_BUSY_TIMEOUT_MS / 1000, **connect_args}
-    extra: dict[str, Any] = {"poolclass": StaticPool} if in_memory else {}
-    engine = create_engine(url, connect_args=args, **extra)
-    _install_sqlite_hooks(engine, wal=not in_memory)
-    return engine
-
-
-def _install_sqlite_hooks(engine: Engine, *, wal: bool) -> None:
-    """WAL + synchronous=FULL on every connection; explicit BEGIN (IMMEDIATE for writers)."""
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_TIMEOUT_MS}")
-            if wal:
-                enable_wal(cursor)  # pooled connections may open a new database at once
-            cursor.execute("PRAGMA synchronous=FULL")
-            cursor.execute("PRAGMA foreign_keys=ON")
-        finally:
-            cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(connection: Any) -> None:
-        immediate = connection.get_execution_options().get(_IMMEDIATE, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    return create_sqlite_engine(
+        url, synchronous="FULL", explicit_begin=True, connect_args=connect_args
+    )

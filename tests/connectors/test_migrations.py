@@ -15,14 +15,33 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import MetaData, create_engine, inspect, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    inspect,
+    text,
+)
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from connectors import migrations
 from connectors.audit_models import AUDIT_METADATA
 from connectors.audit_store import AnchorRecord, AuditStore, DocumentIn, NewNotarization
-from connectors.migrations import HEAD_REVISION, INITIAL_REVISION, VERSION_TABLE, MigrationError
+from connectors.migrations import (
+    ANCHORS_REVISION,
+    HEAD_REVISION,
+    INITIAL_REVISION,
+    VERSION_TABLE,
+    MigrationError,
+)
+from connectors.table_position import Position
+from connectors.watermark_store import WatermarkStore
 
 PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
 INITIAL_TABLES = {"documents", "notarizations", "stage_events", "receipts", "runs"}
@@ -117,14 +136,18 @@ def test_head_constant_matches_the_revision_scripts() -> None:
     script = ScriptDirectory.from_config(migrations.alembic_config())
     assert script.get_current_head() == HEAD_REVISION
     assert script.get_base() == INITIAL_REVISION
-    assert [r.revision for r in script.walk_revisions()] == [HEAD_REVISION, INITIAL_REVISION]
+    assert [r.revision for r in script.walk_revisions()] == [
+        HEAD_REVISION,
+        ANCHORS_REVISION,
+        INITIAL_REVISION,
+    ]
 
 
 def test_upgrade_from_empty_matches_the_models(backend: dict) -> None:
     engine = raw_engine(backend)
     assert migrations.current_revision(engine) is None
     assert migrations.upgrade(engine) == HEAD_REVISION
-    assert tables(engine) == INITIAL_TABLES | {"anchors"}
+    assert tables(engine) == INITIAL_TABLES | {"anchors", "table_watermarks"}
     assert schema_diff(engine) == []
     assert migrations.upgrade(engine) == HEAD_REVISION  # idempotent
     engine.dispose()
@@ -237,4 +260,100 @@ def test_alembic_command_line_environment_migrates_by_url(tmp_path: Path) -> Non
     engine = create_engine(url)
     assert migrations.current_revision(engine) == HEAD_REVISION
     assert schema_diff(engine) == []
+    engine.dispose()
+
+
+# -- 0003: table_watermarks, which WatermarkStore used to create itself ----------------------
+
+
+def old_table_watermarks(metadata: MetaData) -> Table:
+    """``table_watermarks`` exactly as ``WatermarkStore`` made it before revision 0003."""
+    return Table(
+        "table_watermarks",
+        metadata,
+        Column("source", String(1024), primary_key=True),
+        Column("collection", String(255), primary_key=True),
+        Column("watermark_column", String(255), nullable=False),
+        Column("key_columns", JSON, nullable=False),
+        Column("position", JSON, nullable=False),
+        Column("rows_read", BigInteger, nullable=False),
+        Column("updated_at", DateTime(timezone=True), nullable=False),
+    )
+
+
+OLD_POSITION = Position(datetime(2024, 3, 1, 12, 0, tzinfo=UTC), (7, "b"))
+WATERMARK_COLUMNS = {"watermark_column": "updated_at", "key_columns": ("id", "part")}
+
+
+def test_store_at_0002_with_the_old_watermark_table_keeps_its_positions(backend: dict) -> None:
+    engine = raw_engine(backend)
+    assert migrations.upgrade(engine, ANCHORS_REVISION) == ANCHORS_REVISION
+    old = old_table_watermarks(MetaData())
+    with engine.begin() as conn:
+        old.create(conn)
+        conn.execute(
+            old.insert().values(
+                source="table:sqlite:///shop.db#orders",
+                collection="c",
+                watermark_column="updated_at",
+                key_columns=["id", "part"],
+                position=OLD_POSITION.to_json(),
+                rows_read=41,
+                updated_at=datetime(2024, 3, 1, tzinfo=UTC),
+            )
+        )
+
+    with open_store(backend) as store:
+        assert store.schema_revision() == HEAD_REVISION
+        marks = WatermarkStore(store.engine)
+        source = "table:sqlite:///shop.db#orders"
+        assert marks.load(source, "c", **WATERMARK_COLUMNS) == OLD_POSITION
+        marks.save(
+            source,
+            "c",
+            Position(OLD_POSITION.watermark, (8, "a")),
+            rows_read=1,
+            **WATERMARK_COLUMNS,
+        )
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SELECT rows_read FROM table_watermarks")).scalar_one() == 42
+    assert schema_diff(engine) == []
+    engine.dispose()
+
+
+def test_store_at_0002_without_the_watermark_table_gets_it(backend: dict) -> None:
+    engine = raw_engine(backend)
+    migrations.upgrade(engine, ANCHORS_REVISION)
+    assert "table_watermarks" not in tables(engine)
+    assert migrations.upgrade(engine) == HEAD_REVISION
+    assert "table_watermarks" in tables(engine)
+    assert schema_diff(engine) == []
+    assert migrations.downgrade(engine, ANCHORS_REVISION) == ANCHORS_REVISION
+    assert tables(engine) == INITIAL_TABLES | {"anchors"}
+    engine.dispose()
+
+
+def test_a_watermark_table_with_other_columns_is_refused(backend: dict) -> None:
+    engine = raw_engine(backend)
+    migrations.upgrade(engine, ANCHORS_REVISION)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE table_watermarks (source VARCHAR(10) PRIMARY KEY)"))
+    with pytest.raises(MigrationError, match="lacks columns") as refused:
+        migrations.upgrade(engine)
+    assert refused.value.table == "table_watermarks" and "position" in refused.value.missing
+    assert migrations.current_revision(engine) == ANCHORS_REVISION
+    engine.dispose()
+
+
+def test_unversioned_store_with_the_old_watermark_table_is_stamped_at_head(
+    backend: dict,
+) -> None:
+    engine = raw_engine(backend)
+    legacy = legacy_metadata()
+    AUDIT_METADATA.tables["anchors"].to_metadata(legacy)
+    old_table_watermarks(legacy)
+    with engine.begin() as conn:
+        legacy.create_all(conn)
+    with engine.connect() as conn:
+        assert migrations.detect_unversioned_revision(conn) == HEAD_REVISION
     engine.dispose()

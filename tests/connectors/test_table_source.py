@@ -28,9 +28,9 @@ from connectors.table_source import (
     SourceConfigError,
     SourceUnreachable,
     TableSource,
-    WatermarkStore,
     public_url,
 )
+from connectors.watermark_store import WatermarkStore
 from ledger.core.clock import ManualClock
 from tasks.row_hashing import UnsupportedValue, canonical_row, hash_row, json_value, key_text
 

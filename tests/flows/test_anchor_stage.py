@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from connectors.audit_store import AuditStore
+from flows.cli.proof_check import verify_command
+from flows.cli.proof_export import export_bundles
 from flows.collect_proofs import collect_proofs
 from flows.notarize_folder import notarize_folder
 from flows.pipeline import open_services
-from flows.proof_export import export_bundles
 from flows.settings import PipelineSettings
-from flows.verify_cmd import verify_command
 from ledger.core.proof import ProofError, verify_bundle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]

@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 
 from connectors.audit_store import AuditStore
 from flows.audit_report import audit_report, slug
+from flows.cli.commands.report import register
 from flows.notarize_folder import notarize_folder
-from flows.report_cmd import register
 from flows.settings import PipelineSettings
 from ledger.core.clock import ManualClock
 from tests.stack_fixtures import free_port

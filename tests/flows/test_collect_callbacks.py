@@ -27,7 +27,6 @@ from connectors.callback_receiver import (
     sign,
 )
 from connectors.node import NodeClient
-from flows.cli import export_callback_secret
 from flows.collect_proofs import CollectTotals, collect_until_stopped, receive_callbacks
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
@@ -106,7 +105,7 @@ def make_folder(root: Path, count: int, tag: str) -> Path:
 def callback_settings(
     base: PipelineSettings, stack: Stack, *, enabled: bool, tick_s: float
 ) -> PipelineSettings:
-    export_callback_secret(stack)
+    stack.write_callback_secret()
     return base.model_copy(
         update={
             "callback_enabled": enabled,

@@ -10,7 +10,7 @@ import pytest
 
 from connectors.audit_store import AuditStore
 from connectors.node import NodeClient
-from flows.cli import _print_summary
+from flows.cli.commands.notarize import _print_summary
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
 from ledger.core.receipt import Receipt, verify_receipt

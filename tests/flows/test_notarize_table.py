@@ -19,10 +19,11 @@ from typer.testing import CliRunner
 import flows.notarize_table as notarize_table_module
 from connectors.audit_store import AuditStore
 from connectors.node import NodeClient
-from connectors.table_source import TableSource, WatermarkStore
+from connectors.table_source import TableSource
+from connectors.watermark_store import WatermarkStore
+from flows.cli.commands.table import register
 from flows.notarize_table import notarize_table
 from flows.settings import PipelineSettings
-from flows.table_cmd import register
 from ledger.core.receipt import Receipt, verify_receipt
 from ledger.stack import Stack
 from tasks.documents import collection_chain_id, document_entry

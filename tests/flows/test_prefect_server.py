@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from connectors.callback_receiver import CallbackServer
-from flows.prefect_server import prepare_prefect, server_answers
+from flows.cli.prefect_server import prepare_prefect, server_answers
 from flows.settings import PipelineSettings
 from tests.stack_fixtures import free_port
 

@@ -19,9 +19,9 @@ import typer
 from typer.testing import CliRunner
 
 from connectors.audit_store import AuditStore
+from flows.cli.commands.watch import register
 from flows.collect_proofs import collect_proofs
 from flows.settings import PipelineSettings
-from flows.watch_cmd import register
 from flows.watch_folder import watch_folder
 from tests.stack_fixtures import free_port
 
@@ -192,7 +192,7 @@ def test_restart_rescans_and_publishes_known_documents_only_once(
 CLI_SCRIPT = "\n".join(
     [
         "import typer",
-        "from flows.watch_cmd import register",
+        "from flows.cli.commands.watch import register",
         "app = typer.Typer()",
         "app.callback()(lambda: None)",
         "register(app)",

@@ -12,6 +12,7 @@ Frozen: later schema changes are new revisions, never edits here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 import sqlalchemy as sa
 from alembic import op
@@ -25,7 +26,7 @@ depends_on: str | Sequence[str] | None = None
 _JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 
-def _utc(name: str, *, nullable: bool) -> sa.Column:
+def _utc(name: str, *, nullable: bool) -> sa.Column[datetime]:
     return sa.Column(name, sa.DateTime(timezone=True), nullable=nullable)
 
 

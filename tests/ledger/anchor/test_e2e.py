@@ -20,7 +20,8 @@ import httpx
 import pytest
 from rich.console import Console
 
-from flows.verify_cmd import EXIT_FAILED, EXIT_OK, verify_command
+from flows.cli.exit_codes import ExitCode
+from flows.cli.proof_check import verify_command
 from ledger.anchor.export import fetch_bundle
 from ledger.anchor.pow.params import PowParams
 from ledger.core.proof import ProofBundle, Step, StepReport, verify_bundle
@@ -128,7 +129,7 @@ def test_bundles_exported_from_the_network_verify_offline(tmp_path: Path) -> Non
         code = verify_command(
             tmp_path / name, path, policy=POLICY, console=Console(file=out, width=200)
         )
-        assert code == EXIT_OK, out.getvalue()
+        assert code == ExitCode.OK, out.getvalue()
 
     name, path = next(iter(bundles.items()))
     forged = json.loads(path.read_text())
@@ -138,4 +139,4 @@ def test_bundles_exported_from_the_network_verify_offline(tmp_path: Path) -> Non
     code = verify_command(
         tmp_path / name, path, policy=POLICY, console=Console(file=out, width=200)
     )
-    assert code == EXIT_FAILED and "step 8" in out.getvalue()
+    assert code == ExitCode.INCOMPLETE and "step 8" in out.getvalue()

@@ -37,7 +37,7 @@ EXPECTED = {
         "DEVNET_DIFFICULTY_BITS",
         "PowParams",
     },
-    "flows.verify_cmd": {"EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "hash_file", "verify_command"},
+    "flows.cli.proof_check": {"hash_file", "verify_command"},
 }
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from flows.verify_cmd import EXIT_FAILED, EXIT_OK, EXIT_USAGE, hash_file, verify_command
+from flows.cli.exit_codes import ExitCode
+from flows.cli.proof_check import hash_file, verify_command
 from ledger.core.hashing import sha256
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
 
@@ -39,7 +40,7 @@ def test_every_step_is_printed_in_order_and_the_exit_code_is_zero(
     files: tuple[Path, Path], forged: Forged
 ) -> None:
     code, text = run(*files, forged)
-    assert code == EXIT_OK
+    assert code == ExitCode.OK
     numbers = [int(m) for m in re.findall(r"^\s+(\d) ✓", text, flags=re.MULTILINE)]
     assert numbers == list(range(10))
     assert "Verified" in text
@@ -49,7 +50,7 @@ def test_another_file_fails_at_step_one(files: tuple[Path, Path], forged: Forged
     document, proof = files
     document.write_bytes(DOCUMENT + b"!")
     code, text = run(document, proof, forged)
-    assert code == EXIT_FAILED
+    assert code == ExitCode.INCOMPLETE
     assert re.search(r"^\s+1 ✗ file hash", text, flags=re.MULTILINE)
     assert "expected" in text and "computed" in text and "failed at step 1" in text
 
@@ -60,7 +61,7 @@ def test_a_forged_bundle_fails_at_its_step(files: tuple[Path, Path], forged: For
     obj["anchor"]["tx_index"] ^= 1
     proof.write_text(json.dumps(obj))
     code, text = run(document, proof, forged)
-    assert code == EXIT_FAILED
+    assert code == ExitCode.INCOMPLETE
     assert [int(m) for m in re.findall(r"^\s+(\d) ✓", text, flags=re.MULTILINE)] == list(range(6))
     assert "failed at step 6" in text
 
@@ -71,15 +72,15 @@ def test_a_bundle_that_is_not_json_fails_at_step_zero(
     document, proof = files
     proof.write_text(forged.bundle.dumps() + "trailing")
     code, text = run(document, proof, forged)
-    assert code == EXIT_FAILED and "failed at step 0" in text
+    assert code == ExitCode.INCOMPLETE and "failed at step 0" in text
 
 
 def test_missing_files_are_usage_errors(
     tmp_path: Path, files: tuple[Path, Path], forged: Forged
 ) -> None:
     document, proof = files
-    assert run(tmp_path / "nope", proof, forged)[0] == EXIT_USAGE
-    assert run(document, tmp_path / "nope.json", forged)[0] == EXIT_USAGE
+    assert run(tmp_path / "nope", proof, forged)[0] == ExitCode.USAGE
+    assert run(document, tmp_path / "nope.json", forged)[0] == ExitCode.USAGE
 
 
 def test_hash_file_streams(tmp_path: Path) -> None:

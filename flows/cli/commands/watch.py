@@ -1,37 +1,27 @@
 """``notary watch``: notarize files dropped into folders until Ctrl-C.
 
-Registered on the main app by ``flows.cli`` (``register(app)``). Exit codes are those of
-``flows.cli``: 0 stopped cleanly with nothing failed; 1 some files failed to hash or publish
-(they stay pending in the audit store); 2 bad usage or configuration; 3 the services could
-not be reached at startup. The first Ctrl-C (or SIGTERM) stops after the current batch; a
-second one aborts at once (exit 130, like every ``notary`` command).
+Registered on the ``notary`` app by ``flows.cli.application`` (``register(app)``). Exit codes
+(``ExitCode``): 0 stopped cleanly with nothing failed; 1 some files failed to hash or
+publish (they stay pending in the audit store); 2 bad usage or configuration; 3 the services
+could not be reached at startup. The first Ctrl-C (or SIGTERM) stops after the current
+batch; a second one aborts at once (exit 130, like every ``notary`` command).
 """
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from flows.settings import MissingApiKey, PipelineSettings
+from flows.cli.common import DataDir, check_api_key, console, err, fail, fail_unreachable
+from flows.cli.exit_codes import ExitCode
+from flows.cli.signals import stop_on_signals
+from flows.settings import PipelineSettings
 
-__all__ = ["register", "stop_on_signals", "watch"]
-
-# the codes of flows.cli (not imported: flows.cli imports this module)
-EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
-EXIT_INTERRUPTED = 130  # what flows.cli.main returns on KeyboardInterrupt
-
-console = Console()
-err = Console(stderr=True)
+__all__ = ["register", "watch"]
 
 
 def register(app: typer.Typer) -> None:
@@ -67,9 +57,7 @@ def watch(
             "each folder, e.g. 'done'). Default: leave files in place.",
         ),
     ] = None,
-    data_dir: Annotated[
-        Path, typer.Option("--data-dir", envvar="NOTARY_DATA_DIR", help="Folder of all local data.")
-    ] = Path(".notary"),
+    data_dir: DataDir = Path(".notary"),
 ) -> None:
     """Watch FOLDER... and notarize every complete new or changed file until Ctrl-C.
 
@@ -79,23 +67,18 @@ def watch(
     """
     for folder in folders:
         if not folder.is_dir():
-            err.print(f"[red]error:[/red] {folder} is not a folder")
-            raise typer.Exit(EXIT_USAGE)
+            fail(f"{folder} is not a folder", ExitCode.USAGE)
     settings = PipelineSettings(data_dir=data_dir)
-    try:
-        settings.resolve_api_key()
-    except MissingApiKey as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(EXIT_USAGE) from exc
-    from flows.prefect_server import prepare_prefect
+    check_api_key(settings)
+    from flows.cli.prefect_server import prepare_prefect
 
     prepare_prefect(settings)
     totals = _watch(folders, collection, settings, settle_s=settle, done_dir=done_dir)
     _print_totals(totals)
     if totals["interrupted"]:
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(ExitCode.INTERRUPTED)
     failed = totals["publish_failed"] or totals["hash_errors"]
-    raise typer.Exit(EXIT_INCOMPLETE if failed else EXIT_OK)
+    raise typer.Exit(ExitCode.INCOMPLETE if failed else ExitCode.OK)
 
 
 def _watch(
@@ -124,39 +107,9 @@ def _watch(
                 on_batch_result=_print_batch,
             )
     except ConnectorError as exc:
-        err.print(
-            f"[red]error:[/red] {exc}\nAre the services running? Start them with `notary up`."
-        )
-        raise typer.Exit(EXIT_UNREACHABLE) from exc
+        fail_unreachable(exc)
     except ValueError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(EXIT_USAGE) from exc
-
-
-@contextmanager
-def stop_on_signals(
-    stop: threading.Event, *, also: threading.Event | None = None
-) -> Iterator[None]:
-    """First SIGINT/SIGTERM sets ``stop`` (and ``also``, to end a wait on it); a second
-    SIGINT raises ``KeyboardInterrupt``. Only in the main thread (elsewhere: no effect)."""
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stop.set()
-        if also is not None:
-            also.set()
-        err.print("stopping after the current step… (Ctrl-C again to abort)")
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        fail(str(exc), ExitCode.USAGE)
 
 
 def _print_batch(root: Path, result: dict[str, Any]) -> None:

@@ -1,6 +1,6 @@
 """``notary report``: the audit report from the command line (``register(app)`` adds it).
 
-Exit codes: 0 nothing wrong; 1 documents failed, are overdue, sit in a block without a
+Exit codes (``ExitCode``): 0 nothing wrong; 1 documents failed, are overdue, sit in a block without a
 receipt, or a stored receipt did not verify again; 2 bad usage (dates, limits, out folder,
 a database that is not an audit store); 3 the audit store or the node could not be reached.
 """
@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+from flows.cli.common import console, err
+from flows.cli.exit_codes import ExitCode
 
 _STAGES_WITH_LIMITS = ("pending", "published", "multi_az", "ledger")
 
@@ -58,7 +58,7 @@ def report(
 
     Exit codes: 0 nothing wrong; 1 documents failed, are overdue, lack a receipt or did not verify again; 2 bad usage; 3 the audit store or the node could not be reached.
     """
-    from flows.prefect_server import prepare_prefect
+    from flows.cli.prefect_server import prepare_prefect
     from flows.settings import PipelineSettings
     from tasks.report import parse_moment
 
@@ -111,7 +111,6 @@ def _run(
     from connectors.audit_store import MigrationError
     from flows.audit_report import audit_report
 
-    err = Console(stderr=True)
     try:
         return audit_report(
             collection, since, until, None if out is None else str(out), settings, sample, limits
@@ -121,30 +120,29 @@ def _run(
             f"[red]error:[/red] the audit store at {settings.audit_url} could not be used: {escape(str(exc.orig))}"
         )
         err.print("Check NOTARY_AUDIT_DB_URL / --data-dir and that the database server is running.")
-        raise typer.Exit(EXIT_UNREACHABLE) from exc
+        raise typer.Exit(ExitCode.UNREACHABLE) from exc
     except MigrationError as exc:
         err.print(
             f"[red]error:[/red] {escape(str(exc))}\nPoint NOTARY_AUDIT_DB_URL / --data-dir at an audit store."
         )
-        raise typer.Exit(EXIT_USAGE) from exc
+        raise typer.Exit(ExitCode.USAGE) from exc
     except OSError as exc:
         err.print(
             f"[red]error:[/red] cannot write the report: {escape(str(exc))}\nChoose another folder with --out."
         )
-        raise typer.Exit(EXIT_USAGE) from exc
+        raise typer.Exit(ExitCode.USAGE) from exc
 
 
-def exit_code(summary: dict[str, Any]) -> int:
+def exit_code(summary: dict[str, Any]) -> ExitCode:
     """3 when receipts could not be re-verified (node unreachable), 1 when anything is
     wrong (failed, overdue, in a block without receipt, rejected on re-verification), else 0."""
     if summary["reverify_unavailable"]:
-        return EXIT_UNREACHABLE
+        return ExitCode.UNREACHABLE
     wrong = ("failed", "overdue", "without_receipt", "reverify_rejected")
-    return EXIT_FINDINGS if any(summary[k] for k in wrong) else EXIT_OK
+    return ExitCode.INCOMPLETE if any(summary[k] for k in wrong) else ExitCode.OK
 
 
 def _print(s: dict[str, Any]) -> None:
-    console, err = Console(), Console(stderr=True)
     table = Table(title=f"Audit report: {s['collection'] or 'all collections'}", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")

@@ -2,27 +2,28 @@
 
 Keys are shown once, at creation; the API keeps only their SHA-256. The commands work on
 the API database of ``--data-dir`` (the one ``notary up`` uses) or on
-``NOTARY_API_DATABASE_URL`` when set.
+``NOTARY_API_DATABASE_URL`` when set. Exit codes (``ExitCode``): 0 done; 2 a name the API
+refuses or an unknown account number.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-DataDir = Annotated[
-    Path, typer.Option("--data-dir", envvar="NOTARY_DATA_DIR", help="Folder of all local data.")
-]
-console = Console()
-err = Console(stderr=True)
+from flows.cli.common import DataDir, console, fail
+from flows.cli.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from ledger.api.settings import ApiSettings
+
+__all__ = ["register"]
 
 
-def _api_settings(data_dir: Path):  # type: ignore[no-untyped-def]
+def _api_settings(data_dir: Path) -> ApiSettings:
     from ledger.stack import Stack, StackSettings
 
     return Stack(StackSettings(data_dir=data_dir)).api_settings()
@@ -44,8 +45,7 @@ def register(app: typer.Typer) -> None:
         try:
             created = accounts_create(_api_settings(data_dir), name)
         except ValueError as exc:
-            err.print(f"[red]error:[/red] {escape(str(exc))}")
-            raise typer.Exit(2) from exc
+            fail(str(exc), ExitCode.USAGE)
         console.print(f"account {created.account.id} ({created.account.name}) created")
         console.print("key (store it now; it cannot be shown again):")
         console.print(created.key, soft_wrap=True, highlight=False)
@@ -73,7 +73,6 @@ def register(app: typer.Typer) -> None:
 
         try:
             info = accounts_revoke(_api_settings(data_dir), account_id)
-        except AccountNotFound as exc:
-            err.print(f"[red]error:[/red] no account {account_id}")
-            raise typer.Exit(2) from exc
+        except AccountNotFound:
+            fail(f"no account {account_id}", ExitCode.USAGE)
         console.print(f"account {info.id} ({info.name}) revoked")

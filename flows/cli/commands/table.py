@@ -1,7 +1,7 @@
 """The ``notary table`` command: notarize the new and changed rows of an SQL table.
 
-Registered on the ``notary`` app by ``flows.cli`` (``register(app)``). Exit codes as for
-``notary notarize``: 0 success; 1 rows failed or are still waiting for the ledger; 2 bad
+Registered on the ``notary`` app by ``flows.cli.application`` (``register(app)``). Exit codes
+(``ExitCode``) as for ``notary notarize``: 0 success; 1 rows failed or are still waiting for the ledger; 2 bad
 usage (URL, table, query, column, missing API key); 3 a database or service could not be
 reached. Prefect, SQLAlchemy and the flow are imported only when the command runs.
 """
@@ -10,25 +10,24 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from flows.run_output import (
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    print_run_summary,
-    run_exit_code,
+from flows.cli.common import (
+    DataDir,
+    check_api_key,
+    check_task_runner,
+    console,
+    err,
+    fail,
+    fail_unreachable,
 )
-from flows.settings import MissingApiKey, PipelineSettings, TaskRunnerUnavailable
+from flows.cli.exit_codes import ExitCode
+from flows.cli.run_output import print_run_summary, run_exit_code
+from flows.settings import PipelineSettings
 
 __all__ = ["register", "table"]
-
-
-console = Console()
-err = Console(stderr=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -75,10 +74,7 @@ def table(
         str | None,
         typer.Option(help="Collection (one chain); default: table:<url without password>#<table>."),
     ] = None,
-    data_dir: Annotated[
-        Path,
-        typer.Option("--data-dir", envvar="NOTARY_DATA_DIR", help="Folder of all local data."),
-    ] = Path(".notary"),
+    data_dir: DataDir = Path(".notary"),
     no_wait: Annotated[
         bool, typer.Option("--no-wait", help="Do not wait for the ledger stage.")
     ] = False,
@@ -88,15 +84,12 @@ def table(
     Each row is hashed as canonical JSON (RFC 8785); only its key, hash and size go to the ledger. The position reached is kept in the audit store, so the next run continues after it. Start the services first with `notary up`.
     """
     if (table_name is None) == (query is None):
-        _fail("give exactly one of --table and --query", EXIT_USAGE)
+        fail("give exactly one of --table and --query", ExitCode.USAGE)
     key_columns = [k.strip() for item in key or [] for k in item.split(",") if k.strip()]
     settings = PipelineSettings(data_dir=data_dir)
-    _check_key(settings)
-    try:
-        settings.check_task_runner()
-    except TaskRunnerUnavailable as exc:
-        _fail(str(exc), EXIT_USAGE)
-    from flows.prefect_server import prepare_prefect
+    check_api_key(settings)
+    check_task_runner(settings)
+    from flows.cli.prefect_server import prepare_prefect
 
     prepare_prefect(settings)
     source = dict(
@@ -117,9 +110,9 @@ def _check_source(url: str, source: dict[str, Any]) -> str:
         with TableSource.connect(url, **source) as checked:
             return checked.name
     except SourceUnreachable as exc:
-        _fail(f"{exc}\nIs the database server running and the URL right?", EXIT_UNREACHABLE)
+        fail_unreachable(exc, "Is the database server running and the URL right?")
     except SourceConfigError as exc:
-        _fail(str(exc), EXIT_USAGE)
+        fail(str(exc), ExitCode.USAGE)
 
 
 def _run_flow(
@@ -129,8 +122,8 @@ def _run_flow(
 
     from connectors.errors import ConnectorError
     from connectors.table_source import SourceUnreachable, TableSourceError
+    from flows.cli.progress import watch_collection
     from flows.notarize_table import notarize_table
-    from flows.progress import watch_collection
     from tasks.row_hashing import UnsupportedValue
 
     start = time.perf_counter()
@@ -144,27 +137,16 @@ def _run_flow(
                 **source,
             )
     except (ConnectorError, SourceUnreachable) as exc:
-        _fail(f"{exc}\nAre the services running? Start them with `notary up`.", EXIT_UNREACHABLE)
+        fail_unreachable(exc)
     except UnsupportedValue as exc:
-        _fail(
-            f"{exc}; read the table through --query, casting or leaving out the column", EXIT_USAGE
+        fail(
+            f"{exc}; read the table through --query, casting or leaving out the column",
+            ExitCode.USAGE,
         )
     except TableSourceError as exc:
-        _fail(str(exc), EXIT_USAGE)
+        fail(str(exc), ExitCode.USAGE)
     summary["wall_seconds"] = round(time.perf_counter() - start, 2)
     return summary
-
-
-def _check_key(settings: PipelineSettings) -> None:
-    try:
-        settings.resolve_api_key()
-    except MissingApiKey as exc:
-        _fail(str(exc), EXIT_USAGE)
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    err.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(code)
 
 
 def _print_summary(s: dict[str, Any]) -> None:

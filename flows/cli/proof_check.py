@@ -4,8 +4,8 @@ No service is contacted: the file is hashed here and the bundle is checked with 
 verifier ``ledger.core.proof.verify_bundle`` (numbered steps, docs/proof-bundle.md). Each
 step is printed as it passes; the first failing step is printed with its reason.
 
-Exit codes: 0 every step holds; 1 a step failed (a forged, damaged or mismatched bundle);
-2 bad usage (the file or the bundle cannot be read).
+Exit codes (``ExitCode``): 0 every step holds; 1 a step failed (a forged, damaged or
+mismatched bundle); 2 bad usage (the file or the bundle cannot be read).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from flows.cli.exit_codes import ExitCode
 from ledger.anchor.pow.params import PowParams
 from ledger.core.proof import ProofBundle, ProofError, Step, StepReport, verify_bundle
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "hash_file", "verify_command"]
+__all__ = ["hash_file", "verify_command"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _CHUNK_BYTES = 1 << 20
 _TITLE_WIDTH = max(len(step.title) for step in Step)
 
@@ -41,7 +41,7 @@ def verify_command(
     *,
     policy: PowParams | None = None,
     console: Console | None = None,
-) -> int:
+) -> ExitCode:
     """Verify ``file`` against the bundle in ``proof``, printing numbered steps.
 
     Args:
@@ -52,7 +52,8 @@ def verify_command(
         console: where to print (stdout by default).
 
     Returns:
-        ``EXIT_OK`` (0), ``EXIT_FAILED`` (1) or ``EXIT_USAGE`` (2).
+        ``ExitCode.OK``, ``ExitCode.INCOMPLETE`` (a step failed) or ``ExitCode.USAGE``
+        (the file or the bundle cannot be read).
     """
     out = console or Console()
     try:
@@ -60,7 +61,7 @@ def verify_command(
         text = proof.read_bytes()
     except OSError as exc:
         out.print(f"[red]error:[/red] {escape(str(exc))}")
-        return EXIT_USAGE
+        return ExitCode.USAGE
     out.print(f"Verifying [bold]{escape(str(file))}[/bold] with [bold]{escape(str(proof))}[/bold]")
     try:
         bundle = ProofBundle.loads(text)
@@ -69,9 +70,9 @@ def verify_command(
         )
     except ProofError as exc:
         _failed(out, exc)
-        return EXIT_FAILED
+        return ExitCode.INCOMPLETE
     out.print("[bold green]Verified:[/bold green] every step holds.")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _line(step: Step, mark: str, text: str) -> str:

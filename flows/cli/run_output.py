@@ -1,8 +1,4 @@
-"""How the command line reports a notarization run: exit code and summary table.
-
-Exit codes scripts rely on: 0 success; 1 the run finished with documents that failed or
-are still waiting; 2 bad usage or configuration; 3 a service could not be reached.
-"""
+"""How the command line reports a notarization run: exit code and summary table."""
 
 from __future__ import annotations
 
@@ -11,15 +7,18 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+from flows.cli.exit_codes import ExitCode
+
+__all__ = ["print_run_summary", "run_exit_code"]
 
 
-def run_exit_code(summary: dict[str, Any]) -> int:
-    """1 when documents failed to publish, still wait, or had a receipt rejected; else 0."""
+def run_exit_code(summary: dict[str, Any]) -> ExitCode:
+    """``INCOMPLETE`` when documents failed to publish, still wait, or had a receipt
+    rejected; else ``OK``."""
     incomplete = (
         summary["publish_failed"] or summary["still_waiting"] or summary["receipts_rejected"]
     )
-    return EXIT_INCOMPLETE if incomplete else EXIT_OK
+    return ExitCode.INCOMPLETE if incomplete else ExitCode.OK
 
 
 def print_run_summary(

@@ -1,0 +1,252 @@
+"""The audit store's documents and notarizations: recording them and moving their stages.
+
+The stage life cycle (forward only, ``failed`` terminal, one ``stage_events`` row per
+change, at most one notarization per chain and document hash) is drawn in
+``connectors.audit_store``, the facade this part belongs to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import bindparam, select, update
+
+from connectors.audit_base import AuditStoreBase
+from connectors.audit_models import (
+    STAGE_ORDER,
+    DocumentIn,
+    NewNotarization,
+    NotarizationRow,
+    Stage,
+    StageEventRecord,
+)
+from connectors.audit_sql import (
+    IN_CHUNK,
+    STAGE_TIME_COLUMN,
+    append_events,
+    aware_utc,
+    chunks,
+    document_ids,
+    events_table,
+    hex64,
+    ids_by_entry_hash,
+    live_ids,
+    notarization_row,
+    notarizations_table,
+    row_query,
+)
+
+__all__ = ["NotarizationsPart"]
+
+
+class NotarizationsPart(AuditStoreBase):
+    """Documents seen by sources, their notarizations per chain, stage moves and events."""
+
+    # -- documents -------------------------------------------------------------------------
+
+    def upsert_documents(self, source: str, docs: Sequence[DocumentIn]) -> list[int]:
+        """Record documents seen now in ``source``; one row per (source, path, sha256).
+
+        A known (source, path, sha256) keeps its ``first_seen_at`` and gets a new
+        ``last_seen_at``; changed content at the same path is a new row.
+
+        Returns:
+            the document ids, in the order of ``docs``.
+
+        Raises:
+            ValueError: a ``sha256`` that is not 64 hex characters.
+        """
+        now = self._now()
+        unique = {(d.path, hex64(d.sha256)): d.size_bytes for d in docs}
+        values = [
+            {"source": source, "path": p, "sha256": h, "size_bytes": size}
+            | {"first_seen_at": now, "last_seen_at": now}
+            for (p, h), size in unique.items()
+        ]
+        with self._engine.begin() as conn:
+            if values:
+                conn.execute(self._statements.upsert_documents, values)
+            ids = document_ids(conn, source, unique)
+        return [ids[(d.path, hex64(d.sha256))] for d in docs]
+
+    # -- notarizations ---------------------------------------------------------------------
+
+    def known_hashes(self, chain_id: str, sha256s: Iterable[str]) -> set[str]:
+        """The hashes among ``sha256s`` already notarized (at any stage) in ``chain_id``."""
+        wanted = sorted({hex64(h) for h in sha256s})
+        found: set[str] = set()
+        with self._engine.connect() as conn:
+            for chunk in chunks(wanted, IN_CHUNK):
+                query = select(notarizations_table.c.sha256).where(
+                    notarizations_table.c.chain_id == hex64(chain_id),
+                    notarizations_table.c.sha256.in_(chunk),
+                )
+                found.update(conn.scalars(query))
+        return found
+
+    def add_notarizations(self, rows: Sequence[NewNotarization]) -> list[int]:
+        """Insert notarizations at stage ``pending``, ignoring (chain_id, sha256) duplicates.
+
+        Duplicates inside ``rows`` or already in the table are skipped silently, also when
+        another writer inserts them concurrently.
+
+        Returns:
+            the ids of the rows actually inserted, in input order.
+        """
+        now = self._now()
+        unique = {(hex64(r.chain_id), hex64(r.sha256)): r for r in rows}
+        values = [
+            {"document_id": r.document_id, "collection": r.collection, "chain_id": key[0]}
+            | {"sha256": key[1], "stage": "pending", "attempts": 0}
+            | {"created_at": now, "updated_at": now}
+            for key, r in unique.items()
+        ]
+        new: dict[tuple[str, str], int] = {}
+        with self._engine.begin() as conn:
+            if values:
+                for row in conn.execute(self._statements.add_notarizations, values):
+                    new[(row.chain_id, row.sha256)] = row.id
+            ordered = [new[key] for key in unique if key in new]
+            append_events(conn, [(i, "pending", None) for i in ordered], at=now)
+        return ordered
+
+    def mark_published(self, entry_hashes: Mapping[int, str]) -> int:
+        """Move ``pending`` notarizations to ``published`` with their entry hash.
+
+        Args:
+            entry_hashes: notarization id -> entry hash (hex) returned by the publishing API.
+
+        Returns:
+            how many rows moved (rows already past ``pending`` or failed are left alone).
+        """
+        with self._engine.begin() as conn:
+            changes = {int(i): {"entry_hash": hex64(h)} for i, h in entry_hashes.items()}
+            return self._advance(conn, changes, "published")
+
+    def mark_stage(
+        self,
+        entry_hashes: Iterable[str],
+        stage: Stage,
+        *,
+        details: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> int:
+        """Move the notarizations of these entry hashes forward to ``stage``.
+
+        Use ``record_ledger`` for ``ledger`` (it also stores the directory block).
+
+        Args:
+            entry_hashes: hex entry hashes.
+            stage: ``published``, ``multi_az``, ``ledger`` or ``anchor``.
+            details: optional entry hash -> JSON details for the stage event (e.g.
+                ``{"anchor_block_hash": ...}``).
+
+        Returns:
+            how many rows moved (never backwards; failed rows are left alone).
+        """
+        if stage not in STAGE_TIME_COLUMN:
+            raise ValueError(f"cannot move to stage {stage!r} with mark_stage")
+        extra = {hex64(h): dict(d) for h, d in (details or {}).items()}
+        with self._engine.begin() as conn:
+            ids = ids_by_entry_hash(conn, {hex64(h) for h in entry_hashes})
+            changes: dict[int, dict[str, Any]] = {i: {} for i in ids}
+            event_details = {i: extra.get(h) for i, h in ids.items()}
+            return self._advance(conn, changes, stage, details=event_details)
+
+    def record_ledger(self, blocks: Mapping[str, tuple[int, str]]) -> int:
+        """Move entries to ``ledger`` with the directory block that holds them.
+
+        Args:
+            blocks: entry hash (hex) -> (directory block height, directory block KeyMR hex).
+
+        Returns:
+            how many rows moved.
+        """
+        by_hash = {hex64(h): (int(height), hex64(keymr)) for h, (height, keymr) in blocks.items()}
+        with self._engine.begin() as conn:
+            ids = ids_by_entry_hash(conn, set(by_hash))
+            changes: dict[int, dict[str, Any]] = {}
+            details: dict[int, dict[str, Any] | None] = {}
+            for i, h in ids.items():
+                height, keymr = by_hash[h]
+                changes[i] = {"dblock_height": height, "dblock_keymr": keymr}
+                details[i] = {"dblock_height": height, "dblock_keymr": keymr}
+            return self._advance(conn, changes, "ledger", details=details)
+
+    def mark_failed(self, errors: Mapping[int, str], *, retryable: bool) -> None:
+        """Record errors for notarizations (by id).
+
+        Args:
+            errors: notarization id -> error message.
+            retryable: False moves the rows to the terminal stage ``failed`` (event
+                ``failed``); True keeps the stage, increments ``attempts`` and appends an
+                ``error`` event, so the row stays in ``pending(...)`` sweeps.
+        """
+        now = self._now()
+        values = {"updated_at": now, "attempts": notarizations_table.c.attempts + 1}
+        if not retryable:
+            values["stage"] = "failed"
+        event_stage = "error" if retryable else "failed"
+        with self._engine.begin() as conn:
+            n = notarizations_table.c
+            stmt = update(notarizations_table).where(n.id == bindparam("_id"), n.stage != "failed")
+            live = live_ids(conn, list(errors))
+            if not live:
+                return
+            conn.execute(
+                stmt.values(error=bindparam("_error"), **values),
+                [{"_id": i, "_error": errors[i]} for i in live],
+            )
+            evts = [(i, event_stage, {"error": errors[i], "retryable": retryable}) for i in live]
+            append_events(conn, evts, at=now)
+
+    def pending(
+        self,
+        *,
+        stage_below: Stage,
+        stage_from: Stage = "pending",
+        collection: str | None = None,
+        limit: int = 1000,
+        after_id: int = 0,
+    ) -> list[NotarizationRow]:
+        """Notarizations needing stage work: stage in ``[stage_from, stage_below)``.
+
+        ``after_id`` pages through the rows: only ids greater than it are returned.
+
+        Example: ``pending(stage_below="published")`` are rows to publish;
+        ``pending(stage_from="published", stage_below="ledger")`` are rows waiting for a
+        directory block. Failed rows are never returned. Ordered by id (oldest first).
+        """
+        start, end = STAGE_ORDER.index(stage_from), STAGE_ORDER.index(stage_below)
+        stages = list(STAGE_ORDER[start:end])
+        query = row_query().where(
+            notarizations_table.c.stage.in_(stages), notarizations_table.c.id > after_id
+        )
+        if collection is not None:
+            query = query.where(notarizations_table.c.collection == collection)
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.order_by(notarizations_table.c.id).limit(limit))
+            return [notarization_row(r._mapping) for r in rows]
+
+    def events(self, notarization_id: int) -> list[StageEventRecord]:
+        """The stage events of one notarization, oldest first."""
+        e = events_table.c
+        query = select(e.stage, e.at, e.details).where(e.notarization_id == notarization_id)
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.order_by(e.id))
+            return [StageEventRecord(r.stage, aware_utc(r.at), r.details) for r in rows]
+
+    def stage_events(self, notarization_ids: Iterable[int]) -> dict[int, list[StageEventRecord]]:
+        """The stage events of many notarizations: id -> events oldest first (ids without
+        events are absent)."""
+        e = events_table.c
+        out: dict[int, list[StageEventRecord]] = {}
+        with self._engine.connect() as conn:
+            for chunk in chunks(sorted(set(notarization_ids)), IN_CHUNK):
+                query = select(e.notarization_id, e.stage, e.at, e.details).where(
+                    e.notarization_id.in_(chunk)
+                )
+                for r in conn.execute(query.order_by(e.id)):
+                    record = StageEventRecord(r.stage, aware_utc(r.at), r.details)
+                    out.setdefault(r.notarization_id, []).append(record)
+        return out

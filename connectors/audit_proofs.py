@@ -1,0 +1,186 @@
+"""The audit store's proofs: verified receipts (stage ``ledger``) and anchors (``anchor``).
+
+``missing_receipts`` and ``awaiting_anchor`` / ``awaiting_anchor_blocks`` list what waits;
+``save_receipts`` and ``record_anchors`` store what the caller has verified (the anchor
+also moves the rows of its directory block to ``anchor``); ``proofs`` and
+``stored_anchors`` read them back for bundles and reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from sqlalchemy import select
+
+from connectors.audit_models import AnchorRecord, NotarizationRow, ProofRecord, ReceiptRecord
+from connectors.audit_notarizations import NotarizationsPart
+from connectors.audit_sql import (
+    ANCHOR_EVENT_KEYS,
+    IN_CHUNK,
+    anchor_record,
+    anchor_values,
+    anchored_rows,
+    anchors_table,
+    chunks,
+    hex64,
+    ids_by_entry_hash,
+    notarization_row,
+    notarizations_table,
+    proof_record,
+    receipt_values,
+    receipts_table,
+    row_query,
+)
+
+__all__ = ["ProofsPart"]
+
+
+class ProofsPart(NotarizationsPart):
+    """Receipts and anchors of notarizations (built on their stage moves)."""
+
+    # -- receipts --------------------------------------------------------------------------
+
+    def missing_receipts(
+        self, *, collection: str | None = None, limit: int = 1000
+    ) -> list[NotarizationRow]:
+        """Notarizations at ``ledger`` or ``anchor`` with no stored receipt, oldest first."""
+        has_receipt = select(receipts_table.c.id).where(
+            receipts_table.c.notarization_id == notarizations_table.c.id
+        )
+        query = row_query().where(
+            notarizations_table.c.stage.in_(["ledger", "anchor"]), ~has_receipt.exists()
+        )
+        if collection is not None:
+            query = query.where(notarizations_table.c.collection == collection)
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.order_by(notarizations_table.c.id).limit(limit))
+            return [notarization_row(r._mapping) for r in rows]
+
+    def save_receipts(self, receipts: Sequence[ReceiptRecord]) -> int:
+        """Store receipts the caller has verified, one per notarization of the entry hash.
+
+        Receipts for unknown entry hashes, and notarizations that already have one, are
+        skipped.
+
+        Returns:
+            how many receipt rows were inserted.
+        """
+        by_hash = {hex64(r.entry_hash): r for r in receipts}
+        inserted = 0
+        with self._engine.begin() as conn:
+            ids = ids_by_entry_hash(conn, set(by_hash))
+            values = [receipt_values(i, by_hash[h]) for i, h in sorted(ids.items())]
+            if values:
+                inserted = len(conn.execute(self._statements.save_receipts, values).all())
+        return inserted
+
+    def proofs(
+        self,
+        *,
+        collection: str | None = None,
+        sha256: str | None = None,
+        limit: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[ProofRecord]:
+        """Notarizations with their receipts (``None`` if not stored yet), oldest first.
+
+        Args:
+            collection: only this collection.
+            sha256: only notarizations of this document hash (hex).
+            limit: at most this many.
+            since, until: only notarizations created in ``[since, until)`` (aware datetimes).
+        """
+        r = receipts_table.c
+        query = row_query().add_columns(*[c.label(f"r_{c.name}") for c in receipts_table.c])
+        query = query.outerjoin(receipts_table, r.notarization_id == notarizations_table.c.id)
+        if collection is not None:
+            query = query.where(notarizations_table.c.collection == collection)
+        if sha256 is not None:
+            query = query.where(notarizations_table.c.sha256 == hex64(sha256))
+        if since is not None:
+            query = query.where(notarizations_table.c.created_at >= since)
+        if until is not None:
+            query = query.where(notarizations_table.c.created_at < until)
+        query = query.order_by(notarizations_table.c.id).limit(limit)
+        with self._engine.connect() as conn:
+            return [proof_record(row._mapping) for row in conn.execute(query)]
+
+    # -- anchors ---------------------------------------------------------------------------
+
+    def awaiting_anchor(
+        self, *, collection: str | None = None, limit: int = 1000, after_id: int = 0
+    ) -> list[NotarizationRow]:
+        """Notarizations at ``ledger`` (in a directory block, not anchored yet), by id.
+
+        ``after_id`` pages through the rows like ``pending``.
+        """
+        return self.pending(
+            stage_from="ledger",
+            stage_below="anchor",
+            collection=collection,
+            limit=limit,
+            after_id=after_id,
+        )
+
+    def awaiting_anchor_blocks(self, *, collection: str | None = None) -> list[tuple[int, str]]:
+        """Distinct ``(directory block height, KeyMR hex)`` of rows waiting for ``anchor``,
+        lowest height first: one ``anchors`` call to the node per block."""
+        n = notarizations_table.c
+        query = (
+            select(n.dblock_height, n.dblock_keymr)
+            .where(n.stage == "ledger", n.dblock_height.is_not(None))
+            .distinct()
+        )
+        if collection is not None:
+            query = query.where(n.collection == collection)
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.order_by(n.dblock_height, n.dblock_keymr))
+            return [(int(r.dblock_height), str(r.dblock_keymr)) for r in rows]
+
+    def record_anchors(
+        self, anchors: Sequence[AnchorRecord], *, collection: str | None = None
+    ) -> int:
+        """Store verified anchors and move the rows of the anchored blocks to ``anchor``.
+
+        Each record applies to every notarization (of ``collection``, if given) at stage
+        ``ledger`` or ``anchor`` whose directory block has the record's height and KeyMR;
+        rows whose stored KeyMR differs are left alone (that anchor is not for their
+        block). One ``anchors`` row per notarization: recording again refreshes its
+        ``confirmations``, hashes, ``raw`` and ``verified_at`` without a new stage event.
+        Moving to ``anchor`` appends an ``anchor`` event with ``{"dblock_height",
+        "anchor_block_hash", "transaction_id", "confirmations"}``.
+
+        Returns:
+            how many rows moved to ``anchor``.
+
+        Raises:
+            ValueError: a hash that is not 64 hex characters, or a negative number.
+        """
+        by_height = {int(a.dblock_height): anchor_values(a) for a in anchors}
+        with self._engine.begin() as conn:
+            stages, values = anchored_rows(conn, by_height, collection)
+            if values:
+                conn.execute(self._statements.record_anchors, values)
+            to_move = {v["notarization_id"]: v for v in values}
+            to_move = {i: v for i, v in to_move.items() if stages[i] == "ledger"}
+            details = {i: {k: v[k] for k in ANCHOR_EVENT_KEYS} for i, v in to_move.items()}
+            return self._advance(conn, dict.fromkeys(to_move, {}), "anchor", details=details)
+
+    def stored_anchors(
+        self, *, collection: str | None = None, notarization_ids: Iterable[int] | None = None
+    ) -> dict[int, AnchorRecord]:
+        """Stored anchors: notarization id -> record (of ``collection`` / these ids)."""
+        a, n = anchors_table.c, notarizations_table.c
+        query = select(anchors_table).join(notarizations_table, a.notarization_id == n.id)
+        if collection is not None:
+            query = query.where(n.collection == collection)
+        out: dict[int, AnchorRecord] = {}
+        ids = None if notarization_ids is None else sorted(set(notarization_ids))
+        with self._engine.connect() as conn:
+            for chunk in [None] if ids is None else chunks(ids, IN_CHUNK):
+                chunk_query = query if chunk is None else query.where(a.notarization_id.in_(chunk))
+                for row in conn.execute(chunk_query.order_by(a.notarization_id)):
+                    out[row.notarization_id] = anchor_record(row._mapping)
+        return out

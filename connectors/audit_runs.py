@@ -1,0 +1,79 @@
+"""The audit store's flow runs and counts: a row per run, stage counts for reports."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+
+from connectors.audit_base import AuditStoreBase
+from connectors.audit_models import ALL_STAGES, RunStatus
+from connectors.audit_sql import aware_utc, notarizations_table, receipts_table, runs_table
+
+__all__ = ["RunsPart"]
+
+
+class RunsPart(AuditStoreBase):
+    """Flow runs (start, finish, read back) and counts per stage and of receipts."""
+
+    def start_run(self, flow: str, *, parameters: Mapping[str, Any] | None = None) -> int:
+        """Record the start of a flow run; returns the run id."""
+        values = {"flow": flow, "status": "running", "started_at": self._now()}
+        values["parameters"] = dict(parameters) if parameters is not None else None
+        with self._engine.begin() as conn:
+            return int(
+                conn.execute(
+                    insert(runs_table).values(values).returning(runs_table.c.id)
+                ).scalar_one()
+            )
+
+    def finish_run(
+        self, run_id: int, *, counts: Mapping[str, Any], status: RunStatus = "completed"
+    ) -> None:
+        """Record the end of a run with its counts (JSON object, e.g. ``{"published": 12}``).
+
+        Raises:
+            KeyError: no run with that id.
+        """
+        values = {"finished_at": self._now(), "counts": dict(counts), "status": status}
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(runs_table).where(runs_table.c.id == run_id).values(values)
+            )
+            if result.rowcount != 1:
+                raise KeyError(f"no run {run_id}")
+
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        """One run as a dict (id, flow, status, started_at, finished_at, parameters, counts)."""
+        with self._engine.connect() as conn:
+            row = conn.execute(select(runs_table).where(runs_table.c.id == run_id)).first()
+        if row is None:
+            return None
+        out = dict(row._mapping)
+        out["started_at"] = aware_utc(out["started_at"])
+        out["finished_at"] = aware_utc(out["finished_at"])
+        return out
+
+    def summary(self, collection: str | None = None) -> dict[str, int]:
+        """Count of notarizations per stage (every stage of ``ALL_STAGES`` present, 0 if none)."""
+        n = notarizations_table.c
+        query = select(n.stage, func.count()).group_by(n.stage)
+        if collection is not None:
+            query = query.where(n.collection == collection)
+        counts: dict[str, int] = dict.fromkeys(ALL_STAGES, 0)
+        with self._engine.connect() as conn:
+            for stage, count in conn.execute(query):
+                counts[stage] = int(count)
+        return counts
+
+    def receipt_count(self, collection: str | None = None) -> int:
+        """How many notarizations (of ``collection``) have a verified receipt stored."""
+        n, r = notarizations_table.c, receipts_table.c
+        query = select(func.count()).select_from(
+            receipts_table.join(notarizations_table, r.notarization_id == n.id)
+        )
+        if collection is not None:
+            query = query.where(n.collection == collection)
+        with self._engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())

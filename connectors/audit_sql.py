@@ -1,0 +1,330 @@
+"""SQL building blocks of the audit store: its tables, batch statements and row conversions.
+
+Shared by the parts of ``connectors.audit_store.AuditStore`` (``audit_notarizations``,
+``audit_proofs``, ``audit_runs``) and nothing else: no engine and no clock here, only
+SQLAlchemy Core expressions over the tables of ``connectors.audit_models`` and functions
+that run them on a connection the caller's transaction owns.
+
+Hex values are checked (``hex64``) and stored lowercase; times read back are made aware
+UTC (``aware_utc``); ``IN (...)`` lists are cut into chunks of ``IN_CHUNK`` values.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from typing import Any, TypeVar, overload
+
+from sqlalchemy import Table, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from connectors.audit_models import (
+    AUDIT_METADATA,
+    STAGE_ORDER,
+    AnchorRecord,
+    NotarizationRow,
+    ProofRecord,
+    ReceiptRecord,
+    Stage,
+)
+
+__all__ = [
+    "ANCHOR_EVENT_KEYS",
+    "IN_CHUNK",
+    "STAGE_TIME_COLUMN",
+    "Statements",
+    "anchor_record",
+    "anchor_values",
+    "anchored_rows",
+    "anchors_table",
+    "append_events",
+    "aware_utc",
+    "chunks",
+    "document_ids",
+    "documents_table",
+    "events_table",
+    "hex64",
+    "ids_by_entry_hash",
+    "live_ids",
+    "movable_ids",
+    "notarization_row",
+    "notarizations_table",
+    "proof_record",
+    "receipt_values",
+    "receipts_table",
+    "row_query",
+    "runs_table",
+    "statements_for",
+]
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+IN_CHUNK = 500  # ids / hashes per IN (...) clause
+#: The ``notarizations`` column that records when a row reached each stage.
+STAGE_TIME_COLUMN = {
+    "published": "published_at",
+    "multi_az": "multi_az_at",
+    "ledger": "ledger_at",
+    "anchor": "anchored_at",
+}
+
+_ROW_TIMES = ("created_at", "updated_at", "published_at", "multi_az_at", "ledger_at", "anchored_at")
+
+T = TypeVar("T")
+
+documents_table: Table = AUDIT_METADATA.tables["documents"]
+notarizations_table: Table = AUDIT_METADATA.tables["notarizations"]
+events_table: Table = AUDIT_METADATA.tables["stage_events"]
+receipts_table: Table = AUDIT_METADATA.tables["receipts"]
+runs_table: Table = AUDIT_METADATA.tables["runs"]
+anchors_table: Table = AUDIT_METADATA.tables["anchors"]
+
+
+@dataclass(frozen=True)
+class Statements:
+    """The batch INSERTs, built once per dialect and run with a list of parameter dicts.
+
+    Executed that way (executemany), SQLAlchemy compiles each statement once and sends the
+    rows in pages ("insertmanyvalues", RETURNING included); a multi-row ``.values(rows)``
+    statement is compiled anew for every batch, which cost ~10x the database's own time.
+    """
+
+    upsert_documents: Any
+    add_notarizations: Any
+    save_receipts: Any
+    record_anchors: Any
+
+
+@functools.cache
+def statements_for(dialect: str) -> Statements:
+    """The batch INSERTs for ``dialect`` (``"sqlite"`` or ``"postgresql"``), cached: upserts
+    with ``ON CONFLICT`` on the tables' unique keys (SQLite >= 3.35, PostgreSQL)."""
+    dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    docs = dialect_insert(documents_table)
+    notarizations = dialect_insert(notarizations_table)
+    receipts = dialect_insert(receipts_table)
+    anchors = dialect_insert(anchors_table)
+    n = notarizations_table.c
+    return Statements(
+        upsert_documents=docs.on_conflict_do_update(
+            index_elements=["source", "path", "sha256"],
+            set_={
+                "last_seen_at": docs.excluded.last_seen_at,
+                "size_bytes": docs.excluded.size_bytes,
+            },
+        ),
+        add_notarizations=notarizations.on_conflict_do_nothing(
+            index_elements=["chain_id", "sha256"]
+        ).returning(n.id, n.chain_id, n.sha256),
+        save_receipts=receipts.on_conflict_do_nothing(index_elements=["notarization_id"]).returning(
+            receipts_table.c.id
+        ),
+        record_anchors=anchors.on_conflict_do_update(
+            index_elements=["notarization_id"],
+            set_={k: anchors.excluded[k] for k in _ANCHOR_REFRESHED},
+        ),
+    )
+
+
+def hex64(value: str) -> str:
+    """``value`` lowercased, checked to be 64 hex characters (a SHA-256, an entry hash, a
+    KeyMR or a chain id).
+
+    Raises:
+        ValueError: anything else.
+    """
+    lowered = value.lower()
+    if not _HEX64.fullmatch(lowered):
+        raise ValueError(f"expected 64 hex characters, got {value!r}")
+    return lowered
+
+
+def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """``items`` in consecutive slices of at most ``size``."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+@overload
+def aware_utc(value: datetime) -> datetime: ...
+@overload
+def aware_utc(value: None) -> None: ...
+def aware_utc(value: datetime | None) -> datetime | None:
+    """Normalize to aware UTC (SQLite returns naive UTC values, PostgreSQL the session's zone)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def document_ids(
+    conn: Connection, source: str, keys: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], int]:
+    """Ids of the documents of ``source`` with these ``(path, sha256 hex)`` keys (absent
+    keys are left out)."""
+    wanted = set(keys)
+    hashes = sorted({h for _p, h in wanted})
+    d = documents_table.c
+    found: dict[tuple[str, str], int] = {}
+    for chunk in chunks(hashes, IN_CHUNK):
+        query = select(d.id, d.path, d.sha256).where(d.source == source, d.sha256.in_(chunk))
+        for row in conn.execute(query):
+            if (row.path, row.sha256) in wanted:
+                found[(row.path, row.sha256)] = row.id
+    return found
+
+
+def ids_by_entry_hash(conn: Connection, hashes: set[str]) -> dict[int, str]:
+    """Notarization id -> entry hash (hex) for the notarizations of these entry hashes."""
+    n = notarizations_table.c
+    found: dict[int, str] = {}
+    for chunk in chunks(sorted(hashes), IN_CHUNK):
+        for row in conn.execute(select(n.id, n.entry_hash).where(n.entry_hash.in_(chunk))):
+            found[row.id] = row.entry_hash
+    return found
+
+
+def _current_stages(conn: Connection, ids: Sequence[int]) -> dict[int, str]:
+    n = notarizations_table.c
+    stages: dict[int, str] = {}
+    for chunk in chunks(sorted(set(ids)), IN_CHUNK):
+        for row in conn.execute(select(n.id, n.stage).where(n.id.in_(chunk))):
+            stages[row.id] = row.stage
+    return stages
+
+
+def movable_ids(conn: Connection, ids: Sequence[int], stage: Stage) -> list[int]:
+    """Ids whose current stage is before ``stage`` (failed rows never move)."""
+    target = STAGE_ORDER.index(stage)
+    current = _current_stages(conn, ids)
+    return sorted(
+        i for i, s in current.items() if s in STAGE_ORDER and STAGE_ORDER.index(s) < target
+    )
+
+
+def live_ids(conn: Connection, ids: Sequence[int]) -> list[int]:
+    """The ids among ``ids`` that exist and are not ``failed``, sorted."""
+    return sorted(i for i, s in _current_stages(conn, ids).items() if s != "failed")
+
+
+def append_events(
+    conn: Connection, events: Sequence[tuple[int, str, Mapping[str, Any] | None]], *, at: datetime
+) -> None:
+    """Insert ``stage_events`` rows ``(notarization id, stage, details)``, all at ``at``."""
+    if not events:
+        return
+    rows = [
+        {"notarization_id": i, "stage": stage, "at": at, "details": details}
+        for i, stage, details in events
+    ]
+    conn.execute(insert(events_table), rows)
+
+
+def row_query() -> Any:
+    """``SELECT`` of notarizations joined with their document's source, path and size: the
+    columns of ``NotarizationRow`` (add ``where``, ``order_by`` and ``limit``)."""
+    n, d = notarizations_table, documents_table
+    return select(n, d.c.source, d.c.path, d.c.size_bytes).join(d, n.c.document_id == d.c.id)
+
+
+def notarization_row(mapping: Mapping[Any, Any]) -> NotarizationRow:
+    """A ``row_query`` result row as a ``NotarizationRow`` (times made aware UTC)."""
+    values = {f.name: mapping[f.name] for f in fields(NotarizationRow)}
+    for name in _ROW_TIMES:
+        values[name] = aware_utc(values[name])
+    return NotarizationRow(**values)
+
+
+def receipt_values(notarization_id: int, record: ReceiptRecord) -> dict[str, Any]:
+    """The ``receipts`` row of ``record`` for one notarization (hex checked).
+
+    Raises:
+        ValueError: a hash that is not 64 hex characters.
+    """
+    return {
+        "notarization_id": notarization_id,
+        "entry_hash": hex64(record.entry_hash),
+        "merkle_branch": record.merkle_branch,
+        "entry_block_keymr": hex64(record.entry_block_keymr),
+        "directory_block_keymr": hex64(record.directory_block_keymr),
+        "directory_block_height": record.directory_block_height,
+        "raw": record.raw,
+        "verified_at": record.verified_at,
+    }
+
+
+# Columns a second record of the same notarization's anchor overwrites.
+_ANCHOR_REFRESHED = (
+    "dblock_height",
+    "dblock_keymr",
+    "anchor_block_hash",
+    "transaction_id",
+    "confirmations",
+    "raw",
+    "verified_at",
+)
+#: What an ``anchor`` stage event records of the anchor.
+ANCHOR_EVENT_KEYS = ("dblock_height", "anchor_block_hash", "transaction_id", "confirmations")
+
+
+def anchor_values(record: AnchorRecord) -> dict[str, Any]:
+    """The ``anchors`` columns of ``record``, without the notarization id (hex checked).
+
+    Raises:
+        ValueError: a hash that is not 64 hex characters, or a negative number.
+    """
+    if record.dblock_height < 0 or record.confirmations < 0:
+        raise ValueError(f"negative height or confirmations in {record!r}")
+    return {
+        "dblock_height": int(record.dblock_height),
+        "dblock_keymr": hex64(record.dblock_keymr),
+        "anchor_block_hash": hex64(record.anchor_block_hash),
+        "transaction_id": hex64(record.transaction_id),
+        "confirmations": int(record.confirmations),
+        "raw": dict(record.raw),
+        "verified_at": record.verified_at,
+    }
+
+
+def anchored_rows(
+    conn: Connection, by_height: Mapping[int, Mapping[str, Any]], collection: str | None
+) -> tuple[dict[int, str], list[dict[str, Any]]]:
+    """Rows at ``ledger``/``anchor`` in the anchored blocks: (id -> stage, anchor values)."""
+    n = notarizations_table.c
+    stages: dict[int, str] = {}
+    values: list[dict[str, Any]] = []
+    for chunk in chunks(sorted(by_height), IN_CHUNK):
+        query = select(n.id, n.stage, n.dblock_height, n.dblock_keymr).where(
+            n.stage.in_(["ledger", "anchor"]), n.dblock_height.in_(chunk)
+        )
+        if collection is not None:
+            query = query.where(n.collection == collection)
+        for row in conn.execute(query.order_by(n.id)):
+            anchor = by_height[row.dblock_height]
+            if row.dblock_keymr == anchor["dblock_keymr"]:
+                stages[row.id] = row.stage
+                values.append({"notarization_id": row.id, **anchor})
+    return stages, values
+
+
+def anchor_record(mapping: Mapping[Any, Any]) -> AnchorRecord:
+    """An ``anchors`` row as an ``AnchorRecord`` (``verified_at`` aware UTC)."""
+    values = {f.name: mapping[f.name] for f in fields(AnchorRecord)}
+    values["verified_at"] = aware_utc(values["verified_at"])
+    return AnchorRecord(**values)
+
+
+def proof_record(mapping: Mapping[Any, Any]) -> ProofRecord:
+    """A ``row_query`` row outer-joined with ``receipts`` (columns prefixed ``r_``) as a
+    ``ProofRecord``; ``receipt`` is ``None`` when the join found none."""
+    receipt = None
+    if mapping["r_id"] is not None:
+        names = [f.name for f in fields(ReceiptRecord)]
+        values = {name: mapping[f"r_{name}"] for name in names}
+        values["verified_at"] = aware_utc(values["verified_at"])
+        receipt = ReceiptRecord(**values)
+    return ProofRecord(notarization_row(mapping), receipt)

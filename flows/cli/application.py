@@ -1,0 +1,55 @@
+"""The ``notary`` Typer application: every command, registered in one place.
+
+Each command lives in its own module of ``flows.cli.commands`` and adds itself with
+``register(app)``; this module only composes them and runs the application. Exit codes are
+``flows.cli.exit_codes.ExitCode`` (0 success; 1 documents failed or still waiting; 2 bad
+usage or configuration; 3 a service could not be reached; 130 Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from flows.cli.commands import (
+    accounts,
+    collect,
+    notarize,
+    proof,
+    report,
+    stack,
+    table,
+    verify,
+    watch,
+)
+from flows.cli.common import err
+from flows.cli.exit_codes import ExitCode
+
+__all__ = ["app", "build_app", "main"]
+
+
+def build_app() -> typer.Typer:
+    """A ``notary`` application with every command (``notary --help`` lists them in this
+    order: the stack, the runs, offline checks, the sources, then the command groups)."""
+    application = typer.Typer(
+        name="notary",
+        help="Notarize files on a Factom-compatible ledger and keep verified receipts in an SQL audit store.",
+        no_args_is_help=True,
+        add_completion=False,
+    )
+    for module in (stack, notarize, collect, verify, watch, table, report, proof, accounts):
+        module.register(application)
+    return application
+
+
+app = build_app()
+
+
+def main() -> None:
+    """Console-script entry point (``notary = "flows.cli:main"``); Ctrl-C exits with 130."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(ExitCode.INTERRUPTED)

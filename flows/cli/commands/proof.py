@@ -1,0 +1,58 @@
+"""``notary proof export``: one verified proof bundle (JSON) per anchored document.
+
+The bundles are built and checked by ``flows.cli.proof_export``; this module is the
+command line around it.
+
+Exit codes (``ExitCode``): 0 every document has its bundle; 1 documents are not anchored
+yet or a bundle failed verification; 2 no API key; 3 the services could not be reached.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flows.cli.common import DataDir, check_api_key, console, err, fail_unreachable
+from flows.cli.exit_codes import ExitCode
+from flows.settings import PipelineSettings
+
+__all__ = ["proof_export", "register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``proof`` command group (``proof export``) to ``app``."""
+    proof_app = typer.Typer(help="Proof bundles: one JSON file per document, verifiable offline.")
+    proof_app.command("export")(proof_export)
+    app.add_typer(proof_app, name="proof")
+
+
+def proof_export(
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the bundles to.")] = Path(
+        "proofs"
+    ),
+    collection: Annotated[str | None, typer.Option(help="Only this collection.")] = None,
+    data_dir: DataDir = Path(".notary"),
+) -> None:
+    """Write a verified proof bundle for every anchored document of the audit store."""
+    settings = PipelineSettings(data_dir=data_dir)
+    check_api_key(settings)
+    from connectors.errors import ConnectorError
+    from flows.cli.proof_export import export_bundles
+    from flows.pipeline import open_services
+
+    try:
+        with open_services(settings) as services:
+            outcome = export_bundles(services, out, collection=collection)
+    except ConnectorError as exc:
+        fail_unreachable(exc)
+    console.print(f"wrote {len(outcome.written)} bundles to {out}")
+    if outcome.not_anchored:
+        console.print(
+            f"{outcome.not_anchored} documents are not anchored yet (run `notary collect`)"
+        )
+    for message in outcome.failed[:10]:
+        err.print(f"[red]failed:[/red] {message}")
+    incomplete = outcome.failed or outcome.not_anchored
+    raise typer.Exit(ExitCode.INCOMPLETE if incomplete else ExitCode.OK)

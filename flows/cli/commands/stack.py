@@ -1,0 +1,146 @@
+"""``notary up`` and ``notary demo``: the bundled services, on their own or around one run.
+
+``up`` runs the node, wallet, publishing API and anchoring service (and, unless told not
+to, a Prefect server the other commands reuse) until Ctrl-C. ``demo`` starts the services
+in a background thread, notarizes one folder end to end, prints the summary and stops.
+The stack writes the API key and the callback secret into the data folder itself
+(``ledger.stack.Stack.prepare``); the other commands read those files.
+
+Exit codes (``ExitCode``): ``up`` 0 stopped, 3 a service could not start; ``demo`` as for
+``notary notarize``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from flows.cli.commands.notarize import run_folder_flow
+from flows.cli.common import BlockTime, DataDir, console, err
+from flows.cli.exit_codes import ExitCode
+from flows.cli.run_output import run_exit_code
+from flows.settings import PipelineSettings
+
+if TYPE_CHECKING:
+    from flows.cli.prefect_server import PrefectServer
+    from ledger.stack import Stack
+
+__all__ = ["demo", "register", "up"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``up`` and ``demo`` commands to ``app``."""
+    app.command("up")(up)
+    app.command("demo")(demo)
+
+
+def _stack(data_dir: Path, block_time: float, host: str = "127.0.0.1") -> Stack:
+    from ledger.stack import Stack, StackSettings
+
+    return Stack(StackSettings(data_dir=data_dir, block_time_s=block_time, host=host))
+
+
+def up(
+    data_dir: DataDir = Path(".notary"),
+    block_time: BlockTime = 2.0,
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
+    prefect: Annotated[
+        bool,
+        typer.Option(
+            "--prefect/--no-prefect",
+            help="Also run a Prefect server that `notary notarize`, `collect`, `table` and "
+            "`watch` use instead of starting a temporary one each time.",
+        ),
+    ] = True,
+    prefect_port: Annotated[int, typer.Option(help="Port of that Prefect server.")] = 4200,
+) -> None:
+    """Run the bundled node (8088), wallet (8089), publishing API (8090) and anchoring
+    service (8091), and a Prefect server (4200), until Ctrl-C."""
+    from flows.cli.prefect_server import PrefectServer
+
+    stack = _stack(data_dir, block_time, host)
+    stack.prepare()
+    s = stack.settings
+    console.print(
+        f"node    {s.node_url}\nwallet  {s.wallet_url}\napi     {s.api_url}\nanchor  {s.anchor_url}"
+    )
+    console.print(
+        f"API key in {stack.api_key_file}; callback secret in {stack.callback_secret_file}"
+    )
+    console.print(f"block time {block_time} s. Ctrl-C stops the services.")
+    server = None
+    if prefect:
+        settings = PipelineSettings(data_dir=data_dir)
+        server = PrefectServer(
+            data_dir, settings.prefect_api_url_file, host=host, port=prefect_port
+        )
+        try:
+            server.launch()
+        except RuntimeError as exc:
+            err.print(f"[yellow]note:[/yellow] no Prefect server started: {exc}")
+            server = None
+    try:
+        asyncio.run(_serve_stack(stack, server))
+    except RuntimeError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(ExitCode.UNREACHABLE) from exc
+    finally:
+        if server is not None:
+            server.stop()
+    console.print("stopped")
+
+
+async def _serve_stack(stack: Stack, prefect_server: PrefectServer | None) -> None:
+    """Serve the stack until SIGINT/SIGTERM; report the Prefect server once it answers."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if prefect_server is not None:
+        # A daemon thread, not the loop's executor: stopping must not wait for it.
+        threading.Thread(target=_announce_prefect, args=(prefect_server,), daemon=True).start()
+    await stack.serve(stop)
+
+
+def _announce_prefect(server: PrefectServer) -> None:
+    try:
+        url = server.wait_ready()
+    except RuntimeError as exc:
+        if server.launched:
+            err.print(f"[yellow]note:[/yellow] {exc}; commands will use temporary servers")
+        return
+    console.print(f"prefect {url} (UI {url.removesuffix('/api')}), used by the other commands")
+
+
+def demo(
+    folder: Annotated[Path, typer.Argument(help="Folder to notarize.")] = Path("/usr/share/doc"),
+    data_dir: DataDir = Path(".notary"),
+    block_time: BlockTime = 2.0,
+) -> None:
+    """Start the bundled stack, notarize FOLDER end to end, print a summary, stop."""
+    from ledger.stack import StackThread
+
+    stack = _stack(data_dir, block_time)
+    stack.prepare()
+    thread = StackThread(stack)
+    console.print(f"starting node, wallet and publishing API (block time {block_time} s)…")
+    try:
+        thread.start()
+    except RuntimeError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(ExitCode.UNREACHABLE) from exc
+    try:
+        s = stack.settings
+        settings = PipelineSettings(
+            data_dir=data_dir, api_url=s.api_url, node_url=s.node_url, anchor_url=s.anchor_url
+        )
+        summary = run_folder_flow(folder, None, settings, wait=True)
+    finally:
+        thread.stop()
+    raise typer.Exit(run_exit_code(summary))

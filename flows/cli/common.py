@@ -1,0 +1,81 @@
+"""What every ``notary`` command shares: the consoles, common options and start-up checks.
+
+Each check prints one ``error:`` line on standard error and ends the command with its
+``ExitCode`` (``typer.Exit``), so commands read as a list of checks, then the work.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from flows.cli.exit_codes import ExitCode
+from flows.settings import MissingApiKey, PipelineSettings, TaskRunnerUnavailable
+
+__all__ = [
+    "BlockTime",
+    "DataDir",
+    "check_api_key",
+    "check_task_runner",
+    "console",
+    "err",
+    "fail",
+    "fail_unreachable",
+]
+
+#: Rich consoles: results on standard output, errors and notes on standard error. They
+#: look up ``sys.stdout`` / ``sys.stderr`` when printing, so test runners capture them.
+console = Console()
+err = Console(stderr=True)
+
+_SERVICES_HINT = "Are the services running? Start them with `notary up`."
+
+DataDir = Annotated[
+    Path, typer.Option("--data-dir", envvar="NOTARY_DATA_DIR", help="Folder of all local data.")
+]
+BlockTime = Annotated[
+    float,
+    typer.Option(
+        "--block-time", min=0.1, help="Directory block period of the bundled network, seconds."
+    ),
+]
+
+
+def fail(message: str, code: ExitCode) -> NoReturn:
+    """Print ``error: <message>`` (markup escaped) on standard error and exit with ``code``.
+
+    Raises:
+        typer.Exit: always, with ``code``.
+    """
+    err.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(code)
+
+
+def fail_unreachable(exc: Exception, hint: str = _SERVICES_HINT) -> NoReturn:
+    """``fail`` with ``UNREACHABLE``: the error of ``exc``, then ``hint`` on a second line
+    (by default: start the services with ``notary up``).
+
+    Raises:
+        typer.Exit: always, with ``ExitCode.UNREACHABLE``.
+    """
+    fail(f"{exc}\n{hint}", ExitCode.UNREACHABLE)
+
+
+def check_api_key(settings: PipelineSettings) -> None:
+    """Exit with ``USAGE`` when no publishing API key is configured (or in ``data_dir``)."""
+    try:
+        settings.resolve_api_key()
+    except MissingApiKey as exc:
+        fail(str(exc), ExitCode.USAGE)
+
+
+def check_task_runner(settings: PipelineSettings) -> None:
+    """Exit with ``USAGE`` when the configured task runner's package is not installed."""
+    try:
+        settings.check_task_runner()
+    except TaskRunnerUnavailable as exc:
+        fail(str(exc), ExitCode.USAGE)

@@ -50,7 +50,6 @@ from ledger.api.callbacks import CallbackDispatcher, callback_values
 from ledger.api.db import Database
 from ledger.api.encoding import from_base64
 from ledger.api.gateway import (
-    REPEATED_COMMIT_CODE,
     AnchorInfo,
     ComposedCalls,
     Composition,
@@ -63,6 +62,7 @@ from ledger.api.gateway import (
 from ledger.api.models import CallbackRow, EntryRow, ServiceState, Stage, SubmitState
 from ledger.core.clock import Clock
 from ledger.core.entry import Entry
+from ledger.jsonrpc.codes import ErrorCode
 
 __all__ = ["LAST_HEIGHT_KEY", "LedgerWorker", "PassReport"]
 
@@ -354,7 +354,7 @@ class LedgerWorker:
         results = self._gateway.submit([c.commit for _, c in pairs]) if pairs else []
         done: list[tuple[_Outbox, RpcCall]] = []
         for (row, calls), result in zip(pairs, results, strict=True):
-            if isinstance(result, RpcFailure) and result.code != REPEATED_COMMIT_CODE:
+            if isinstance(result, RpcFailure) and result.code != ErrorCode.REPEATED_COMMIT:
                 failures[row.id] = f"commit: {result.describe()}"
             else:
                 done.append((row, calls.reveal))

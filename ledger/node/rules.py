@@ -42,9 +42,9 @@ from ledger.core.errors import LedgerFormatError
 from ledger.core.hashing import entry_hash, sha256, sha256d
 from ledger.core.transaction import Transaction
 from ledger.node.errors import (
+    DuplicateCommit,
     DuplicateTransaction,
     HeldRevealLimit,
-    RepeatedCommitError,
     RuleViolation,
 )
 from ledger.node.process_list import Commit, ProcessList, RecordedEntry
@@ -180,7 +180,7 @@ class LedgerRules:
 
         Raises:
             RuleViolation: bad signature or outside the time window.
-            RepeatedCommitError: the same commit (txid) was accepted before.
+            DuplicateCommit: the same commit (txid) was accepted before.
         """
         if not verified:
             try:
@@ -190,7 +190,7 @@ class LedgerRules:
         self._check_window(commit.timestamp_ms, now_ms)
         txid = commit_txid(commit.marshal() if raw is None else raw)
         if self._known_commit(txid):
-            raise RepeatedCommitError(commit.entry_hash)
+            raise DuplicateCommit(commit.entry_hash)
         return txid
 
     def accept_commit(
@@ -210,7 +210,7 @@ class LedgerRules:
 
         Raises:
             RuleViolation: bad signature, outside the time window, or not enough credits.
-            RepeatedCommitError: a pending commit for the entry pays as much or more, or
+            DuplicateCommit: a pending commit for the entry pays as much or more, or
                 this commit was accepted before.
         """
         raw = commit.marshal()  # once: the journal row, the txid and the EC block use it
@@ -220,7 +220,7 @@ class LedgerRules:
             txid = self.check_commit(commit, now_ms=now_ms, verified=verified, raw=raw)
         prior = self.open_commits.get(commit.entry_hash)
         if not replay and prior is not None and prior.commit.credits >= commit.credits:
-            raise RepeatedCommitError(commit.entry_hash)
+            raise DuplicateCommit(commit.entry_hash)
         pub = commit.ec_public_key
         balance = self.ec_balances.get(pub, 0)
         if balance < commit.credits:

@@ -340,7 +340,7 @@ class NodeService(NodeQueries):
         The signature is checked in the signature worker (or was, for a batch).
 
         Raises:
-            RuleViolation, RepeatedCommitError: the rules refuse it (nothing changed).
+            RuleViolation, DuplicateCommit: the rules refuse it (nothing changed).
             StoreError: the journal write failed (nothing changed).
         """
         if not await self.signatures.commit_ok(commit):

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import uvicorn
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -30,6 +29,8 @@ from ledger.api.accounts import create_account, verify_key
 from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
 from ledger.api.settings import ApiSettings
+from ledger.jsonrpc.client import JsonRpcClient
+from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcTransportError
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
 from ledger.wallet.app import create_app as create_wallet_app
@@ -266,13 +267,12 @@ class StackThread:
 
 def wait_until_healthy(settings: StackSettings, *, timeout_s: float = 30.0) -> None:
     """Wait until the node answers ``heights`` (the wallet and API start after it)."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "heights"}
-    with httpx.Client(timeout=2.0) as client:
+    with JsonRpcClient(settings.node_url, timeout_s=2.0) as client:
         for _ in range(int(timeout_s / 0.05)):
             try:
-                if client.post(settings.node_url, json=body).status_code == 200:
-                    return
-            except httpx.HTTPError:
+                client.call("heights")
+                return
+            except (JsonRpcCallError, JsonRpcTransportError):
                 pass
             threading.Event().wait(0.05)
     raise RuntimeError(f"the node at {settings.node_url} did not answer")

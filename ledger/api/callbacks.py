@@ -25,8 +25,9 @@ callback; its POSTs finish (or time out) in the background and record their own 
 and a callback still in flight is not picked again meanwhile.
 
 Authenticity: every POST carries ``X-Notary-Timestamp`` (Unix seconds) and
-``X-Notary-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "\\n" + url + "\\n" + body)>``
-where ``url`` is the exact URL posted to. ``verify_callback_signature`` checks it.
+``X-Notary-Signature`` (HMAC-SHA256 over the timestamp, the exact URL posted to and the
+body), the rule of ``ledger.core.callback_signature``, which receivers check with the
+same module.
 
 Callback URLs must be ``http``/``https`` ASCII URLs (RFC 3986; international host names
 in their ``xn--`` form) with a valid host name or address; hosts that are (or resolve to) loopback,
@@ -38,8 +39,6 @@ resolved and checked again before every delivery.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import ipaddress
 import logging
 import re
@@ -58,12 +57,11 @@ from sqlalchemy.orm import Session
 
 from ledger.api.db import Database
 from ledger.api.models import CallbackRow, CallbackStatus, EntryRow, Stage
+from ledger.core.callback_signature import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign_callback
 from ledger.core.clock import Clock
 
 __all__ = [
     "DEFAULT_CALLBACK_STAGES",
-    "SIGNATURE_HEADER",
-    "TIMESTAMP_HEADER",
     "CallbackDispatcher",
     "CallbackRefused",
     "HostPolicy",
@@ -71,13 +69,9 @@ __all__ = [
     "callback_values",
     "check_callback_url",
     "enqueue_callback",
-    "sign_callback",
-    "verify_callback_signature",
 ]
 
 DEFAULT_CALLBACK_STAGES: tuple[str, ...] = (Stage.LEDGER.value, Stage.ANCHOR.value)
-SIGNATURE_HEADER = "X-Notary-Signature"
-TIMESTAMP_HEADER = "X-Notary-Timestamp"
 _BODY = b"{}"
 _MAX_URL_CHARS = 2048
 #: Printable ASCII without spaces: the characters an RFC 3986 URI may contain.
@@ -227,20 +221,6 @@ def callback_values(
         "next_attempt_at": now,
         "attempts": 0,
     }
-
-
-def sign_callback(secret: bytes, *, timestamp: int, url: str, body: bytes) -> str:
-    """``sha256=<hex>``: HMAC-SHA256 over ``f"{timestamp}\\n{url}\\n".encode() + body``."""
-    message = f"{timestamp}\n{url}\n".encode() + body
-    return "sha256=" + hmac.new(secret, message, hashlib.sha256).hexdigest()
-
-
-def verify_callback_signature(
-    secret: bytes, *, timestamp: int, url: str, body: bytes, signature: str
-) -> bool:
-    """True when ``signature`` is ``sign_callback(...)`` of these values (constant time)."""
-    expected = sign_callback(secret, timestamp=timestamp, url=url, body=body)
-    return hmac.compare_digest(expected, signature)
 
 
 @dataclass(frozen=True)

@@ -48,11 +48,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import Connection, Table, insert, select
 from sqlalchemy.orm import Session
 
 from ledger.api.db import Database
@@ -69,6 +69,7 @@ __all__ = [
     "callback_values",
     "check_callback_url",
     "enqueue_callback",
+    "queue_stage_callbacks",
 ]
 
 DEFAULT_CALLBACK_STAGES: tuple[str, ...] = (Stage.LEDGER.value, Stage.ANCHOR.value)
@@ -80,6 +81,9 @@ _HOST_NAME = re.compile(
     r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?"
 )
 _log = logging.getLogger(__name__)
+
+_ENTRIES = cast(Table, EntryRow.__table__)
+_CALLBACKS = cast(Table, CallbackRow.__table__)
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str], list[str]]
@@ -200,6 +204,35 @@ def enqueue_callback(
     row = CallbackRow(**values)
     session.add(row)
     return row
+
+
+def queue_stage_callbacks(
+    connection: Connection,
+    where: Sequence[Any],
+    stage: Stage,
+    params: dict[str, str],
+    *,
+    now: float,
+) -> None:
+    """Queue the ``stage`` callback of every ``entries`` row matching ``where`` that asked
+    for one, set-based, in the caller's transaction (the one that moves their stage).
+
+    Args:
+        where: SQLAlchemy conditions on the ``entries`` table.
+        params: the stage's parameters without ``stage`` (e.g. ``{"dblock_keymr": hex}``).
+        now: Unix seconds, the rows' ``created_at`` and first ``next_attempt_at``.
+    """
+    e = _ENTRIES.c
+    query = select(e.id, e.callback_url, e.callback_stages).where(
+        *where, e.callback_url.is_not(None)
+    )
+    rows = [
+        values
+        for row in connection.execute(query)
+        if (values := callback_values(row, stage, params, now=now)) is not None
+    ]
+    if rows:
+        connection.execute(insert(_CALLBACKS), rows)
 
 
 def callback_values(

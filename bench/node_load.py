@@ -24,6 +24,7 @@ from ledger.core.addresses import seed_from_ec_secret
 from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.entry import Entry
 from ledger.core.keys import SigningKey
+from ledger.jsonrpc.wire import request_object
 
 KEY = SigningKey.from_seed(seed_from_ec_secret(devnet.DEV_EC_SECRET))
 
@@ -65,10 +66,6 @@ class HttpConnection:
             self.writer = None
 
 
-def rpc(method: str, params: dict[str, Any], request_id: int) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-
-
 @dataclass(frozen=True)
 class Pair:
     """One entry's requests, encoded: the commit, the reveal and both as one batch."""
@@ -89,8 +86,8 @@ def pair_stream(chain_id: bytes, count: int, tag: str, payload_bytes: int) -> It
         commit = CommitEntry.create(KEY, entry, timestamp_ms=int(time.time() * 1000))
         yield Pair(
             entry.hash(),
-            rpc("commit-entry", {"message": commit.marshal().hex()}, 2 * i),
-            rpc("reveal-entry", {"entry": entry.marshal().hex()}, 2 * i + 1),
+            request_object(2 * i, "commit-entry", {"message": commit.marshal().hex()}),
+            request_object(2 * i + 1, "reveal-entry", {"entry": entry.marshal().hex()}),
         )
 
 
@@ -139,8 +136,8 @@ async def create_chains(port: int, count: int, tag: str) -> list[bytes]:
             await conn.post(
                 orjson.dumps(
                     [
-                        rpc("commit-chain", {"message": commit.marshal().hex()}, 1),
-                        rpc("reveal-chain", {"entry": first.marshal().hex()}, 2),
+                        request_object(1, "commit-chain", {"message": commit.marshal().hex()}),
+                        request_object(2, "reveal-chain", {"entry": first.marshal().hex()}),
                     ]
                 )
             )
@@ -247,7 +244,7 @@ async def heights(port: int) -> Any:
     """The node's ``heights`` result (raises OSError while it does not listen)."""
     conn = HttpConnection(port)
     try:
-        return (await conn.post(orjson.dumps(rpc("heights", {}, 1))))["result"]
+        return (await conn.post(orjson.dumps(request_object(1, "heights", {}))))["result"]
     finally:
         await conn.close()
 

@@ -11,11 +11,12 @@ from typing import Any
 
 from connectors.errors import RpcError
 from connectors.node import NodeClient
+from ledger.jsonrpc.codes import ErrorCode
 
 __all__ = ["AnchorClient", "NOT_ANCHORED_CODES"]
 
 #: Codes meaning "not anchored (or not confirmed) yet": the caller waits.
-NOT_ANCHORED_CODES = frozenset({-32008})
+NOT_ANCHORED_CODES = frozenset({ErrorCode.OBJECT_NOT_FOUND})
 
 
 class AnchorClient(NodeClient):

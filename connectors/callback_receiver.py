@@ -8,10 +8,10 @@ with the stage's parameters added to the query::
     anchor   ?entry_hash=<hex>&anchor_block_hash=<hex>&stage=anchor
     multi_az ?entry_hash=<hex>&stage=multi_az
 
-and signs it: ``X-Notary-Timestamp: <Unix seconds>`` and ``X-Notary-Signature:
-sha256=<hex HMAC-SHA256(secret, timestamp + "\\n" + url + "\\n" + body)>`` where ``url`` is
-the exact URL posted to. The receiver rebuilds that URL from the callback URL it told the
-API (not from the ``Host`` header, which a proxy may change) plus the raw query string.
+and signs it (``X-Notary-Timestamp``, ``X-Notary-Signature``: the rule, the signed message
+and the timestamp window are ``ledger.core.callback_signature``'s, the module the API signs
+with). The receiver rebuilds the signed URL from the callback URL it told the API (not from
+the ``Host`` header, which a proxy may change) plus the raw query string.
 
 What a callback does: after the signature and timestamp check, it appends one ``callback``
 event to the notarization's ``stage_events`` (details: the announced ``stage`` and its
@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import logging
 import re
 import threading
@@ -48,13 +46,18 @@ from starlette.routing import Route
 from connectors.audit_models import AUDIT_METADATA, STAGE_ORDER
 from connectors.audit_store import AuditStore
 from connectors.publishing import CallbackStage
-from ledger.core.clock import Clock
+from ledger.core.callback_signature import (
+    MAX_SKEW_S,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    CallbackSignatureError,
+    check_callback,
+)
+from ledger.core.clock import Clock, SystemClock
 
 __all__ = [
     "CALLBACK_EVENT",
     "CALLBACK_STAGES",
-    "SIGNATURE_HEADER",
-    "TIMESTAMP_HEADER",
     "CallbackEvent",
     "CallbackRecorder",
     "CallbackServer",
@@ -62,12 +65,8 @@ __all__ = [
     "callback_url_for",
     "create_receiver_app",
     "parse_callback",
-    "sign",
-    "verify_signature",
 ]
 
-SIGNATURE_HEADER = "X-Notary-Signature"
-TIMESTAMP_HEADER = "X-Notary-Timestamp"
 #: ``stage_events.stage`` of a received callback (not a stage: reports ignore it).
 CALLBACK_EVENT = "callback"
 #: The stages the pipeline asks callbacks for (``multi_az`` is known from the 202 answer).
@@ -92,20 +91,6 @@ def callback_url_for(base_url: str, entry_hash: str) -> str:
     kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "entry_hash"]
     query = urlencode([*kept, ("entry_hash", entry_hash.lower())])
     return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
-
-
-def sign(secret: bytes, *, timestamp: int, url: str, body: bytes) -> str:
-    """``sha256=<hex>``: HMAC-SHA256 over ``f"{timestamp}\\n{url}\\n".encode() + body``
-    (the publishing API's rule, ``ledger.api.callbacks.sign_callback``)."""
-    message = f"{timestamp}\n{url}\n".encode() + body
-    return "sha256=" + hmac.new(secret, message, hashlib.sha256).hexdigest()
-
-
-def verify_signature(
-    secret: bytes, *, timestamp: int, url: str, body: bytes, signature: str
-) -> bool:
-    """True when ``signature`` is ``sign(...)`` of these values (constant-time compare)."""
-    return hmac.compare_digest(sign(secret, timestamp=timestamp, url=url, body=body), signature)
 
 
 @dataclass(frozen=True)
@@ -145,11 +130,6 @@ def parse_callback(query: Mapping[str, str]) -> CallbackEvent:
     return CallbackEvent(entry_hash, stage, details)
 
 
-class _WallClock:
-    def now(self) -> float:
-        return time.time()
-
-
 class CallbackRecorder:
     """Appends ``callback`` events to the audit store, at most one per notarization and stage.
 
@@ -160,7 +140,7 @@ class CallbackRecorder:
 
     def __init__(self, store: AuditStore, *, clock: Clock | None = None) -> None:
         self._engine = store.engine
-        self._clock = clock or _WallClock()
+        self._clock: Clock = clock or SystemClock()
         # Concurrent deliveries of the same callback (the API's retries) must not both
         # pass the "already recorded" check; one process holds the receiver.
         self._lock = threading.Lock()
@@ -213,7 +193,7 @@ def create_receiver_app(
     callback_url: str,
     recorder: CallbackRecorder,
     on_recorded: EventHandler | None = None,
-    max_skew_s: float = 300.0,
+    max_skew_s: float = MAX_SKEW_S,
     clock: Clock | None = None,
 ) -> Starlette:
     """The receiver: ``POST <path of callback_url>`` (any other path: 404).
@@ -232,15 +212,24 @@ def create_receiver_app(
     """
     base = urlsplit(callback_url)
     signed_base = urlunsplit((base.scheme, base.netloc, base.path, "", ""))
-    now = (clock or _WallClock()).now
+    now = (clock or SystemClock()).now
 
     def handle(request: Request, body: bytes) -> JSONResponse:
         query = request.scope.get("query_string", b"").decode("latin-1")
         url = f"{signed_base}?{query}" if query else signed_base
-        refusal = _signature_refusal(request, secret, url, body, now(), max_skew_s)
-        if refusal is not None:
-            _log.warning("callback refused: %s", refusal)
-            return JSONResponse({"error": refusal}, status_code=401)
+        try:
+            check_callback(
+                secret,
+                url=url,
+                body=body,
+                timestamp_header=request.headers.get(TIMESTAMP_HEADER),
+                signature_header=request.headers.get(SIGNATURE_HEADER),
+                now=now(),
+                max_skew_s=max_skew_s,
+            )
+        except CallbackSignatureError as refused:
+            _log.warning("callback refused: %s", refused.reason)
+            return JSONResponse({"error": refused.reason}, status_code=401)
         try:
             event = parse_callback(dict(parse_qsl(query, keep_blank_values=True)))
         except ValueError as exc:
@@ -258,22 +247,6 @@ def create_receiver_app(
         return await asyncio.to_thread(handle, request, body)
 
     return Starlette(routes=[Route(base.path or "/", receive, methods=["POST"])])
-
-
-def _signature_refusal(
-    request: Request, secret: bytes, url: str, body: bytes, now: float, max_skew_s: float
-) -> str | None:
-    """Why the request is not a fresh, authentic callback, or ``None``."""
-    signature = request.headers.get(SIGNATURE_HEADER)
-    stamp = request.headers.get(TIMESTAMP_HEADER, "")
-    if not signature or not stamp.isdigit():
-        return "missing signature or timestamp"
-    timestamp = int(stamp)
-    if abs(now - timestamp) > max_skew_s:
-        return f"timestamp {timestamp} is more than {max_skew_s:.0f} s from now"
-    if not verify_signature(secret, timestamp=timestamp, url=url, body=body, signature=signature):
-        return "bad signature"
-    return None
 
 
 class ReceiverStartError(RuntimeError):

@@ -1,4 +1,5 @@
-"""Errors raised by the connectors (HTTP clients of the node and the publishing API).
+"""Errors raised by the connectors (clients of the node, the anchoring service and the
+publishing API), as the pipeline sees them: from the client's side of the wire.
 
 Exception tree::
 
@@ -10,15 +11,25 @@ Exception tree::
     ├── RpcError                    a JSON-RPC 2.0 error object (code, message, data kept)
     └── InvalidResponse             a response that does not have the documented shape
 
-Third-party errors (``httpx``) are converted at the boundary with ``raise ... from exc``,
-so ``__cause__`` keeps the original.
+Each name means one thing across the project: the services' own errors, which they render
+on the wire, have other names (``ledger.api.errors.TemporarilyUnavailable`` is the 503 the
+publishing API answers; ``ledger.jsonrpc.errors.ObjectNotFound`` the -32008 a node answers,
+seen here as an ``RpcError``).
+
+Third-party errors (``httpx``) and the JSON-RPC client's errors are converted at the
+boundary (``from_transport_error``, ``from_jsonrpc_error``) with ``raise ... from exc``, so
+``__cause__`` keeps the original.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from http import HTTPStatus
+from typing import Any, overload
 
 import httpx
+
+from ledger.jsonrpc.codes import ErrorCode
+from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcProtocolError, JsonRpcTransportError
 
 __all__ = [
     "AuthError",
@@ -29,13 +40,14 @@ __all__ = [
     "RequestRejected",
     "RpcError",
     "ServiceUnavailable",
+    "from_jsonrpc_error",
     "from_transport_error",
 ]
 
 # JSON-RPC codes worth retrying: internal errors (often a database lookup on the node,
 # spec "Errors" table) may succeed on a later attempt. Everything else is the caller's fault
 # or a definite answer.
-RETRYABLE_RPC_CODES = frozenset({-32603})
+RETRYABLE_RPC_CODES = frozenset({ErrorCode.INTERNAL_ERROR})
 
 
 class ConnectorError(Exception):
@@ -114,7 +126,7 @@ class RpcError(ConnectorError):
     """A JSON-RPC 2.0 error object returned by the node (spec "Errors"; formats 9.2).
 
     Attributes:
-        code: the JSON-RPC error code (e.g. -32602, -32008, -32011).
+        code: the JSON-RPC error code (``ledger.jsonrpc.codes.ErrorCode``; any int).
         message: the error's message string.
         data: the optional ``data`` member (string or object), or ``None``.
         method: the method that was called.
@@ -161,3 +173,51 @@ def from_transport_error(exc: Exception, *, url: str) -> ServiceUnavailable:
     return ServiceUnavailable(
         f"{type(exc).__name__} calling {url}: {exc}", url=url, request_sent=not unsent
     )
+
+
+@overload
+def from_jsonrpc_error(exc: JsonRpcCallError, *, url: str) -> RpcError: ...
+
+
+@overload
+def from_jsonrpc_error(exc: JsonRpcTransportError, *, url: str) -> ConnectorError: ...
+
+
+def from_jsonrpc_error(
+    exc: JsonRpcCallError | JsonRpcTransportError, *, url: str
+) -> ConnectorError:
+    """Convert an error of the JSON-RPC client (``ledger.jsonrpc.client``) into this tree.
+
+    - ``JsonRpcCallError`` (an error object): ``RpcError`` with its code, message and data.
+    - ``JsonRpcProtocolError`` (no JSON-RPC answer), by HTTP status: 5xx ``ServiceUnavailable``,
+      401/403 ``AuthError``, other 4xx ``RequestRejected`` (the body's text as message), and
+      anything else ``InvalidResponse`` (the body kept).
+    - any other ``JsonRpcTransportError``: ``from_transport_error`` of its httpx cause.
+
+    Callers raise the result ``from`` ``exc`` (or, for a transport failure, from its cause).
+    """
+    if isinstance(exc, JsonRpcCallError):
+        return RpcError(exc.code, exc.message, data=exc.data, method=exc.method or "")
+    if isinstance(exc, JsonRpcProtocolError):
+        return _from_reply(exc, url=url)
+    cause = exc.__cause__
+    return from_transport_error(cause if isinstance(cause, Exception) else exc, url=url)
+
+
+def _from_reply(exc: JsonRpcProtocolError, *, url: str) -> ConnectorError:
+    status = exc.status_code or 0
+    text = exc.body.strip()[:500] or _reason(status)
+    if status >= 500:
+        return ServiceUnavailable(f"HTTP {status}: {text}", url=url, status_code=status)
+    if status in (401, 403):
+        return AuthError(text, status_code=status)
+    if status >= 400:
+        return RequestRejected(text, status_code=status)
+    return InvalidResponse(str(exc), url=url, body=exc.body)
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""

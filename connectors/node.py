@@ -1,30 +1,36 @@
-"""JSON-RPC 2.0 client of the ledger node (spec ``node-wallet-jsonrpc.md``; formats 6, 9).
+"""JSON-RPC 2.0 client of the ledger node (spec "Node methods"; formats 6, 9).
 
-Calls go as HTTP POST to ``{node_url}/v2`` over one keep-alive ``httpx.Client``. Many calls
-can go in one JSON-RPC batch (``call_batch``); a server that rejects batches (answers a
-single ``Invalid Request``/``Parse error`` object) is detected once and then called one
-request at a time. The node may answer errors with HTTP 400 (factomd) or 200; both are
-read as JSON-RPC error objects and raised as ``RpcError``.
+Built on the project's one JSON-RPC client (``ledger.jsonrpc.client.JsonRpcClient``: one
+keep-alive ``httpx.Client``, orjson, the wire rules of ``ledger.jsonrpc.wire``). This module
+adds what the pipeline needs on top:
+
+- errors in the connectors' tree (``connectors.errors``): a JSON-RPC error object is an
+  ``RpcError``; no JSON-RPC answer is ``ServiceUnavailable`` (unreachable, HTTP 5xx),
+  ``AuthError``, ``RequestRejected`` or ``InvalidResponse``;
+- batches of at most ``batch_size`` calls (``call_batch``);
+- the fallback to single calls for a server that refuses batches: a batch answered with one
+  Invalid Request or Parse error object is taken as "no batch support", detected once per
+  client, and every later chunk goes one request at a time;
+- typed helpers (``receipts``, ``heights``, ``anchors``, ...).
+
+The node may answer errors with HTTP 400 (factomd) or 200; both are read as JSON-RPC
+error objects and raised as ``RpcError``.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
-import orjson
 
-from connectors.errors import (
-    AuthError,
-    InvalidResponse,
-    RequestRejected,
-    RpcError,
-    ServiceUnavailable,
-    from_transport_error,
-)
+from connectors.errors import InvalidResponse, RpcError, from_jsonrpc_error
+from ledger.jsonrpc.client import JsonRpcClient
+from ledger.jsonrpc.codes import ErrorCode
+from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcTransportError
+from ledger.jsonrpc.wire import Call, Params
 
 __all__ = [
     "NOT_FOUND_CODES",
@@ -34,11 +40,10 @@ __all__ = [
 
 # Error codes meaning "that object does not exist (yet)" (formats 9.2): block/entry not
 # found, receipt creation error (entry not yet in a directory block).
-NOT_FOUND_CODES = frozenset({-32008, -32010})
-_BATCH_REJECTED_CODES = frozenset({-32600, -32700})
+NOT_FOUND_CODES = frozenset({ErrorCode.OBJECT_NOT_FOUND, ErrorCode.RECEIPT_CREATION_ERROR})
+# A batch refused as a whole with one of these means the server does not take batches.
+_BATCH_REFUSED_CODES = frozenset({ErrorCode.INVALID_REQUEST, ErrorCode.PARSE_ERROR})
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
-
-Call = tuple[str, Mapping[str, Any] | None]
 
 
 class NodeClient:
@@ -48,7 +53,8 @@ class NodeClient:
         url: the JSON-RPC endpoint, e.g. ``http://127.0.0.1:8088/v2``.
         timeout_s: connect/read/write timeout in seconds.
         batch_size: at most this many calls per JSON-RPC batch request (>= 1).
-        transport: an ``httpx`` transport to use instead of the network (tests).
+        transport: an ``httpx`` transport to use instead of the network (tests); by default
+            one that retries a failed connect once.
 
     Raises (every method): ``ServiceUnavailable`` (connect error, timeout, HTTP 5xx
     without a JSON-RPC body), ``AuthError`` (HTTP 401/403), ``RequestRejected`` (other
@@ -71,16 +77,11 @@ class NodeClient:
         self._url = url
         self._batch_size = batch_size
         self._batch_supported = True
-        self._ids = itertools.count(1)
-        self._client = httpx.Client(
-            timeout=httpx.Timeout(timeout_s, pool=None),
-            transport=transport,
-            headers={"content-type": "application/json", "accept": "application/json"},
-        )
+        self._rpc = JsonRpcClient(url, timeout_s=timeout_s, transport=transport)
 
     def close(self) -> None:
         """Close the pooled connections."""
-        self._client.close()
+        self._rpc.close()
 
     def __enter__(self) -> NodeClient:
         return self
@@ -90,17 +91,14 @@ class NodeClient:
 
     # -- generic calls -------------------------------------------------------------------
 
-    def call(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
+    def call(self, method: str, params: Params = None) -> Any:
         """One JSON-RPC call; returns its ``result`` (any JSON value).
 
         Raises:
             RpcError: the node answered an error object (``code``, ``message``, ``data``).
         """
-        request_id = next(self._ids)
-        answer = self._post(_request(request_id, method, params))
-        if not isinstance(answer, dict):
-            raise InvalidResponse(f"{method}: expected a JSON-RPC object", url=self._url)
-        return _result_of(answer, method, url=self._url)
+        with self._converted():
+            return self._rpc.call(method, params)
 
     def call_batch(self, calls: Sequence[Call]) -> list[Any | RpcError]:
         """Many JSON-RPC calls, sent in batches of at most ``batch_size``.
@@ -111,10 +109,13 @@ class NodeClient:
         Returns:
             per call, in order: its ``result``, or the ``RpcError`` it answered (returned,
             not raised, so one failing call does not hide the others).
+
+        Raises:
+            RpcError: the node refused a whole batch with an error other than "no batches".
         """
         results: list[Any | RpcError] = []
-        for chunk in _chunks(calls, self._batch_size):
-            results.extend(self._batch_chunk(chunk))
+        for start in range(0, len(calls), self._batch_size):
+            results.extend(self._batch_chunk(calls[start : start + self._batch_size]))
         return results
 
     # -- typed helpers -------------------------------------------------------------------
@@ -156,7 +157,7 @@ class NodeClient:
         """``dblock-by-height``: ``{"dblock": {...header, dbentries, keymr...}, "rawdata": hex}``.
 
         Raises:
-            RpcError: code -32008 when no block exists at that height yet.
+            RpcError: ``ErrorCode.OBJECT_NOT_FOUND`` when no block exists at that height yet.
         """
         return self._object("dblock-by-height", {"height": height})
 
@@ -190,7 +191,7 @@ class NodeClient:
 
     # -- plumbing ------------------------------------------------------------------------
 
-    def _object(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def _object(self, method: str, params: Params = None) -> dict[str, Any]:
         result = self.call(method, params)
         if not isinstance(result, dict):
             raise InvalidResponse(f"{method}: expected an object result", url=self._url)
@@ -198,95 +199,41 @@ class NodeClient:
 
     def _batch_chunk(self, chunk: Sequence[Call]) -> list[Any | RpcError]:
         if self._batch_supported and len(chunk) > 1:
-            ids = [next(self._ids) for _ in chunk]
-            payload = [_request(i, m, p) for i, (m, p) in zip(ids, chunk, strict=True)]
-            answer = self._post(payload)
-            if isinstance(answer, list):
-                return _match_batch(answer, ids, chunk, url=self._url)
-            if not _is_batch_rejection(answer):
-                raise InvalidResponse("batch answered with a non-list", url=self._url)
-            self._batch_supported = False
+            try:
+                with self._converted():
+                    replies = self._rpc.batch(chunk)
+                return [_captured(reply) for reply in replies]
+            except RpcError as refused:
+                if refused.code not in _BATCH_REFUSED_CODES:
+                    raise
+                self._batch_supported = False
         return [self._call_captured(method, params) for method, params in chunk]
 
-    def _call_captured(self, method: str, params: Mapping[str, Any] | None) -> Any | RpcError:
+    def _call_captured(self, method: str, params: Params) -> Any | RpcError:
         try:
             return self.call(method, params)
         except RpcError as exc:
             return exc
 
-    def _post(self, payload: Any) -> Any:
+    @contextmanager
+    def _converted(self) -> Iterator[None]:
+        """The JSON-RPC client's errors as ``connectors.errors`` (``from_jsonrpc_error``)."""
         try:
-            response = self._client.post(self._url, content=orjson.dumps(payload))
-        except httpx.TransportError as exc:
-            raise from_transport_error(exc, url=self._url) from exc
-        try:
-            # orjson: a batch of 200 receipts is about 700 kB of JSON, decoded twice as fast.
-            answer = orjson.loads(response.content)
-        except orjson.JSONDecodeError:
-            answer = None
-        if _looks_like_jsonrpc(answer):
-            return answer
-        _raise_http(response, self._url)
-        raise InvalidResponse("not a JSON-RPC answer", url=self._url, body=response.text)
+            yield
+        except JsonRpcCallError as exc:
+            raise from_jsonrpc_error(exc, url=self._url) from exc
+        except JsonRpcTransportError as exc:
+            # A transport failure is chained to httpx's error, as every connector does.
+            raise from_jsonrpc_error(exc, url=self._url) from (exc.__cause__ or exc)
 
 
-def _request(request_id: int, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
-    request: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-    if params:
-        request["params"] = dict(params)
-    return request
-
-
-def _chunks(items: Sequence[Call], size: int) -> Iterator[Sequence[Call]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _looks_like_jsonrpc(answer: Any) -> bool:
-    if isinstance(answer, list):
-        return all(isinstance(a, dict) for a in answer)
-    return isinstance(answer, dict) and ("result" in answer or "error" in answer)
-
-
-def _is_batch_rejection(answer: Any) -> bool:
-    error = answer.get("error") if isinstance(answer, dict) else None
-    return isinstance(error, dict) and error.get("code") in _BATCH_REJECTED_CODES
-
-
-def _rpc_error(error: Any, method: str, *, url: str) -> RpcError:
-    if not isinstance(error, dict) or not isinstance(error.get("code"), int):
-        raise InvalidResponse(f"{method}: malformed error object {error!r}", url=url)
-    message = error.get("message")
-    return RpcError(
-        error["code"],
-        message if isinstance(message, str) else str(message),
-        data=error.get("data"),
-        method=method,
-    )
-
-
-def _result_of(answer: Mapping[str, Any], method: str, *, url: str) -> Any:
-    if answer.get("error") is not None:
-        raise _rpc_error(answer["error"], method, url=url)
-    if "result" not in answer:
-        raise InvalidResponse(f"{method}: answer has neither result nor error", url=url)
-    return answer["result"]
-
-
-def _match_batch(
-    answers: list[Any], ids: list[int], chunk: Sequence[Call], *, url: str
-) -> list[Any | RpcError]:
-    by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
-    results: list[Any | RpcError] = []
-    for request_id, (method, _params) in zip(ids, chunk, strict=True):
-        answer = by_id.get(request_id)
-        if answer is None:
-            raise InvalidResponse(f"batch answer lacks id {request_id} ({method})", url=url)
-        try:
-            results.append(_result_of(answer, method, url=url))
-        except RpcError as exc:
-            results.append(exc)
-    return results
+def _captured(reply: Any) -> Any | RpcError:
+    """A batch item: its result, or the ``RpcError`` of its error object (not raised)."""
+    if isinstance(reply, JsonRpcCallError):
+        error = from_jsonrpc_error(reply, url="")
+        error.__cause__ = reply
+        return error
+    return reply
 
 
 def _receipt_or_none(result: Any, *, url: str) -> dict[str, Any] | None:
@@ -298,14 +245,3 @@ def _receipt_or_none(result: Any, *, url: str) -> dict[str, Any] | None:
     if not isinstance(receipt, dict):
         raise InvalidResponse(f"receipt result without a receipt object: {result!r}", url=url)
     return receipt
-
-
-def _raise_http(response: httpx.Response, url: str) -> None:
-    status = response.status_code
-    text = response.text.strip()[:500] or response.reason_phrase
-    if status >= 500:
-        raise ServiceUnavailable(f"HTTP {status}: {text}", url=url, status_code=status)
-    if status in (401, 403):
-        raise AuthError(text, status_code=status)
-    if status >= 400:
-        raise RequestRejected(text, status_code=status)

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import uvicorn
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -33,6 +32,8 @@ from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
 from ledger.api.services import load_callback_secret
 from ledger.api.settings import ApiSettings
+from ledger.jsonrpc.client import JsonRpcClient
+from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcTransportError
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
 from ledger.secret_file import write_secret_file
@@ -299,13 +300,12 @@ class StackThread:
 
 def wait_until_healthy(settings: StackSettings, *, timeout_s: float = 30.0) -> None:
     """Wait until the node answers ``heights`` (the wallet and API start after it)."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "heights"}
-    with httpx.Client(timeout=2.0) as client:
+    with JsonRpcClient(settings.node_url, timeout_s=2.0) as client:
         for _ in range(int(timeout_s / 0.05)):
             try:
-                if client.post(settings.node_url, json=body).status_code == 200:
-                    return
-            except httpx.HTTPError:
+                client.call("heights")
+                return
+            except (JsonRpcCallError, JsonRpcTransportError):
                 pass
             threading.Event().wait(0.05)
     raise RuntimeError(f"the node at {settings.node_url} did not answer")

@@ -29,7 +29,8 @@ from ledger.anchor.writer import LedgerWriter
 from ledger.core.addresses import seed_from_ec_secret
 from ledger.core.clock import Clock, SystemClock
 from ledger.core.keys import SigningKey
-from ledger.jsonrpc import AsyncJsonRpcClient, create_jsonrpc_app
+from ledger.jsonrpc import AsyncJsonRpcClient
+from ledger.jsonrpc.server import create_jsonrpc_app
 
 __all__ = ["AnchorRuntime", "build_runtime", "create_app"]
 

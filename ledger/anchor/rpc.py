@@ -32,7 +32,8 @@ from ledger.anchor.pow.chain import BlockInfo, PowChain
 from ledger.anchor.pow.encoding import from_display_hex, to_display_hex
 from ledger.anchor.service import AnchorService
 from ledger.core.errors import DecodeError
-from ledger.jsonrpc import InvalidParams, MethodRegistry, NotFound
+from ledger.jsonrpc import InvalidParams, ObjectNotFound
+from ledger.jsonrpc.registry import MethodRegistry
 
 __all__ = ["build_registry"]
 
@@ -83,7 +84,7 @@ def build_registry(service: AnchorService, chain: PowChain | None) -> MethodRegi
     def anchor_status(params: HeightParams) -> dict[str, Any]:
         block = service.state.block(params.height)
         if block is None:
-            raise NotFound(data=f"directory block {params.height} is not anchored yet")
+            raise ObjectNotFound(data=f"directory block {params.height} is not anchored yet")
         inc = service.backend.inclusion(block.anchor_txid)
         return {
             "directoryblockheight": block.height,
@@ -101,9 +102,11 @@ def build_registry(service: AnchorService, chain: PowChain | None) -> MethodRegi
         try:
             return service.anchor_proof(params.height, depth=params.depth)
         except KeyError:
-            raise NotFound(data=f"directory block {params.height} is not anchored yet") from None
+            raise ObjectNotFound(
+                data=f"directory block {params.height} is not anchored yet"
+            ) from None
         except NotConfirmed as exc:
-            raise NotFound(data=f"not confirmed: {exc}") from exc
+            raise ObjectNotFound(data=f"not confirmed: {exc}") from exc
 
     return registry
 
@@ -139,7 +142,7 @@ def _register_chain(registry: MethodRegistry, service: AnchorService, chain: Pow
         else:
             raise InvalidParams("height or hash is required")
         if block is None:
-            raise NotFound(NotFound.BLOCK)
+            raise ObjectNotFound(ObjectNotFound.BLOCK)
         return header_json(block)
 
     @registry.method("pow-headers", params=RangeParams, blocking=False)
@@ -152,7 +155,7 @@ def _register_chain(registry: MethodRegistry, service: AnchorService, chain: Pow
         txid = _hash(params.txid, "txid")
         found = chain.transaction(txid)
         if found is None:
-            raise NotFound()
+            raise ObjectNotFound()
         located = chain.merkle_path(txid)
         block = None if found.block_height is None else chain.block_at(found.block_height)
         return {

@@ -40,7 +40,8 @@ from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.errors import LedgerFormatError
 from ledger.core.keys import SigningKey
 from ledger.core.merkle import merkle_branch
-from ledger.jsonrpc.client import AsyncJsonRpcClient, JsonRpcCallError
+from ledger.jsonrpc.client import AsyncJsonRpcClient
+from ledger.jsonrpc.errors import JsonRpcCallError
 
 __all__ = ["AnchorService", "AnchorServiceError", "RoundReport"]
 

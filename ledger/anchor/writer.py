@@ -14,14 +14,13 @@ from ledger.core.clock import Clock
 from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.entry import Entry
 from ledger.core.keys import SigningKey
-from ledger.jsonrpc.client import AsyncJsonRpcClient, JsonRpcCallError
+from ledger.jsonrpc.client import AsyncJsonRpcClient
+from ledger.jsonrpc.codes import ErrorCode
+from ledger.jsonrpc.errors import JsonRpcCallError
 
 __all__ = ["LedgerWriter"]
 
 log = logging.getLogger(__name__)
-
-MISSING_CHAIN_HEAD = -32009
-REPEATED_COMMIT = -32011
 
 
 class LedgerWriter:
@@ -54,7 +53,7 @@ class LedgerWriter:
         try:
             await self._node.call("chain-head", {"chainid": chain_id.hex()})
         except JsonRpcCallError as exc:
-            if exc.code != MISSING_CHAIN_HEAD:
+            if exc.code != ErrorCode.MISSING_CHAIN_HEAD:
                 raise
             commit = CommitChain.create(self._ec_key, first, timestamp_ms=self._now_ms())
             await self._paid("commit-chain", commit.marshal())
@@ -66,7 +65,7 @@ class LedgerWriter:
         try:
             await self._node.call(method, {"message": message.hex()})
         except JsonRpcCallError as exc:
-            if exc.code != REPEATED_COMMIT:
+            if exc.code != ErrorCode.REPEATED_COMMIT:
                 raise
 
     async def write(self, entries: Sequence[Entry]) -> list[bool]:
@@ -99,7 +98,7 @@ class LedgerWriter:
 def _accepted(reply: object, *, repeat_ok: bool = True) -> bool:
     if not isinstance(reply, JsonRpcCallError):
         return True
-    if repeat_ok and reply.code == REPEATED_COMMIT:
+    if repeat_ok and reply.code == ErrorCode.REPEATED_COMMIT:
         return True
     log.warning("node refused an anchor record: %s", reply)
     return False

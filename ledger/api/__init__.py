@@ -14,7 +14,6 @@ from ledger.api.accounts_cli import (
 )
 from ledger.api.app import create_app
 from ledger.api.auth import KeyCache, Principal, RateLimiter
-from ledger.api.callbacks import sign_callback, verify_callback_signature
 from ledger.api.db import Database
 from ledger.api.gateway import (
     AnchorInfo,
@@ -33,6 +32,7 @@ from ledger.api.sandbox import Sandbox
 from ledger.api.settings import ApiSettings
 from ledger.api.worker import LedgerWorker, PassReport
 from ledger.api.writer import GroupCommitWriter
+from ledger.core.callback_signature import sign_callback, verify_callback_signature
 
 __all__ = [
     "AccountInfo",

@@ -25,8 +25,9 @@ callback; its POSTs finish (or time out) in the background and record their own 
 and a callback still in flight is not picked again meanwhile.
 
 Authenticity: every POST carries ``X-Notary-Timestamp`` (Unix seconds) and
-``X-Notary-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "\\n" + url + "\\n" + body)>``
-where ``url`` is the exact URL posted to. ``verify_callback_signature`` checks it.
+``X-Notary-Signature`` (HMAC-SHA256 over the timestamp, the exact URL posted to and the
+body), the rule of ``ledger.core.callback_signature``, which receivers check with the
+same module.
 
 Callback URLs must be ``http``/``https`` ASCII URLs (RFC 3986; international host names
 in their ``xn--`` form) with a valid host name or address; hosts that are (or resolve to) loopback,
@@ -38,8 +39,6 @@ resolved and checked again before every delivery.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import ipaddress
 import logging
 import re
@@ -49,21 +48,20 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import Connection, Table, insert, select
 from sqlalchemy.orm import Session
 
 from ledger.api.db import Database
 from ledger.api.models import CallbackRow, CallbackStatus, EntryRow, Stage
+from ledger.core.callback_signature import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign_callback
 from ledger.core.clock import Clock
 
 __all__ = [
     "DEFAULT_CALLBACK_STAGES",
-    "SIGNATURE_HEADER",
-    "TIMESTAMP_HEADER",
     "CallbackDispatcher",
     "CallbackRefused",
     "HostPolicy",
@@ -71,13 +69,10 @@ __all__ = [
     "callback_values",
     "check_callback_url",
     "enqueue_callback",
-    "sign_callback",
-    "verify_callback_signature",
+    "queue_stage_callbacks",
 ]
 
 DEFAULT_CALLBACK_STAGES: tuple[str, ...] = (Stage.LEDGER.value, Stage.ANCHOR.value)
-SIGNATURE_HEADER = "X-Notary-Signature"
-TIMESTAMP_HEADER = "X-Notary-Timestamp"
 _BODY = b"{}"
 _MAX_URL_CHARS = 2048
 #: Printable ASCII without spaces: the characters an RFC 3986 URI may contain.
@@ -86,6 +81,9 @@ _HOST_NAME = re.compile(
     r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?"
 )
 _log = logging.getLogger(__name__)
+
+_ENTRIES = cast(Table, EntryRow.__table__)
+_CALLBACKS = cast(Table, CallbackRow.__table__)
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str], list[str]]
@@ -208,6 +206,35 @@ def enqueue_callback(
     return row
 
 
+def queue_stage_callbacks(
+    connection: Connection,
+    where: Sequence[Any],
+    stage: Stage,
+    params: dict[str, str],
+    *,
+    now: float,
+) -> None:
+    """Queue the ``stage`` callback of every ``entries`` row matching ``where`` that asked
+    for one, set-based, in the caller's transaction (the one that moves their stage).
+
+    Args:
+        where: SQLAlchemy conditions on the ``entries`` table.
+        params: the stage's parameters without ``stage`` (e.g. ``{"dblock_keymr": hex}``).
+        now: Unix seconds, the rows' ``created_at`` and first ``next_attempt_at``.
+    """
+    e = _ENTRIES.c
+    query = select(e.id, e.callback_url, e.callback_stages).where(
+        *where, e.callback_url.is_not(None)
+    )
+    rows = [
+        values
+        for row in connection.execute(query)
+        if (values := callback_values(row, stage, params, now=now)) is not None
+    ]
+    if rows:
+        connection.execute(insert(_CALLBACKS), rows)
+
+
 def callback_values(
     entry: Any, stage: Stage, params: dict[str, str], *, now: float
 ) -> dict[str, Any] | None:
@@ -227,20 +254,6 @@ def callback_values(
         "next_attempt_at": now,
         "attempts": 0,
     }
-
-
-def sign_callback(secret: bytes, *, timestamp: int, url: str, body: bytes) -> str:
-    """``sha256=<hex>``: HMAC-SHA256 over ``f"{timestamp}\\n{url}\\n".encode() + body``."""
-    message = f"{timestamp}\n{url}\n".encode() + body
-    return "sha256=" + hmac.new(secret, message, hashlib.sha256).hexdigest()
-
-
-def verify_callback_signature(
-    secret: bytes, *, timestamp: int, url: str, body: bytes, signature: str
-) -> bool:
-    """True when ``signature`` is ``sign_callback(...)`` of these values (constant time)."""
-    expected = sign_callback(secret, timestamp=timestamp, url=url, body=body)
-    return hmac.compare_digest(expected, signature)
 
 
 @dataclass(frozen=True)

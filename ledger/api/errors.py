@@ -4,7 +4,8 @@ Every error response has the body::
 
     {"error": {"code": <HTTP status>, "name": "<spec error name>", "message": "<detail>"}}
 
-Exception tree (names are the spec's "Errors" table)::
+Exception tree (names are the spec's "Errors" table; statuses it does not name carry HTTP's
+own reason phrase)::
 
     ApiError (Exception)                 .status_code, .name, .message
     ├── BadRequest                 400   "Bad Request": invalid JSON, Base64, field types, query
@@ -19,8 +20,15 @@ Exception tree (names are the spec's "Errors" table)::
     │                                    chain unknown for entry creation, callback refused
     ├── TooManyRequests            429   "Too Many Requests": the key's rate limit is used up
     │                                    (``Retry-After`` header: whole seconds to wait)
-    ├── InternalError              500   "Internal Error": a real fault (details only in the log)
-    └── ServiceUnavailable         503   "Service Unavailable": the service is stopping
+    ├── InternalServerError        500   "Internal Error": a real fault (details only in the log)
+    ├── TemporarilyUnavailable     503   "Service Unavailable": the service is stopping
+    └── InsufficientStorage        507   "Insufficient Storage": the disk is full, nothing stored
+
+These are the errors the API renders. Class names differ from the clients' and the JSON-RPC
+layer's on purpose, one name per meaning: ``InternalServerError`` is HTTP 500 here, while
+``ledger.jsonrpc.errors.InternalError`` is JSON-RPC -32603; ``TemporarilyUnavailable`` is the
+503 this service answers, while ``connectors.errors.ServiceUnavailable`` is what a client
+raises when a service cannot be reached or answers 5xx.
 """
 
 from __future__ import annotations
@@ -40,11 +48,11 @@ __all__ = [
     "AuthenticationMissing",
     "BadRequest",
     "InsufficientStorage",
-    "InternalError",
+    "InternalServerError",
     "NoMappingRuleMatched",
     "PageNotFound",
     "PayloadTooLarge",
-    "ServiceUnavailable",
+    "TemporarilyUnavailable",
     "TooManyRequests",
     "Unprocessable",
     "UnsupportedMediaType",
@@ -143,7 +151,9 @@ class TooManyRequests(ApiError):
         return [("retry-after", str(max(1, math.ceil(self.retry_after_s))))]
 
 
-class ServiceUnavailable(ApiError):
+class TemporarilyUnavailable(ApiError):
+    """503: the service cannot take the request now (it is stopping); send it again later."""
+
     status_code = 503
     name = "Service Unavailable"
 
@@ -155,7 +165,9 @@ class InsufficientStorage(ApiError):
     name = "Insufficient Storage"
 
 
-class InternalError(ApiError):
+class InternalServerError(ApiError):
+    """500: a fault of the service; the details go to the log, never to the caller."""
+
     status_code = 500
     name = "Internal Error"
 
@@ -195,4 +207,4 @@ async def _on_validation_error(_request: Request, exc: RequestValidationError) -
 
 async def _on_fault(_request: Request, exc: Exception) -> JSONResponse:
     _log.exception("unhandled error in the publishing API", exc_info=exc)
-    return InternalError("The request could not be handled").to_response()
+    return InternalServerError("The request could not be handled").to_response()

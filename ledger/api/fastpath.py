@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ledger.api import writes
 from ledger.api.deps import authenticate, check_json_media_type, parse_json, presented_key
-from ledger.api.errors import ApiError, InternalError, PayloadTooLarge
+from ledger.api.errors import ApiError, InternalServerError, PayloadTooLarge
 from ledger.api.schemas import ChainCreate, EntryCreate
 from ledger.api.services import Services
 
@@ -79,7 +79,7 @@ class WriteFastPath:
             status, body, extra = error.status_code, error.body(), error.extra_headers()
         except Exception:  # a real fault: logged, answered 500 like the app's handler
             _log.exception("unhandled error in the publishing API (write fast path)")
-            fault = InternalError("The request could not be handled")
+            fault = InternalServerError("The request could not be handled")
             status, body, extra = fault.status_code, fault.body(), []
         payload = orjson.dumps(body)
         headers = [

@@ -31,10 +31,11 @@ from typing import Any, Protocol
 import orjson
 
 from ledger.core.entry import Entry
-from ledger.jsonrpc.client import JsonRpcCallError, JsonRpcClient, JsonRpcTransportError
+from ledger.jsonrpc.client import JsonRpcClient
+from ledger.jsonrpc.codes import ErrorCode
+from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcError, JsonRpcTransportError
 
 __all__ = [
-    "REPEATED_COMMIT_CODE",
     "AnchorInfo",
     "ComposedCalls",
     "Composition",
@@ -46,8 +47,6 @@ __all__ = [
     "RpcFailure",
 ]
 
-#: Node error "Repeated Commit": an equal or better commit exists; go on to the reveal.
-REPEATED_COMMIT_CODE = -32011
 #: Bytes of one request object around its method and params (jsonrpc, id, keys, commas).
 _CALL_OVERHEAD_BYTES = 64
 
@@ -61,7 +60,7 @@ class RpcFailure:
     """An error object answered for one request of a batch (not raised).
 
     Attributes:
-        code: JSON-RPC error code (``-32011`` Repeated Commit, ...).
+        code: JSON-RPC error code (``ErrorCode.REPEATED_COMMIT``, ...).
         message: the error message.
         data: the optional ``error.data``.
     """
@@ -69,6 +68,11 @@ class RpcFailure:
     code: int
     message: str
     data: Any = None
+
+    @classmethod
+    def of(cls, error: JsonRpcError) -> RpcFailure:
+        """The failure carrying ``error``'s code, message and data."""
+        return cls(error.code, error.message, error.data)
 
     def describe(self) -> str:
         """One-line text for logs and the ``last_error`` column."""
@@ -282,11 +286,13 @@ def _batch(client: JsonRpcClient, calls: list[tuple[str, Any]]) -> list[Any]:
 def _map(reply: Any, convert: Any) -> Any:
     """RpcFailure for an error item, else ``convert(result)`` (a malformed result -> failure)."""
     if isinstance(reply, JsonRpcCallError):
-        return RpcFailure(reply.code, reply.message, reply.data)
+        return RpcFailure.of(reply)
     try:
         return convert(reply)
     except (KeyError, TypeError, ValueError) as exc:
-        return RpcFailure(-32603, "malformed result", f"{type(exc).__name__}: {exc}")
+        return RpcFailure(
+            ErrorCode.INTERNAL_ERROR, "malformed result", f"{type(exc).__name__}: {exc}"
+        )
 
 
 def _composed(result: dict[str, Any]) -> ComposedCalls:

@@ -1,6 +1,6 @@
 """An in-memory twin of the wallet + node, implementing ``LedgerGateway`` for tests.
 
-It keeps the rules the worker relies on: a commit is answered ``-32011`` Repeated Commit
+It keeps the rules the worker relies on: a commit is answered Repeated Commit (-32011)
 when the same entry was already committed; a reveal needs its commit; an entry reveal
 needs its chain; a directory block (``mine_block``) holds everything revealed since the
 previous block, one entry block per chain. It counts every call per JSON-RPC method name,
@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from ledger.api.gateway import (
-    REPEATED_COMMIT_CODE,
     AnchorInfo,
     ComposedCalls,
     Composition,
@@ -33,8 +32,18 @@ from ledger.api.gateway import (
 from ledger.core.entry import Entry
 from ledger.core.errors import LedgerFormatError
 from ledger.core.hashing import sha256
+from ledger.jsonrpc.codes import ErrorCode
+from ledger.jsonrpc.errors import (
+    REPEATED_COMMIT_INFO,
+    InvalidParams,
+    MethodNotFound,
+    ObjectNotFound,
+    RepeatedCommit,
+)
 
 __all__ = ["InMemoryLedger"]
+
+_BLOCK_NOT_FOUND = RpcFailure.of(ObjectNotFound(ObjectNotFound.BLOCK))
 
 
 class InMemoryLedger:
@@ -146,9 +155,7 @@ class InMemoryLedger:
         methods = ["dblock-by-height"] * len(heights)
         with self._lock:
             self._enter(methods)
-            blocks = [
-                self._dblocks.get(h) or RpcFailure(-32008, "Block not found") for h in heights
-            ]
+            blocks = [self._dblocks.get(h) or _BLOCK_NOT_FOUND for h in heights]
             return self._finish(methods, blocks)
 
     def entry_blocks(self, keymrs: Sequence[str]) -> list[list[str] | RpcFailure]:
@@ -156,9 +163,7 @@ class InMemoryLedger:
         with self._lock:
             self._enter(methods)
             found = [self._eblocks.get(k) for k in keymrs]
-            lists = [
-                list(f) if f is not None else RpcFailure(-32008, "Block not found") for f in found
-            ]
+            lists = [list(f) if f is not None else _BLOCK_NOT_FOUND for f in found]
             return self._finish(methods, lists)
 
     def anchors(self, heights: Sequence[int]) -> list[AnchorInfo | None]:
@@ -201,15 +206,13 @@ class InMemoryLedger:
             return self._commit(str(call.params.get("message", "")))
         if call.method in ("reveal-chain", "reveal-entry"):
             return self._reveal(call.method, str(call.params.get("entry", "")))
-        return RpcFailure(-32601, "Method not found")
+        return RpcFailure.of(MethodNotFound())
 
     def _commit(self, entry_hash: str) -> dict[str, Any] | RpcFailure:
         self.commits_sent[entry_hash] += 1
         if entry_hash in self._committed:
-            data = {"info": "A commit with equal or greater payment already exists"}
-            return RpcFailure(
-                REPEATED_COMMIT_CODE, "Repeated Commit", {**data, "entryhash": entry_hash}
-            )
+            data = {"info": REPEATED_COMMIT_INFO, "entryhash": entry_hash}
+            return RpcFailure(ErrorCode.REPEATED_COMMIT, RepeatedCommit.MESSAGE, data)
         self._committed.add(entry_hash)
         return {"message": "Entry Commit Success", "entryhash": entry_hash}
 
@@ -217,13 +220,13 @@ class InMemoryLedger:
         try:
             entry = Entry.from_hex(entry_hex)
         except LedgerFormatError as exc:
-            return RpcFailure(-32602, "Invalid params", str(exc))
+            return RpcFailure.of(InvalidParams(str(exc)))
         entry_hash, chain_id = entry.hash().hex(), entry.chain_id.hex()
         self.reveals_sent[entry_hash] += 1
         if entry_hash not in self._committed:
-            return RpcFailure(-32602, "Invalid params", "no commit for this entry")
+            return RpcFailure.of(InvalidParams("no commit for this entry"))
         if method == "reveal-entry" and chain_id not in self._chains:
-            return RpcFailure(-32602, "Invalid params", "chain not found")
+            return RpcFailure.of(InvalidParams("chain not found"))
         if entry_hash not in self._revealed:
             self._revealed[entry_hash] = entry
             self._unblocked.append(entry)

@@ -22,7 +22,7 @@ from ledger.api.errors import (
     AuthenticationFailed,
     BadRequest,
     InsufficientStorage,
-    ServiceUnavailable,
+    TemporarilyUnavailable,
     Unprocessable,
 )
 from ledger.api.intake import (
@@ -47,7 +47,7 @@ async def create_chain(svc: Services, account: Principal, body: ChainCreate) -> 
     Raises:
         BadRequest: invalid Base64.
         Unprocessable: payload above 10240 bytes, callback refused, chain ID taken.
-        AuthenticationFailed: the account was revoked. ServiceUnavailable: stopping.
+        AuthenticationFailed: the account was revoked. TemporarilyUnavailable: stopping.
     """
     ext_ids, content = decode_all(body.external_ids, "external_ids"), decode_content(body.content)
     callback = _callback(body, svc)
@@ -120,7 +120,7 @@ async def _submit(svc: Services, request: WriteRequest) -> WriteOutcome:
     except AccountRevoked as exc:
         raise AuthenticationFailed("The key sent is not valid") from exc
     except WriterClosed as exc:
-        raise ServiceUnavailable("The service is stopping; send the write again later") from exc
+        raise TemporarilyUnavailable("The service is stopping; send the write again later") from exc
     except OperationalError as exc:
         if not _disk_full(exc):
             raise

@@ -1,59 +1,61 @@
-"""JSON-RPC 2.0 machinery shared by the ledger node and the wallet service.
+"""JSON-RPC 2.0: the one wire codec and client, and the server shared by the ledger services.
 
-- :mod:`ledger.jsonrpc.errors`: the error tree (codes of formats section 9.2).
-- :mod:`ledger.jsonrpc.registry`: :class:`MethodRegistry` of typed handlers.
-- :mod:`ledger.jsonrpc.server`: :func:`create_jsonrpc_app` (Starlette) implementing the wire rules.
+Client side (importing the package loads only these; no server library):
+
+- :mod:`ledger.jsonrpc.codes`: :class:`ErrorCode`, the error codes by name.
+- :mod:`ledger.jsonrpc.errors`: the error tree (server-rendered errors, client errors).
+- :mod:`ledger.jsonrpc.wire`: :class:`JsonRpcCodec`, request/response objects, reply rules.
 - :mod:`ledger.jsonrpc.client`: :class:`JsonRpcClient` / :class:`AsyncJsonRpcClient` (httpx).
+
+Server side, imported from their modules (they load Starlette and anyio):
+
+- :mod:`ledger.jsonrpc.registry`: ``MethodRegistry`` of typed handlers.
+- :mod:`ledger.jsonrpc.server`: ``create_jsonrpc_app`` (Starlette) implementing the wire rules.
 """
 
-from ledger.jsonrpc.client import (
-    AsyncJsonRpcClient,
-    JsonRpcCallError,
-    JsonRpcClient,
-    JsonRpcProtocolError,
-    JsonRpcTransportError,
-)
+from ledger.jsonrpc.client import AsyncJsonRpcClient, JsonRpcClient
+from ledger.jsonrpc.codes import ErrorCode
 from ledger.jsonrpc.errors import (
     REPEATED_COMMIT_INFO,
     IncorrectPassphrase,
     InternalError,
     InvalidParams,
     InvalidRequest,
+    JsonRpcCallError,
     JsonRpcError,
+    JsonRpcProtocolError,
+    JsonRpcTransportError,
     MethodNotFound,
     MissingChainHead,
-    NotFound,
+    ObjectNotFound,
     ParseError,
-    ReceiptError,
+    ReceiptCreationError,
     RepeatedCommit,
     WalletLocked,
 )
-from ledger.jsonrpc.registry import MethodRegistry, RegisteredMethod, format_validation_error
-from ledger.jsonrpc.server import JsonRpcEndpoint, create_jsonrpc_app, encode_json
+from ledger.jsonrpc.wire import JsonRpcCodec, encode_json, request_object
 
 __all__ = [
     "REPEATED_COMMIT_INFO",
     "AsyncJsonRpcClient",
+    "ErrorCode",
     "IncorrectPassphrase",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
     "JsonRpcCallError",
     "JsonRpcClient",
-    "JsonRpcEndpoint",
+    "JsonRpcCodec",
     "JsonRpcError",
     "JsonRpcProtocolError",
     "JsonRpcTransportError",
     "MethodNotFound",
-    "MethodRegistry",
     "MissingChainHead",
-    "NotFound",
+    "ObjectNotFound",
     "ParseError",
-    "ReceiptError",
-    "RegisteredMethod",
+    "ReceiptCreationError",
     "RepeatedCommit",
     "WalletLocked",
-    "create_jsonrpc_app",
     "encode_json",
-    "format_validation_error",
+    "request_object",
 ]

@@ -1,8 +1,10 @@
-"""JSON-RPC 2.0 error objects shared by the ledger node and the wallet service.
+"""JSON-RPC 2.0 errors: those a server renders and those a client receives.
 
-Codes and messages follow factomd / factom-walletd (``/work/shared/factom-formats.md`` section 9.2,
-spec ``node-wallet-jsonrpc.md`` "Errors"). Handlers raise these; the server renders them as
-``{"jsonrpc": "2.0", "id": ..., "error": {"code", "message", "data"?}}``.
+Codes and messages follow factomd / factom-walletd (``ledger.jsonrpc.codes``; JSON-RPC 2.0
+section 5.1). Handlers raise the server-side classes; the server renders them as
+``{"jsonrpc": "2.0", "id": ..., "error": {"code", "message", "data"?}}``. A client raises
+``JsonRpcCallError`` for an error object it received, and the transport errors when no
+JSON-RPC answer came back.
 
 Exception tree::
 
@@ -12,18 +14,26 @@ Exception tree::
     ├── MethodNotFound             -32601  unknown method name
     ├── InvalidParams              -32602  params do not fit the method; data = human string ("Invalid Hash")
     ├── InternalError              -32603  handler failure; data never carries internals
-    ├── NotFound                   -32008  "Entry not found" / "Block not found" / "Object not found"
+    ├── ObjectNotFound             -32008  "Object not found" / "Entry not found" / "Block not found"
     ├── MissingChainHead           -32009  "Missing Chain Head"
-    ├── ReceiptError               -32010  "Receipt creation error"
+    ├── ReceiptCreationError       -32010  "Receipt creation error" (entry not in a directory block yet)
     ├── RepeatedCommit             -32011  data {"info": str, "entryhash": hex}
     ├── WalletLocked               -32001  "Wallet is locked" (wallet)
     ├── IncorrectPassphrase        -32003  "Incorrect passphrase" (wallet)
-    └── (client) JsonRpcCallError  an error object received from a remote server
+    └── JsonRpcCallError           (client) an error object received from a server; .method
+    JsonRpcTransportError (Exception)  (client) the HTTP exchange failed; __cause__ is httpx's error
+    └── JsonRpcProtocolError       (client) the reply is not a JSON-RPC response (.status_code, .body)
+
+The server-side classes are the spec's names; a client never raises them (what it received
+is a ``JsonRpcCallError`` whatever its code: compare ``.code`` with ``ErrorCode``). Nothing
+here imports a server or HTTP library.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
+
+from ledger.jsonrpc.codes import ErrorCode
 
 __all__ = [
     "REPEATED_COMMIT_INFO",
@@ -31,31 +41,35 @@ __all__ = [
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
+    "JsonRpcCallError",
     "JsonRpcError",
+    "JsonRpcProtocolError",
+    "JsonRpcTransportError",
     "MethodNotFound",
     "MissingChainHead",
-    "NotFound",
+    "ObjectNotFound",
     "ParseError",
-    "ReceiptError",
+    "ReceiptCreationError",
     "RepeatedCommit",
     "WalletLocked",
 ]
 
 REPEATED_COMMIT_INFO = "A commit with equal or greater payment already exists"
+_MAX_BODY_CHARS = 1000
 
 
 class JsonRpcError(Exception):
     """A JSON-RPC error object with any code.
 
     Args:
-        code: the integer error code.
+        code: the integer error code (an ``ErrorCode`` or any other int; kept as a plain int).
         message: the short error message (``error.message``).
         data: optional JSON-serialisable detail (``error.data``); ``None`` means "omit".
     """
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message if data is None else f"{message}: {data}")
-        self.code = code
+        self.code = int(code)
         self.message = message
         self.data = data
 
@@ -92,7 +106,7 @@ class _FixedCodeError(JsonRpcError):
         message: override of the class's default message.
     """
 
-    CODE: ClassVar[int]
+    CODE: ClassVar[ErrorCode]
     MESSAGE: ClassVar[str]
 
     def __init__(self, data: Any = None, *, message: str | None = None) -> None:
@@ -102,39 +116,39 @@ class _FixedCodeError(JsonRpcError):
 class ParseError(_FixedCodeError):
     """-32700: the body is not valid JSON (or not valid UTF-8); the response id is null."""
 
-    CODE = -32700
+    CODE = ErrorCode.PARSE_ERROR
     MESSAGE = "Parse error"
 
 
 class InvalidRequest(_FixedCodeError):
     """-32600: the JSON is not a valid JSON-RPC 2.0 request object (or the body is too large)."""
 
-    CODE = -32600
+    CODE = ErrorCode.INVALID_REQUEST
     MESSAGE = "Invalid Request"
 
 
 class MethodNotFound(_FixedCodeError):
     """-32601: no method of that name is registered."""
 
-    CODE = -32601
+    CODE = ErrorCode.METHOD_NOT_FOUND
     MESSAGE = "Method not found"
 
 
 class InvalidParams(_FixedCodeError):
     """-32602: params do not match the method; ``data`` is a human string such as ``"Invalid Hash"``."""
 
-    CODE = -32602
+    CODE = ErrorCode.INVALID_PARAMS
     MESSAGE = "Invalid params"
 
 
 class InternalError(_FixedCodeError):
     """-32603: internal processing error; ``data`` (if any) must not reveal internals or secrets."""
 
-    CODE = -32603
+    CODE = ErrorCode.INTERNAL_ERROR
     MESSAGE = "Internal error"
 
 
-class NotFound(JsonRpcError):
+class ObjectNotFound(JsonRpcError):
     """-32008: the entry, block or object does not exist.
 
     Args:
@@ -142,7 +156,7 @@ class NotFound(JsonRpcError):
         data: optional detail.
     """
 
-    CODE: ClassVar[int] = -32008
+    CODE: ClassVar[ErrorCode] = ErrorCode.OBJECT_NOT_FOUND
     ENTRY: ClassVar[str] = "Entry not found"
     BLOCK: ClassVar[str] = "Block not found"
     OBJECT: ClassVar[str] = "Object not found"
@@ -154,14 +168,18 @@ class NotFound(JsonRpcError):
 class MissingChainHead(_FixedCodeError):
     """-32009: the chain has no head (unknown chain id)."""
 
-    CODE = -32009
+    CODE = ErrorCode.MISSING_CHAIN_HEAD
     MESSAGE = "Missing Chain Head"
 
 
-class ReceiptError(_FixedCodeError):
-    """-32010: a receipt could not be built (entry not yet in a directory block, ...)."""
+class ReceiptCreationError(_FixedCodeError):
+    """-32010: a receipt could not be built (entry not yet in a directory block, ...).
 
-    CODE = -32010
+    Not to be confused with ``ledger.core.receipt.ReceiptError``, a receipt that does not
+    verify.
+    """
+
+    CODE = ErrorCode.RECEIPT_CREATION_ERROR
     MESSAGE = "Receipt creation error"
 
 
@@ -176,7 +194,7 @@ class RepeatedCommit(JsonRpcError):
         entry_hash: the raw entry hash given.
     """
 
-    CODE: ClassVar[int] = -32011
+    CODE: ClassVar[ErrorCode] = ErrorCode.REPEATED_COMMIT
     MESSAGE: ClassVar[str] = "Repeated Commit"
 
     def __init__(self, entry_hash: bytes, *, info: str = REPEATED_COMMIT_INFO) -> None:
@@ -187,12 +205,53 @@ class RepeatedCommit(JsonRpcError):
 class WalletLocked(_FixedCodeError):
     """-32001 (wallet): the wallet is encrypted and locked."""
 
-    CODE = -32001
+    CODE = ErrorCode.WALLET_LOCKED
     MESSAGE = "Wallet is locked"
 
 
 class IncorrectPassphrase(_FixedCodeError):
     """-32003 (wallet): the passphrase given does not unlock the wallet."""
 
-    CODE = -32003
+    CODE = ErrorCode.INCORRECT_PASSPHRASE
     MESSAGE = "Incorrect passphrase"
+
+
+class JsonRpcCallError(JsonRpcError):
+    """(client) An error object returned by the server.
+
+    Args:
+        code, message, data: the ``error`` member's fields.
+        method: the method called; ``None`` when a whole batch was refused.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None, *, method: str | None = None):
+        super().__init__(code, message, data)
+        self.method = method
+
+
+class JsonRpcTransportError(Exception):
+    """(client) The HTTP exchange with ``url`` failed; the httpx error is chained as ``__cause__``.
+
+    Attributes:
+        url: the endpoint, without user info.
+    """
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class JsonRpcProtocolError(JsonRpcTransportError):
+    """(client) The server replied with something that is not a JSON-RPC response.
+
+    Attributes:
+        status_code: the HTTP status of the reply (None if not applicable).
+        body: the reply's body as text (undecodable bytes replaced), at most 1000 characters.
+    """
+
+    def __init__(
+        self, message: str, *, url: str, status_code: int | None = None, body: str = ""
+    ) -> None:
+        super().__init__(message, url=url)
+        self.status_code = status_code
+        self.body = body[:_MAX_BODY_CHARS]

@@ -27,7 +27,6 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
 import orjson
-from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -35,8 +34,9 @@ from starlette.routing import BaseRoute, Route
 
 from ledger.jsonrpc.errors import InternalError, InvalidRequest, JsonRpcError, ParseError
 from ledger.jsonrpc.registry import MethodRegistry
+from ledger.jsonrpc.wire import encode_json, error_response, result_response
 
-__all__ = ["BatchScope", "JsonRpcEndpoint", "create_jsonrpc_app", "encode_json"]
+__all__ = ["BatchScope", "JsonRpcEndpoint", "create_jsonrpc_app"]
 
 BatchScope = Callable[[list[Any]], AbstractAsyncContextManager[object]]
 """``scope(items)`` -> async context manager entered around the dispatch of one batch's items
@@ -51,29 +51,10 @@ _NO_ID = object()  # marks a notification (no "id" member)
 _ID_TYPES = (int, str, float)
 
 
-def _default(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True)
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def encode_json(value: Any) -> bytes:
-    """orjson-encode ``value``; pydantic models are dumped with ``mode="json", by_alias=True``.
-
-    Raises:
-        TypeError: (``orjson.JSONEncodeError``) for a value that cannot be encoded.
-    """
-    return orjson.dumps(value, default=_default)
-
-
 def _valid_id(request_id: Any) -> bool:
     return request_id is None or (
         isinstance(request_id, _ID_TYPES) and not isinstance(request_id, bool)
     )
-
-
-def _error_object(request_id: Any, error: JsonRpcError) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_dict()}
 
 
 def _encode_response(response: dict[str, Any]) -> bytes:
@@ -82,7 +63,7 @@ def _encode_response(response: dict[str, Any]) -> bytes:
         return encode_json(response)
     except (TypeError, orjson.JSONEncodeError, RecursionError):
         logger.exception("JSON-RPC response for id %r could not be encoded", response.get("id"))
-        return encode_json(_error_object(response.get("id"), InternalError()))
+        return encode_json(error_response(response.get("id"), InternalError()))
 
 
 class JsonRpcEndpoint:
@@ -127,7 +108,7 @@ class JsonRpcEndpoint:
         body = await self._read_body(request)
         if body is None:
             data = f"request body exceeds {self.max_body_bytes} bytes"
-            error = _encode_response(_error_object(None, InvalidRequest(data)))
+            error = _encode_response(error_response(None, InvalidRequest(data)))
             return Response(error, status_code=413, media_type=_MEDIA_TYPE)
         status, content = await self.handle_body(body)
         if content is None:
@@ -151,7 +132,7 @@ class JsonRpcEndpoint:
         try:
             payload = orjson.loads(body.removeprefix(_UTF8_BOM))
         except (orjson.JSONDecodeError, RecursionError):
-            return self.error_http_status, _encode_response(_error_object(None, ParseError()))
+            return self.error_http_status, _encode_response(error_response(None, ParseError()))
         if isinstance(payload, list):
             return await self._handle_batch(payload)
         response = await self.handle_request(payload)
@@ -162,7 +143,7 @@ class JsonRpcEndpoint:
 
     async def _handle_batch(self, payload: list[Any]) -> tuple[int, bytes | None]:
         if not payload:
-            error = _error_object(None, InvalidRequest("empty batch"))
+            error = error_response(None, InvalidRequest("empty batch"))
             return self.error_http_status, _encode_response(error)
         scope = self.batch_scope(payload) if self.batch_scope is not None else nullcontext()
         async with scope:
@@ -181,21 +162,21 @@ class JsonRpcEndpoint:
     async def handle_request(self, request: Any) -> dict[str, Any] | None:
         """Handle one decoded request object; None for a (valid) notification."""
         if not isinstance(request, dict):
-            return _error_object(None, InvalidRequest("request must be a JSON object"))
+            return error_response(None, InvalidRequest("request must be a JSON object"))
         request_id = request.get("id", _NO_ID)
         problem = _envelope_problem(request, request_id)
         if problem is not None:
             echoed = request_id if request_id is not _NO_ID and _valid_id(request_id) else None
-            return _error_object(echoed, InvalidRequest(problem))
+            return error_response(echoed, InvalidRequest(problem))
         try:
             result = await self.registry.dispatch(request["method"], request.get("params"))
         except JsonRpcError as error:
             if request_id is _NO_ID:
                 return None
-            return _error_object(request_id, error)
+            return error_response(request_id, error)
         if request_id is _NO_ID:
             return None
-        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+        return result_response(request_id, result)
 
 
 def _envelope_problem(request: dict[str, Any], request_id: Any) -> str | None:

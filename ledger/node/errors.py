@@ -1,16 +1,26 @@
 """Errors raised by the node's ledger rules; the JSON-RPC layer renders them.
 
+``ledger.node.handlers.errors.node_errors`` renders each as the JSON-RPC error on the right
+(``ledger.jsonrpc.errors``); the rules never build wire errors themselves.
+
 Exception tree::
 
     NodeError
-    ├── RuleViolation         a well-formed message the ledger rules refuse (balance, cost, window)
-    │   └── HeldRevealLimit   a reveal would wait for its commit, and the held ones are at the cap
-    ├── RepeatedCommitError   a commit with equal or greater payment is pending, or the very
-    │                         same commit (txid) was accepted before (-32011)
-    ├── DuplicateTransaction  a coin transaction with this txid was accepted before
-    ├── UnknownObject         no block, entry or transaction under that key (-32008)
-    ├── UnknownChain          no chain with that id (-32009)
-    └── NotInBlockError       the entry is not (yet) in a directory block, no receipt (-32010)
+    ├── RuleViolation         a well-formed message the ledger rules refuse   -> InvalidParams (-32602)
+    │   │                     (balance, cost, window)
+    │   └── HeldRevealLimit   a reveal would wait for its commit, and the     -> InvalidParams (-32602)
+    │                         held ones are at the cap
+    ├── DuplicateCommit       a commit with equal or greater payment is       -> RepeatedCommit (-32011)
+    │                         pending, or the very same commit (txid) was
+    │                         accepted before
+    ├── DuplicateTransaction  a coin transaction with this txid was           -> none: the service
+    │                         accepted before                                    answers its txid
+    ├── UnknownObject         no block, entry or transaction under that key   -> ObjectNotFound (-32008)
+    └── UnknownChain          no chain with that id                           -> MissingChainHead (-32009)
+
+A receipt asked for an entry that no directory block records yet is refused by the
+``receipt`` handler itself (``ReceiptCreationError``, -32010); a block that does not hold
+the entry is ``ledger.core.receipt.NotInBlockError``.
 """
 
 from __future__ import annotations
@@ -45,7 +55,7 @@ class HeldRevealLimit(RuleViolation):
         self.max_held, self.max_held_bytes = max_held, max_held_bytes
 
 
-class RepeatedCommitError(NodeError):
+class DuplicateCommit(NodeError):
     """A commit for the same entry hash with equal or greater credits is already pending,
     or this exact commit (same txid) was accepted before (formats 2.4).
 
@@ -76,7 +86,3 @@ class UnknownObject(NodeError):
 
 class UnknownChain(NodeError):
     """The chain has no head: it does not exist, not even in the process list."""
-
-
-class NotInBlockError(NodeError):
-    """A receipt was asked for an entry that no directory block records yet."""

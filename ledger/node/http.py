@@ -8,7 +8,7 @@ routing and middleware cost more CPU than the node's own work on a commit
 
 Wire rules kept from the shared endpoint (``ledger.jsonrpc.server``): ``POST`` or ``GET``
 with the request in the body, any content type; a body over ``max_body_bytes`` is refused
-with HTTP 413 and an Invalid Request (-32600) error after reading at most one chunk past
+with HTTP 413 and an Invalid Request error (``ErrorCode.INVALID_REQUEST``) after reading at most one chunk past
 the limit; other verbs get 405, other paths 404.
 """
 
@@ -23,7 +23,9 @@ from typing import Any
 
 import orjson
 
+from ledger.jsonrpc.errors import InvalidRequest
 from ledger.jsonrpc.server import JsonRpcEndpoint
+from ledger.jsonrpc.wire import encode_json, error_response
 from ledger.node.service import NodeService
 
 __all__ = ["NodeAsgiApp", "NodeRoutes", "Reply"]
@@ -85,9 +87,8 @@ class NodeRoutes:
 
     def too_large(self) -> Reply:
         """413 with an Invalid Request error (id null), as the shared endpoint answers."""
-        data = f"request body exceeds {self.max_body_bytes} bytes"
-        error = {"code": -32600, "message": "Invalid Request", "data": data}
-        return Reply(413, orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}))
+        error = InvalidRequest(f"request body exceeds {self.max_body_bytes} bytes")
+        return Reply(413, encode_json(error_response(None, error)))
 
     async def reply(self, method: str, path: str, body: bytes) -> Reply:
         """Answer a request that ``refuse`` let through, with its whole ``body``."""

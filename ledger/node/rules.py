@@ -41,12 +41,8 @@ from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry
 from ledger.core.errors import LedgerFormatError
 from ledger.core.hashing import entry_hash, sha256, sha256d
 from ledger.core.transaction import Transaction
-from ledger.node.errors import (
-    DuplicateTransaction,
-    HeldRevealLimit,
-    RepeatedCommitError,
-    RuleViolation,
-)
+from ledger.node.errors import DuplicateCommit, DuplicateTransaction, RuleViolation
+from ledger.node.held_reveals import HeldReveal, HeldReveals
 from ledger.node.process_list import Commit, ProcessList, RecordedEntry
 
 #: One journal write: ``(sql, params)`` executed in the store's group commit.
@@ -66,16 +62,6 @@ class OpenCommit:
 
     commit: Commit
     txid: bytes
-    received_ms: int
-    seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class HeldReveal:
-    """A reveal waiting for its commit (or its chain); ``seq`` its journal sequence number."""
-
-    entry: Entry
-    raw: bytes
     received_ms: int
     seq: int
 
@@ -139,15 +125,16 @@ class LedgerRules:
         self.ec_balances: dict[bytes, int] = {}
         self.fct_balances: dict[bytes, int] = {}
         self.open_commits: dict[bytes, OpenCommit] = {}
-        self.max_held = max_held
-        self.max_held_bytes = max_held_bytes
         #: Held reveals by entry hash, oldest first (a reveal sent again moves to the end).
-        self.held: dict[bytes, HeldReveal] = {}
-        self.held_bytes = 0
-        self._held_by_chain: dict[bytes, set[bytes]] = {}
+        self.held = HeldReveals(max_count=max_held, max_bytes=max_held_bytes)
         self.seq = 0
 
     # -- helpers --------------------------------------------------------------------------
+
+    @property
+    def held_bytes(self) -> int:
+        """Entry bytes of the held reveals."""
+        return self.held.total_bytes
 
     def chain_exists(self, chain_id: bytes) -> bool:
         """True if the chain is in a saved block or created in the current process list."""
@@ -180,7 +167,7 @@ class LedgerRules:
 
         Raises:
             RuleViolation: bad signature or outside the time window.
-            RepeatedCommitError: the same commit (txid) was accepted before.
+            DuplicateCommit: the same commit (txid) was accepted before.
         """
         if not verified:
             try:
@@ -190,7 +177,7 @@ class LedgerRules:
         self._check_window(commit.timestamp_ms, now_ms)
         txid = commit_txid(commit.marshal() if raw is None else raw)
         if self._known_commit(txid):
-            raise RepeatedCommitError(commit.entry_hash)
+            raise DuplicateCommit(commit.entry_hash)
         return txid
 
     def accept_commit(
@@ -210,7 +197,7 @@ class LedgerRules:
 
         Raises:
             RuleViolation: bad signature, outside the time window, or not enough credits.
-            RepeatedCommitError: a pending commit for the entry pays as much or more, or
+            DuplicateCommit: a pending commit for the entry pays as much or more, or
                 this commit was accepted before.
         """
         raw = commit.marshal()  # once: the journal row, the txid and the EC block use it
@@ -220,7 +207,7 @@ class LedgerRules:
             txid = self.check_commit(commit, now_ms=now_ms, verified=verified, raw=raw)
         prior = self.open_commits.get(commit.entry_hash)
         if not replay and prior is not None and prior.commit.credits >= commit.credits:
-            raise RepeatedCommitError(commit.entry_hash)
+            raise DuplicateCommit(commit.entry_hash)
         pub = commit.ec_public_key
         balance = self.ec_balances.get(pub, 0)
         if balance < commit.credits:
@@ -276,80 +263,28 @@ class LedgerRules:
         prior_held = self.held.get(ehash)
         recorded = self._try_record(item, ehash)
         if recorded is None and seq is None:
-            self._make_room(ehash, len(raw), now_ms)
+            self.held.make_room(ehash, len(raw), expire_before_ms=now_ms - self.commit_window_ms)
         self._next_seq(seq)
         held_item = None
         if recorded is None:
             held_item = item
-            self._hold(ehash, held_item)
+            self.held.hold(ehash, held_item)
 
         def undo() -> None:
             if held_item is not None and self.held.get(ehash) is held_item:
-                self._unhold(ehash)
+                self.held.unhold(ehash)
                 if prior_held is not None:
-                    self._hold(ehash, prior_held)
+                    self.held.hold(ehash, prior_held)
             if recorded is not None:
                 recorded()
 
         row = (item.seq, KIND_REVEAL, ehash, raw, now_ms)
         return entry, ehash, Accepted((INSERT_JOURNAL, row), undo, {"held": recorded is None})
 
-    def _make_room(self, ehash: bytes, size: int, now_ms: int) -> None:
-        """Check that one more held reveal of ``size`` bytes (replacing the one held under
-        ``ehash``, if any) fits the cap, dropping expired held reveals first.
-
-        Raises:
-            HeldRevealLimit: it does not fit.
-        """
-        if self._fits(ehash, size):
-            return
-        self.expire_held(now_ms)
-        if not self._fits(ehash, size):
-            raise HeldRevealLimit(
-                len(self.held), self.held_bytes, self.max_held, self.max_held_bytes
-            )
-
-    def _fits(self, ehash: bytes, size: int) -> bool:
-        prior = self.held.get(ehash)
-        count = len(self.held) + (prior is None)
-        total = self.held_bytes + size - (0 if prior is None else len(prior.raw))
-        return count <= self.max_held and total <= self.max_held_bytes
-
     def expire_held(self, now_ms: int, *, all_of_them: bool = False) -> int:
         """Drop held reveals received more than the commit window before ``now_ms``;
-        returns how many were dropped.
-
-        Stops at the first one still young (the dict is oldest first, bar the rare reveal
-        put back by an undo), so that a sender held at the cap costs O(1) per refusal;
-        ``all_of_them`` looks at every one (once per block).
-        """
-        limit_ms = now_ms - self.commit_window_ms
-        dropped = 0
-        for ehash, item in list(self.held.items()):
-            if item.received_ms >= limit_ms:
-                if all_of_them:
-                    continue
-                break
-            self._unhold(ehash)
-            dropped += 1
-        return dropped
-
-    def _hold(self, ehash: bytes, item: HeldReveal) -> None:
-        self._unhold(ehash)  # a reveal sent again replaces the held one, and moves to the end
-        self.held[ehash] = item
-        self.held_bytes += len(item.raw)
-        self._held_by_chain.setdefault(item.entry.chain_id, set()).add(ehash)
-
-    def _unhold(self, ehash: bytes) -> HeldReveal | None:
-        item = self.held.pop(ehash, None)
-        if item is not None:
-            self.held_bytes -= len(item.raw)
-            waiting = self._held_by_chain.get(item.entry.chain_id)
-            if waiting is not None:
-                waiting.discard(ehash)
-                if not waiting:
-                    del self._held_by_chain[item.entry.chain_id]
-        return item
+        returns how many were dropped (``HeldReveals.expire``)."""
+        return self.held.expire(now_ms - self.commit_window_ms, all_of_them=all_of_them)
 
     def _try_record(self, reveal: HeldReveal, ehash: bytes) -> Callable[[], None] | None:
         """Record the reveal in the process list if a sufficient commit and the chain exist;
@@ -378,14 +313,14 @@ class LedgerRules:
         recorded = RecordedEntry(chain_id, reveal.seq, opened.txid, opened.seq, opened.received_ms)
         pl.add_entry(ehash, recorded)
         pl.revealed_commit_txids.append(opened.txid)
-        was_held = self._unhold(ehash)
+        was_held = self.held.unhold(ehash)
         cascade = self._release_chain(chain_id) if creates_chain else []
 
         def undo() -> None:
             for release_undo in reversed(cascade):
                 release_undo()
             if was_held is not None:
-                self._hold(ehash, was_held)
+                self.held.hold(ehash, was_held)
             pl.remove_entry(ehash, chain_id)
             if opened.txid in pl.revealed_commit_txids:
                 pl.revealed_commit_txids.remove(opened.txid)
@@ -396,8 +331,7 @@ class LedgerRules:
     def _release_chain(self, chain_id: bytes) -> list[Callable[[], None]]:
         """The chain now exists: record the held reveals into it that have their commit."""
         undos: list[Callable[[], None]] = []
-        waiting = [(self.held[h].seq, h) for h in self._held_by_chain.get(chain_id, ())]
-        for _seq, ehash in sorted(waiting):
+        for ehash in self.held.waiting_for(chain_id):
             item = self.held.get(ehash)
             if item is not None and ehash in self.open_commits:
                 undo = self._try_record(item, ehash)

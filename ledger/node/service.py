@@ -10,10 +10,11 @@ Blocks: block ``N`` starts at ``start_s``; minute ``k`` ends at ``start_s + k * 
 After a pause longer than a minute (a restart, a stalled clock) the next block starts at
 the current time instead of producing a run of empty blocks.
 
-Start-up (``open``): create the genesis blocks on an empty store, load the tip and the
-saved balances, then replay, in acceptance order (``seq``), the journal rows the saved
-blocks do not settle: the tip's ``carry`` list (held reveals and commits in a block still
-waiting for their reveal) and every row above the tip's journal floor.
+Start-up (``open``): create the genesis blocks on an empty store, load the tip, the
+saved balances and the commit replay filter (``ledger.node.commit_filter``), then replay,
+in acceptance order (``seq``), the journal rows the saved blocks do not settle: the tip's
+``carry`` list (held reveals and commits in a block still waiting for their reveal) and
+every row above the tip's journal floor.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ledger.node.assembly import (
     genesis_block,
     node_identity,
 )
+from ledger.node.commit_filter import CommitFilter, FilterLoad
 from ledger.node.errors import DuplicateTransaction, NodeError, RuleViolation
 from ledger.node.process_list import ProcessList
 from ledger.node.queries import NodeQueries
@@ -46,7 +48,6 @@ from ledger.node.settings import NodeSettings
 from ledger.node.sigcheck import SignatureChecker
 from ledger.node.store import Store, StoreError
 from ledger.node.tip import ChainTip, load_tip
-from ledger.node.txfilter import SnapshotKey, TxidFilter, read_snapshot, write_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -70,17 +71,6 @@ class _Cut:
     heads: dict[bytes, ChainHead]
     floor_seq: int
     carry: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class FilterLoad:
-    """How the commit replay filter was filled at start-up: ``source`` ``"snapshot"`` (its
-    snapshot file plus the journal after it) or ``"journal"`` (every journaled commit),
-    ``commits_read`` journal rows, in ``seconds``."""
-
-    source: str
-    commits_read: int
-    seconds: float
 
 
 @dataclass(frozen=True)
@@ -117,10 +107,13 @@ class NodeService(NodeQueries):
         self.started_at_s = clock.now()
         self.accepted_entries = 0
         self.signatures = SignatureChecker()
-        self._commit_filter = TxidFilter()
         self.commit_filter_path = settings.db_path.with_suffix(".txfilter")
-        self._filter_saved_count = -1
-        self._filter_saving: asyncio.Task[None] | None = None
+        self._commit_filter = CommitFilter(
+            store,
+            self.commit_filter_path,
+            snapshot_interval_s=settings.commit_filter_snapshot_s,
+            accepted_seq=lambda: self._rules().seq,
+        )
         self.filter_load = FilterLoad("journal", 0, 0.0)
 
     # -- start-up -------------------------------------------------------------------------
@@ -147,7 +140,7 @@ class NodeService(NodeQueries):
             max_held_bytes=self.settings.max_held_reveal_bytes,
         )
         self._load_balances()
-        self._load_commit_filter()
+        self.filter_load = self._commit_filter.load()
         self._replay_journal()
 
     def _load_balances(self) -> None:
@@ -156,92 +149,9 @@ class NodeService(NodeQueries):
             target = rules.ec_balances if kind == "ec" else rules.fct_balances
             target[bytes(key)] = amount
 
-    def _load_commit_filter(self) -> None:
-        """Fill the replay filter: its snapshot plus the commits journaled after it, or every
-        journaled commit when there is no usable snapshot."""
-        started = time.perf_counter()
-        read = self.store.read
-        snapshot = read_snapshot(self.commit_filter_path)
-        if snapshot is not None and self._snapshot_matches(snapshot[1]):
-            self._commit_filter, key = snapshot
-            source = "snapshot"
-            rows = read.execute(
-                "SELECT key FROM journal WHERE seq > ? AND kind=1", (key.covered_seq,)
-            )
-        else:
-            self._commit_filter = TxidFilter()
-            source = "journal"
-            rows = read.execute("SELECT key FROM journal WHERE kind=1")
-        txids = [bytes(txid) for (txid,) in rows]
-        self._commit_filter.add_many(txids)
-        self._filter_saved_count = self._commit_filter.count if not txids else -1
-        self.filter_load = FilterLoad(source, len(txids), time.perf_counter() - started)
-        log.info(
-            "replay filter from the %s: %d journaled commits read in %.2f s",
-            source,
-            len(txids),
-            self.filter_load.seconds,
-        )
-
-    def _genesis_key(self) -> bytes:
-        row = self.store.read.execute("SELECT keymr FROM dblocks WHERE height=0").fetchone()
-        return bytes(row[0]) if row is not None else bytes(32)
-
-    def _snapshot_matches(self, key: SnapshotKey) -> bool:
-        """Whether a filter snapshot was taken of this store (same genesis, and its last
-        covered journal row still there, unchanged)."""
-        if key.genesis_key != self._genesis_key():
-            return False
-        if key.covered_seq == 0:
-            return True
-        row = self.store.read.execute(
-            "SELECT key FROM journal WHERE seq=?", (key.covered_seq,)
-        ).fetchone()
-        return row is not None and bytes(row[0]) == key.covered_key
-
     async def save_commit_filter(self) -> None:
-        """Write the replay filter's snapshot (next to the database; see ``ledger.node.txfilter``).
-
-        Raises:
-            OSError: the file could not be written (the filter itself is unaffected).
-            StoreError: the journal could not be flushed.
-        """
-        accepted = self._rules().seq
-        await self.store.barrier()  # every row up to ``accepted`` is on disk (or failed)
-        row = self.store.read.execute(
-            "SELECT seq, key FROM journal WHERE seq <= ? ORDER BY seq DESC LIMIT 1", (accepted,)
-        ).fetchone()
-        covered = (0, bytes(32)) if row is None else (int(row[0]), bytes(row[1]))
-        key = SnapshotKey(covered[0], covered[1], self._genesis_key())
-        # every commit up to ``accepted`` was added to the filter when it was accepted;
-        # later ones in the copy are harmless (a false positive costs one journal read)
-        bits, count = self._commit_filter.copy_bits(), self._commit_filter.count
-        await asyncio.to_thread(
-            write_snapshot,
-            self.commit_filter_path,
-            bits,
-            count=count,
-            bits_log2=self._commit_filter.bits_log2,
-            key=key,
-        )
-        self._filter_saved_count = count
-
-    def _snapshot_if_due(self, last_s: float) -> float:
-        """Start a filter snapshot when the interval passed and commits came in since the
-        last one; returns the time of the last started snapshot."""
-        now = time.monotonic()
-        due = now - last_s >= self.settings.commit_filter_snapshot_s
-        changed = self._commit_filter.count != self._filter_saved_count
-        if not (due and changed) or (self._filter_saving and not self._filter_saving.done()):
-            return last_s
-        self._filter_saving = asyncio.create_task(self._save_filter_logged())
-        return now
-
-    async def _save_filter_logged(self) -> None:
-        try:
-            await self.save_commit_filter()
-        except (OSError, StoreError) as exc:
-            log.warning("replay filter snapshot not written: %s", exc)
+        """Write the replay filter's snapshot now (``CommitFilter.save``; same errors)."""
+        await self._commit_filter.save()
 
     def _replay_journal(self) -> None:
         """Re-apply, in acceptance order, every acknowledged message no saved block settles."""
@@ -340,7 +250,7 @@ class NodeService(NodeQueries):
         The signature is checked in the signature worker (or was, for a batch).
 
         Raises:
-            RuleViolation, RepeatedCommitError: the rules refuse it (nothing changed).
+            RuleViolation, DuplicateCommit: the rules refuse it (nothing changed).
             StoreError: the journal write failed (nothing changed).
         """
         if not await self.signatures.commit_ok(commit):
@@ -484,15 +394,12 @@ class NodeService(NodeQueries):
         while not stop.is_set():
             try:
                 await self.tick()
-                snapshot_s = self._snapshot_if_due(snapshot_s)
+                snapshot_s = self._commit_filter.snapshot_if_due(snapshot_s)
             except Exception:  # keep producing: one bad tick must not stop the ledger
                 log.exception("block production tick failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll_s)
-        if self._filter_saving is not None:
-            await asyncio.gather(self._filter_saving, return_exceptions=True)
-        if self._commit_filter.count != self._filter_saved_count:  # a fast next start
-            await self._save_filter_logged()
+        await self._commit_filter.finish()  # a fast next start
 
 
 def _parse_commit(raw: bytes) -> CommitEntry | CommitChain:

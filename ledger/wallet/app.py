@@ -13,7 +13,8 @@ from contextlib import asynccontextmanager
 from starlette.applications import Starlette
 
 from ledger.core.clock import Clock, SystemClock
-from ledger.jsonrpc import AsyncJsonRpcClient, create_jsonrpc_app
+from ledger.jsonrpc import AsyncJsonRpcClient
+from ledger.jsonrpc.server import create_jsonrpc_app
 from ledger.wallet.errors import WalletStateError
 from ledger.wallet.keyring import Keyring, initialize_store
 from ledger.wallet.methods import build_registry

@@ -1,20 +1,35 @@
 """Errors of the wallet service.
 
+The wallet's own errors: ``ledger.wallet.rpc_errors`` renders each as the JSON-RPC error
+named on the right (``ledger.jsonrpc.errors``); the wallet's logic never builds wire errors.
+
 Exception tree::
 
-    WalletError
-    ├── WalletLockedError          an encrypted wallet is locked; secrets cannot be read
-    ├── IncorrectPassphraseError   the passphrase does not open the wallet
+    WalletError                                                                  -> InternalError (-32603)
+    ├── WalletLockedError          an encrypted wallet is locked; secrets         -> WalletLocked (-32001)
+    │                              cannot be read
+    ├── IncorrectPassphraseError   the passphrase does not open the wallet        -> IncorrectPassphrase (-32003)
     ├── WalletNotEncryptedError    unlock asked of a wallet that has no passphrase
-    ├── UnknownKeyError            an address or identity key that is not in the wallet
-    ├── InvalidMnemonicError       words that are not a valid 12-word BIP39 mnemonic
-    ├── WalletStateError           a wallet file that cannot be used (missing seed, mismatch)
-    ├── NodeUnavailableError       the ledger node could not be asked (or answered nonsense)
-    │   └── NodeRefusedError       the node answered a request with a JSON-RPC error
-    ├── ChainNotFoundError         the node knows no chain with that ID (active-identity-keys)
-    ├── NotAnIdentityError         the chain is not an application identity chain (section 8.1)
-    └── TransactionError           a named transaction step refused (walletd's messages)
-        └── FeeError               fee safeguard: under-paying or paying >= 10x (section 4.3)
+    ├── UnknownKeyError            an address or identity key that is not in      -> InvalidParams (-32602)
+    │                              the wallet
+    ├── InvalidMnemonicError       words that are not a valid 12-word BIP39       -> InvalidParams (-32602)
+    │                              mnemonic
+    ├── WalletStateError           a wallet file that cannot be used (missing
+    │                              seed, mismatch)
+    ├── NodeUnavailableError       the ledger node could not be asked (or
+    │   │                          answered nonsense)
+    │   └── NodeRefusedError       the node answered a request with a JSON-RPC
+    │                              error (its code kept)
+    ├── ChainNotFoundError         the node knows no chain with that ID           -> MissingChainHead (-32009)
+    │                              (active-identity-keys)
+    ├── NotAnIdentityError         the chain is not an application identity       -> InvalidParams (-32602)
+    │                              chain (section 8.1)
+    └── TransactionError           a named transaction step refused (walletd's
+        │                          messages)
+        └── FeeError               fee safeguard: under-paying or paying >= 10x
+                                   (section 4.3)
+
+Errors without an arrow render as their base's (Internal error, -32603).
 
 Secrets (seeds, Fs/Es/idsec strings, passphrases) never appear in messages or attributes.
 """

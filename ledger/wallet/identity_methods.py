@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.core.addresses import address_kind
 from ledger.core.errors import AddressError, DecodeError
-from ledger.jsonrpc import MethodRegistry
+from ledger.jsonrpc.registry import MethodRegistry
 from ledger.wallet.hdkeys import KeyKind
 from ledger.wallet.identity_replay import active_identity_keys
 from ledger.wallet.keyring import Keyring

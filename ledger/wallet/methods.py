@@ -22,7 +22,8 @@ from ledger.core.clock import Clock
 from ledger.core.entry import Entry
 from ledger.core.errors import AddressError
 from ledger.core.keys import SigningKey
-from ledger.jsonrpc import InternalError, InvalidParams, MethodRegistry
+from ledger.jsonrpc import InternalError, InvalidParams
+from ledger.jsonrpc.registry import MethodRegistry
 from ledger.wallet import identity
 from ledger.wallet.compose import compose_chain, compose_entry
 from ledger.wallet.errors import UnknownKeyError, WalletError

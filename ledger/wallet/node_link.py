@@ -23,12 +23,13 @@ from ledger.core.blocks.coin import FactoidBlock
 from ledger.core.entry import Entry
 from ledger.core.errors import LedgerFormatError
 from ledger.core.hashing import ZERO_HASH
-from ledger.jsonrpc import AsyncJsonRpcClient, JsonRpcCallError, JsonRpcTransportError
+from ledger.jsonrpc.client import AsyncJsonRpcClient
+from ledger.jsonrpc.codes import ErrorCode
+from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcTransportError
 from ledger.wallet.errors import ChainNotFoundError, NodeRefusedError, NodeUnavailableError
 
 __all__ = ["Balance", "ChainEntry", "HeightSource", "NodeHeights", "NodeLink"]
 
-_MISSING_CHAIN_HEAD = -32009
 _BATCH = 100  # calls per HTTP request (the node refuses bodies over 1 MiB)
 _MAX_CACHED_BLOCKS = 20_000
 
@@ -139,7 +140,7 @@ class NodeLink:
         try:
             head = await self._call("chain-head", {"chainid": chain_id.hex()})
         except NodeRefusedError as exc:
-            if exc.code == _MISSING_CHAIN_HEAD:
+            if exc.code == ErrorCode.MISSING_CHAIN_HEAD:
                 raise ChainNotFoundError(chain_id) from exc
             raise
         keymr = _read(lambda: str(head["chainhead"]), "chain-head")

@@ -36,7 +36,8 @@ from ledger.core.addresses import (
 )
 from ledger.core.errors import AddressError, DecodeError
 from ledger.core.transaction import Transaction
-from ledger.jsonrpc import InvalidParams, MethodRegistry
+from ledger.jsonrpc import InvalidParams
+from ledger.jsonrpc.registry import MethodRegistry
 from ledger.wallet.compose import rpc_request
 from ledger.wallet.errors import NodeUnavailableError, TransactionError
 from ledger.wallet.hdkeys import KeyKind

@@ -10,16 +10,19 @@ from starlette.testclient import TestClient
 from connectors.audit_store import AuditStore, DocumentIn, NewNotarization
 from connectors.callback_receiver import (
     CALLBACK_EVENT,
-    SIGNATURE_HEADER,
-    TIMESTAMP_HEADER,
     CallbackEvent,
     CallbackRecorder,
     callback_url_for,
     create_receiver_app,
     parse_callback,
-    verify_signature,
 )
-from ledger.api.callbacks import callback_target, sign_callback
+from ledger.api.callbacks import callback_target
+from ledger.core.callback_signature import (
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    sign_callback,
+    verify_callback_signature,
+)
 
 SECRET = b"shared-secret"
 BASE = "http://127.0.0.1:8092/callbacks"
@@ -86,9 +89,15 @@ def callback_events(store: AuditStore, nid: int) -> list[dict[str, object]]:
 def test_signature_rule_matches_the_publishing_api() -> None:
     url = ledger_callback("e" * 64)
     signature = sign_callback(SECRET, timestamp=NOW, url=url, body=b"{}")
-    assert verify_signature(SECRET, timestamp=NOW, url=url, body=b"{}", signature=signature)
-    assert not verify_signature(b"other", timestamp=NOW, url=url, body=b"{}", signature=signature)
-    assert not verify_signature(SECRET, timestamp=NOW + 1, url=url, body=b"{}", signature=signature)
+    assert verify_callback_signature(
+        SECRET, timestamp=NOW, url=url, body=b"{}", signature=signature
+    )
+    assert not verify_callback_signature(
+        b"other", timestamp=NOW, url=url, body=b"{}", signature=signature
+    )
+    assert not verify_callback_signature(
+        SECRET, timestamp=NOW + 1, url=url, body=b"{}", signature=signature
+    )
 
 
 def test_callback_url_keeps_the_callers_parameters_and_names_the_entry() -> None:

@@ -19,18 +19,13 @@ import httpx
 import pytest
 
 from connectors.audit_store import AuditStore
-from connectors.callback_receiver import (
-    CALLBACK_EVENT,
-    SIGNATURE_HEADER,
-    TIMESTAMP_HEADER,
-    callback_url_for,
-    sign,
-)
+from connectors.callback_receiver import CALLBACK_EVENT, callback_url_for
 from connectors.node import NodeClient
 from flows.collect_proofs import CollectTotals, collect_until_stopped, receive_callbacks
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
 from ledger.api.callbacks import callback_target
+from ledger.core.callback_signature import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign_callback
 from ledger.stack import Stack
 from tests.stack_fixtures import free_port
 
@@ -152,7 +147,7 @@ def test_callbacks_wake_the_collector_and_forged_ones_are_refused(
             {"anchor_block_hash": forged_block, "stage": "anchor"},
         )
         stamp = int(time.time())
-        signature = sign(b"not the secret", timestamp=stamp, url=url, body=b"{}")
+        signature = sign_callback(b"not the secret", timestamp=stamp, url=url, body=b"{}")
         headers = {TIMESTAMP_HEADER: str(stamp), SIGNATURE_HEADER: signature}
         assert httpx.post(url, content=b"{}", headers=headers).status_code == 401
         events = store.stage_events(p.notarization.id for p in proofs)

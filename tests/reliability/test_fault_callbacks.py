@@ -25,7 +25,11 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from ledger.api.callbacks import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify_callback_signature
+from ledger.core.callback_signature import (
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    verify_callback_signature,
+)
 
 from .fault_stack import FaultStack, free_port, wait_until
 

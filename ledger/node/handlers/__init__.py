@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ledger.jsonrpc import MethodRegistry
+from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.handlers import anchors, balances, blocks, entries, status, transactions, write
 from ledger.node.service import NodeService
 

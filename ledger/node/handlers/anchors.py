@@ -46,7 +46,8 @@ from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.entry import Entry
 from ledger.core.errors import LedgerFormatError
 from ledger.core.merkle import merkle_branch
-from ledger.jsonrpc import InvalidParams, MethodRegistry, NotFound
+from ledger.jsonrpc import InvalidParams, ObjectNotFound
+from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.handlers.blocks import HEIGHT_KINDS, eblock_raw
 from ledger.node.params import AnchorsParams
 from ledger.node.service import NodeService
@@ -142,7 +143,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
         height = _resolve_height(service, params)
         keymr = index.keymr_at(height)
         if keymr is None:
-            raise NotFound(NotFound.BLOCK)
+            raise ObjectNotFound(ObjectNotFound.BLOCK)
         index.refresh(service.tip.height)
         pow_json = _pow_json(index.pow.get(height))
         contract_json = _contract_json(index, height)
@@ -171,7 +172,7 @@ def _resolve_height(service: NodeService, params: AnchorsParams) -> int:
         return params.height
     height = _height_of(service, params.hash)
     if height is None:
-        raise NotFound(NotFound.OBJECT)
+        raise ObjectNotFound(ObjectNotFound.OBJECT)
     return height
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from ledger.core.addresses import public_key_from_ec_address, rcd_hash_from_fct_address
 from ledger.core.errors import LedgerFormatError
-from ledger.jsonrpc import MethodRegistry
 from ledger.jsonrpc.errors import InvalidParams
+from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.params import AddressesParams, AddressParams
 from ledger.node.service import NodeService
 

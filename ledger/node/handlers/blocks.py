@@ -15,8 +15,8 @@ from ledger.core.blocks.coin import FactoidBlock
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.blocks.entry_credit import EntryCreditBlock
-from ledger.jsonrpc import MethodRegistry
-from ledger.jsonrpc.errors import NotFound
+from ledger.jsonrpc.errors import ObjectNotFound
+from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.params import HashParams, HeightParams, KeyMRParams
 from ledger.node.service import NodeService
 
@@ -81,7 +81,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
         def handler(params: HeightParams) -> dict[str, Any]:
             raw = raw_by_height(read, kind, params.height)
             if raw is None:
-                raise NotFound(NotFound.BLOCK)
+                raise ObjectNotFound(ObjectNotFound.BLOCK)
             return _render(kind, raw, noraw=params.noraw)
 
         return handler
@@ -98,7 +98,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
         def handler(params: KeyMRParams) -> dict[str, Any]:
             raw = raw_by_key(read, kind, params.keymr)
             if raw is None:
-                raise NotFound(NotFound.BLOCK)
+                raise ObjectNotFound(ObjectNotFound.BLOCK)
             return _render(kind, raw, noraw=params.noraw)
 
         return handler
@@ -117,7 +117,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
     def directory_block(params: KeyMRParams) -> dict[str, Any]:
         raw = raw_by_key(read, DBLOCK, params.keymr)
         if raw is None:
-            raise NotFound(NotFound.BLOCK)
+            raise ObjectNotFound(ObjectNotFound.BLOCK)
         return DirectoryBlock.unmarshal(raw).to_directory_block_json()
 
     @registry.method("directory-block-head", blocking=False)
@@ -128,7 +128,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
     def entry_block(params: KeyMRParams) -> dict[str, Any]:
         found = eblock_raw(read, params.keymr)
         if found is None:
-            raise NotFound(NotFound.BLOCK)
+            raise ObjectNotFound(ObjectNotFound.BLOCK)
         raw, dblock_ts = found
         return EntryBlock.unmarshal(raw).to_json(directory_block_timestamp_s=dblock_ts)
 
@@ -136,7 +136,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
     def raw_data(params: HashParams) -> dict[str, Any]:
         raw = find_raw(service, params.hash)
         if raw is None:
-            raise NotFound(NotFound.OBJECT)
+            raise ObjectNotFound(ObjectNotFound.OBJECT)
         return {"data": raw.hex()}
 
 

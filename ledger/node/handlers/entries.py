@@ -13,8 +13,13 @@ from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.entry import Entry
 from ledger.core.receipt import build_receipt
-from ledger.jsonrpc import MethodRegistry
-from ledger.jsonrpc.errors import InvalidParams, MissingChainHead, NotFound, ReceiptError
+from ledger.jsonrpc.errors import (
+    InvalidParams,
+    MissingChainHead,
+    ObjectNotFound,
+    ReceiptCreationError,
+)
+from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.handlers.acks import (
     coin_ack_json,
     commit_ack_json,
@@ -42,7 +47,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
     def entry(params: HashParams) -> dict[str, Any]:
         saved = service.saved_entry(params.hash)
         if saved is None:
-            raise NotFound(NotFound.ENTRY)
+            raise ObjectNotFound(ObjectNotFound.ENTRY)
         return Entry.unmarshal(saved.raw).to_json()
 
     @registry.method("chain-head", params=ChainIdParams, blocking=False)
@@ -119,7 +124,7 @@ def receipt_json(
     ``parsers`` turn stored block bytes into blocks (callers pass caching ones).
 
     Raises:
-        ReceiptError: the entry is not in any saved directory block.
+        ReceiptCreationError: the entry is not in any saved directory block.
     """
     saved = service.saved_entry(entry_hash)
     row = None
@@ -130,7 +135,7 @@ def receipt_json(
             (saved.chain_id, saved.height),
         ).fetchone()
     if saved is None or row is None:
-        raise ReceiptError("entry is not in a directory block yet")
+        raise ReceiptCreationError("entry is not in a directory block yet")
     eblock = parsers[0](bytes(row[0]))
     dblock = parsers[1](bytes(row[1]))
     data = build_receipt(entry_hash, eblock, dblock).to_json()

@@ -9,17 +9,10 @@ from ledger.jsonrpc.errors import (
     InternalError,
     InvalidParams,
     MissingChainHead,
-    NotFound,
-    ReceiptError,
+    ObjectNotFound,
     RepeatedCommit,
 )
-from ledger.node.errors import (
-    NotInBlockError,
-    RepeatedCommitError,
-    RuleViolation,
-    UnknownChain,
-    UnknownObject,
-)
+from ledger.node.errors import DuplicateCommit, RuleViolation, UnknownChain, UnknownObject
 from ledger.node.store import StoreError
 
 
@@ -28,16 +21,14 @@ def node_errors() -> Iterator[None]:
     """Convert ``NodeError`` / ``StoreError`` raised inside the block to JSON-RPC errors."""
     try:
         yield
-    except RepeatedCommitError as exc:
+    except DuplicateCommit as exc:
         raise RepeatedCommit(exc.entry_hash) from exc
     except RuleViolation as exc:
         raise InvalidParams(str(exc)) from exc
     except UnknownChain as exc:
         raise MissingChainHead(str(exc) or None) from exc
     except UnknownObject as exc:
-        raise NotFound(str(exc) or NotFound.OBJECT) from exc
-    except NotInBlockError as exc:
-        raise ReceiptError(str(exc)) from exc
+        raise ObjectNotFound(str(exc) or ObjectNotFound.OBJECT) from exc
     except StoreError as exc:
         if exc.disk_full:
             raise InternalError("disk full: the node cannot store writes now; retry later") from exc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.jsonrpc import MethodRegistry
+from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.service import NodeService
 
 NODE_VERSION = "0.1.0"

@@ -13,8 +13,8 @@ from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.entry import Entry
 from ledger.core.errors import LedgerFormatError
 from ledger.core.transaction import Transaction
-from ledger.jsonrpc import MethodRegistry
-from ledger.jsonrpc.errors import InvalidParams, NotFound
+from ledger.jsonrpc.errors import InvalidParams, ObjectNotFound
+from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.handlers.acks import coin_ack_json, txid_of_transaction
 from ledger.node.handlers.balances import parse_address
 from ledger.node.handlers.errors import node_errors
@@ -95,7 +95,7 @@ def transaction_json(service: NodeService, key: bytes) -> dict[str, Any]:
     an entry hash; ``includedindirectoryblockheight`` is -1 while pending.
 
     Raises:
-        NotFound: nothing known under ``key``.
+        ObjectNotFound: nothing known under ``key``.
     """
     found = service.find_transaction(key)
     if found is not None:
@@ -111,7 +111,7 @@ def transaction_json(service: NodeService, key: bytes) -> dict[str, Any]:
         return commit
     located = service.find_entry(key)
     if located is None:
-        raise NotFound(NotFound.OBJECT)
+        raise ObjectNotFound(ObjectNotFound.OBJECT)
     entry, height, eblock_keymr, dblock_keymr = located
     return {
         "entry": {"version": 0, **entry.to_json()},

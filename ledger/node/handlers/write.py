@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.errors import LedgerFormatError
 from ledger.core.transaction import Transaction
-from ledger.jsonrpc import MethodRegistry
 from ledger.jsonrpc.errors import InvalidParams
+from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.handlers.errors import node_errors
 from ledger.node.params import EntryParams, MessageParams, TransactionParams
 from ledger.node.service import NodeService

@@ -8,15 +8,14 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from ledger.api.callbacks import (
+from ledger.api.callbacks import HostPolicy, callback_target
+from ledger.api.models import CallbackRow
+from ledger.core.callback_signature import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
-    HostPolicy,
-    callback_target,
     sign_callback,
     verify_callback_signature,
 )
-from ledger.api.models import CallbackRow
 
 from .conftest import Api, ApiFactory
 

@@ -22,14 +22,14 @@ from ledger.jsonrpc import (
     IncorrectPassphrase,
     InternalError,
     InvalidParams,
-    MethodRegistry,
     MissingChainHead,
-    NotFound,
-    ReceiptError,
+    ObjectNotFound,
+    ReceiptCreationError,
     RepeatedCommit,
     WalletLocked,
-    create_jsonrpc_app,
 )
+from ledger.jsonrpc.registry import MethodRegistry
+from ledger.jsonrpc.server import create_jsonrpc_app
 
 REPEATED_HASH = bytes.fromhex("11" * 32)
 
@@ -65,9 +65,9 @@ class EntryOut(BaseModel):
 
 
 ERRORS: dict[str, Callable[[], Exception]] = {
-    "not-found": lambda: NotFound(NotFound.ENTRY),
+    "not-found": lambda: ObjectNotFound(ObjectNotFound.ENTRY),
     "missing-chain-head": MissingChainHead,
-    "receipt": ReceiptError,
+    "receipt": ReceiptCreationError,
     "repeated-commit": lambda: RepeatedCommit(REPEATED_HASH),
     "locked": WalletLocked,
     "passphrase": IncorrectPassphrase,

@@ -15,8 +15,8 @@ from ledger.jsonrpc import (
     JsonRpcError,
     JsonRpcProtocolError,
     JsonRpcTransportError,
-    create_jsonrpc_app,
 )
+from ledger.jsonrpc.server import create_jsonrpc_app
 
 from .conftest import REPEATED_HASH, Demo, free_port
 

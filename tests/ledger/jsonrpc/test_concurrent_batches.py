@@ -12,7 +12,8 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from ledger.jsonrpc import MethodRegistry, create_jsonrpc_app
+from ledger.jsonrpc.registry import MethodRegistry
+from ledger.jsonrpc.server import create_jsonrpc_app
 
 from .conftest import request
 

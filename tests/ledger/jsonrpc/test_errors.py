@@ -15,9 +15,9 @@ from ledger.jsonrpc import (
     JsonRpcError,
     MethodNotFound,
     MissingChainHead,
-    NotFound,
+    ObjectNotFound,
     ParseError,
-    ReceiptError,
+    ReceiptCreationError,
     RepeatedCommit,
     WalletLocked,
 )
@@ -31,11 +31,11 @@ from ledger.jsonrpc import (
         (MethodNotFound(), -32601, "Method not found"),
         (InvalidParams(), -32602, "Invalid params"),
         (InternalError(), -32603, "Internal error"),
-        (NotFound(), -32008, "Object not found"),
-        (NotFound(NotFound.ENTRY), -32008, "Entry not found"),
-        (NotFound(NotFound.BLOCK), -32008, "Block not found"),
+        (ObjectNotFound(), -32008, "Object not found"),
+        (ObjectNotFound(ObjectNotFound.ENTRY), -32008, "Entry not found"),
+        (ObjectNotFound(ObjectNotFound.BLOCK), -32008, "Block not found"),
         (MissingChainHead(), -32009, "Missing Chain Head"),
-        (ReceiptError(), -32010, "Receipt creation error"),
+        (ReceiptCreationError(), -32010, "Receipt creation error"),
         (WalletLocked(), -32001, "Wallet is locked"),
         (IncorrectPassphrase(), -32003, "Incorrect passphrase"),
     ],
@@ -53,7 +53,7 @@ def test_data_is_rendered_only_when_present() -> None:
         "data": "Invalid Hash",
     }
     assert InternalError(message="Internal failure").to_dict()["message"] == "Internal failure"
-    assert NotFound(data={"hash": "ab"}).to_dict()["data"] == {"hash": "ab"}
+    assert ObjectNotFound(data={"hash": "ab"}).to_dict()["data"] == {"hash": "ab"}
     assert str(InvalidParams("Invalid Hash")) == "Invalid params: Invalid Hash"
 
 
@@ -81,7 +81,7 @@ def test_generic_error_with_any_code() -> None:
     "error",
     [
         InvalidParams("Invalid Hash"),
-        NotFound(NotFound.BLOCK),
+        ObjectNotFound(ObjectNotFound.BLOCK),
         RepeatedCommit(b"\x01" * 32),
         JsonRpcError(-1, "m", [1]),
         JsonRpcCallError(-32008, "Entry not found", None, method="entry"),

@@ -7,14 +7,8 @@ import logging
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from ledger.jsonrpc import (
-    InternalError,
-    InvalidParams,
-    MethodNotFound,
-    MethodRegistry,
-    NotFound,
-    format_validation_error,
-)
+from ledger.jsonrpc import InternalError, InvalidParams, MethodNotFound, ObjectNotFound
+from ledger.jsonrpc.registry import MethodRegistry, format_validation_error
 
 from .conftest import EchoParams, build_demo
 
@@ -38,7 +32,7 @@ async def test_dispatch_errors() -> None:
     with pytest.raises(InvalidParams) as invalid:
         await registry.dispatch("echo", {"count": 1})
     assert invalid.value.data == "text: Field required"
-    with pytest.raises(NotFound):
+    with pytest.raises(ObjectNotFound):
         await registry.dispatch("raise", {"kind": "not-found"})
 
 

@@ -11,7 +11,7 @@ import httpx
 import orjson
 import pytest
 
-from ledger.jsonrpc import create_jsonrpc_app
+from ledger.jsonrpc.server import create_jsonrpc_app
 
 from .conftest import REPEATED_HASH, Demo, post, request
 

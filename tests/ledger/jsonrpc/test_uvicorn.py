@@ -13,7 +13,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from ledger.jsonrpc import JsonRpcCallError, JsonRpcClient, create_jsonrpc_app
+from ledger.jsonrpc import JsonRpcCallError, JsonRpcClient
+from ledger.jsonrpc.server import create_jsonrpc_app
 
 from .conftest import build_demo, request, serve
 

@@ -18,9 +18,9 @@ from ledger.core.entry import Entry
 from ledger.core.keys import SigningKey
 from ledger.core.transaction import Transaction, TxAddress
 from ledger.node.errors import (
+    DuplicateCommit,
     DuplicateTransaction,
     HeldRevealLimit,
-    RepeatedCommitError,
     RuleViolation,
 )
 from ledger.node.process_list import ProcessList
@@ -163,7 +163,7 @@ def test_repeated_commit_with_equal_or_lower_payment_is_refused(second_credits: 
     entry = Entry(CHAIN.chain_id, (), b"x")
     rules.accept_commit(entry_commit(entry, credits=2), now_ms=NOW_MS)
     again = entry_commit(entry, ts=NOW_MS + 1, credits=second_credits)
-    with pytest.raises(RepeatedCommitError) as info:
+    with pytest.raises(DuplicateCommit) as info:
         before = snapshot(rules)
         rules.accept_commit(again, now_ms=NOW_MS)
     assert info.value.entry_hash == entry.hash()
@@ -191,7 +191,7 @@ def test_the_same_commit_again_is_a_repeated_commit() -> None:
     rules.accept_commit(commit, now_ms=NOW_MS)
     rules.accept_reveal(entry.marshal(), now_ms=NOW_MS)  # consumed: no longer open
     seen.add(commit.txid())
-    refused(rules, RepeatedCommitError, lambda: rules.accept_commit(commit, now_ms=NOW_MS))
+    refused(rules, DuplicateCommit, lambda: rules.accept_commit(commit, now_ms=NOW_MS))
 
 
 def test_undo_of_a_commit_restores_everything() -> None:

@@ -14,7 +14,9 @@ from pydantic import BaseModel
 from starlette.applications import Starlette
 
 from ledger.core.clock import ManualClock
-from ledger.jsonrpc import AsyncJsonRpcClient, MethodRegistry, create_jsonrpc_app
+from ledger.jsonrpc import AsyncJsonRpcClient
+from ledger.jsonrpc.registry import MethodRegistry
+from ledger.jsonrpc.server import create_jsonrpc_app
 from ledger.wallet import WalletSettings, create_app
 from ledger.wallet.node_link import NodeLink
 from ledger.wallet.store import WalletStore

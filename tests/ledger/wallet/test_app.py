@@ -10,7 +10,9 @@ import pytest
 
 from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.entry import Entry
-from ledger.jsonrpc import AsyncJsonRpcClient, MethodRegistry, create_jsonrpc_app
+from ledger.jsonrpc import AsyncJsonRpcClient
+from ledger.jsonrpc.registry import MethodRegistry
+from ledger.jsonrpc.server import create_jsonrpc_app
 from ledger.wallet.node_link import NodeHeights
 from ledger.wallet.store import MemoryWalletStore, StoredKey
 

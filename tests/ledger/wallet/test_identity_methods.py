@@ -12,7 +12,9 @@ from pydantic import BaseModel
 from ledger.core.addresses import public_key_from_identity
 from ledger.core.entry import Entry
 from ledger.core.keys import verify_signature
-from ledger.jsonrpc import AsyncJsonRpcClient, MethodRegistry, MissingChainHead, create_jsonrpc_app
+from ledger.jsonrpc import AsyncJsonRpcClient, MissingChainHead
+from ledger.jsonrpc.registry import MethodRegistry
+from ledger.jsonrpc.server import create_jsonrpc_app
 from ledger.wallet.errors import ChainNotFoundError, NodeUnavailableError
 from ledger.wallet.identity_methods import from_base64
 from ledger.wallet.node_link import NodeLink

@@ -1,0 +1,83 @@
+"""Following anchors: entries of anchored directory blocks move to ``anchor`` (worker step 3).
+
+For directory block heights holding entries at stage ``ledger`` (lowest first, at most
+``batch_size``), the node's ``anchors`` answer gives the proof-of-work anchor; those
+entries move to ``anchor`` with ``anchor_block_hash``, and the ``anchor`` callback is
+queued in the same transaction. Look-ups are at least ``poll_interval_s`` apart.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from sqlalchemy import Table, select, update
+
+from ledger.api.callbacks import queue_stage_callbacks
+from ledger.api.db import Database
+from ledger.api.gateway import AnchorInfo, LedgerGateway
+from ledger.api.models import EntryRow, Stage
+from ledger.core.clock import Clock
+
+__all__ = ["AnchorFollower"]
+
+_ENTRIES = cast(Table, EntryRow.__table__)
+
+
+class AnchorFollower:
+    """Moves ``ledger`` entries whose directory block is anchored to ``anchor``.
+
+    Args:
+        db: the API database.
+        gateway: node access.
+        clock: time source (``anchor_at``, callbacks, the poll interval).
+        batch_size: most directory block heights looked up by one ``follow``.
+        poll_interval_s: least time between two look-ups, seconds.
+
+    Raises (``follow``): ``GatewayUnavailable`` when the node cannot be reached.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        gateway: LedgerGateway,
+        *,
+        clock: Clock,
+        batch_size: int,
+        poll_interval_s: float,
+    ) -> None:
+        self._db, self._gateway, self._clock = db, gateway, clock
+        self._batch, self._interval_s = batch_size, poll_interval_s
+        self._last_poll: float | None = None
+
+    def follow(self) -> int:
+        """Move entries of anchored directory blocks to ``anchor``; returns rows moved."""
+        now = self._clock.now()
+        if self._last_poll is not None and now - self._last_poll < self._interval_s:
+            return 0
+        query = (
+            select(EntryRow.dblock_height)
+            .where(EntryRow.stage == Stage.LEDGER.value)
+            .distinct()
+            .order_by(EntryRow.dblock_height)
+            .limit(self._batch)
+        )
+        with self._db.read() as session:
+            heights = [h for h in session.scalars(query) if h is not None]
+        if not heights:
+            return 0
+        self._last_poll = now
+        infos = [i for i in self._gateway.anchors(heights) if i is not None]
+        return sum(self._anchor(info) for info in infos)
+
+    def _anchor(self, info: AnchorInfo) -> int:
+        now, e = self._clock.now(), _ENTRIES.c
+        where = (e.dblock_height == info.height, e.stage == Stage.LEDGER.value)
+        params = {"anchor_block_hash": info.block_hash}
+        with self._db.transaction() as connection:
+            queue_stage_callbacks(connection, where, Stage.ANCHOR, params, now=now)
+            moved = connection.execute(
+                update(_ENTRIES)
+                .where(*where)
+                .values(stage=Stage.ANCHOR.value, anchor_at=now, anchor_block_hash=info.block_hash)
+            )
+        return moved.rowcount

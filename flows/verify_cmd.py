@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ledger.anchor.pow.params import PowParams
+from ledger.core.pow.params import PowParams
 from ledger.core.proof import ProofBundle, ProofError, Step, StepReport, verify_bundle
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "hash_file", "verify_command"]

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ledger.anchor.backend import EmbeddedPowBackend
-from ledger.anchor.pow.chain import PowChain
+from ledger.anchor.chain import PowChain
 from ledger.anchor.rpc import build_registry
 from ledger.anchor.service import AnchorService
 from ledger.anchor.settings import AnchorSettings

@@ -9,7 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger import devnet
 from ledger.anchor.devnet import DEV_ANCHOR_SEED_HEX, DEV_CONTRACT_ADDRESS
-from ledger.anchor.pow.params import (
+from ledger.core.pow.params import (
     DEVNET_CHAIN_NAME,
     DEVNET_CONFIRMATIONS,
     DEVNET_DIFFICULTY_BITS,

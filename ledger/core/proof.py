@@ -42,10 +42,6 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Any
 
-from ledger.anchor.pow.header import BlockHeader, bits_to_target
-from ledger.anchor.pow.merkle import root_from_path
-from ledger.anchor.pow.params import PowParams
-from ledger.anchor.pow.tx import PowTransaction
 from ledger.core.anchor_record import (
     ANCHOR_PAYLOAD_BYTES,
     ANCHOR_TAG,
@@ -59,6 +55,10 @@ from ledger.core.entry import Entry
 from ledger.core.errors import LedgerFormatError, MerkleProofError
 from ledger.core.hashing import entry_hash, sha256, sha256d
 from ledger.core.merkle import MerkleNode, walk_branch
+from ledger.core.pow.header import BlockHeader, bits_to_target
+from ledger.core.pow.merkle import root_from_path
+from ledger.core.pow.params import PowParams
+from ledger.core.pow.tx import PowTransaction
 from ledger.core.receipt import Receipt, ReceiptError, verify_receipt
 
 __all__ = [

@@ -22,7 +22,7 @@ from rich.console import Console
 
 from flows.verify_cmd import EXIT_FAILED, EXIT_OK, verify_command
 from ledger.anchor.export import fetch_bundle
-from ledger.anchor.pow.params import PowParams
+from ledger.core.pow.params import PowParams
 from ledger.core.proof import ProofBundle, Step, StepReport, verify_bundle
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.stack import Stack, StackSettings, StackThread

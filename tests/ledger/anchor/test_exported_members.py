@@ -31,7 +31,7 @@ EXPECTED = {
     },
     "ledger.anchor.app": {"AnchorRuntime", "build_runtime", "create_app"},
     "ledger.anchor.export": {"fetch_bundle"},
-    "ledger.anchor.pow.params": {
+    "ledger.core.pow.params": {
         "DEVNET_CHAIN_NAME",
         "DEVNET_CONFIRMATIONS",
         "DEVNET_DIFFICULTY_BITS",
@@ -56,7 +56,7 @@ def test_the_proof_module_pulls_in_no_io() -> None:
 
     code = (
         "import sys, ledger.core.proof;"
-        "bad=[m for m in sys.modules if m.startswith(('ledger.anchor.pow.chain','ledger.anchor.app',"
+        "bad=[m for m in sys.modules if m.startswith(('ledger.anchor.chain','ledger.anchor.app',"
         "'ledger.anchor.service','ledger.node','httpx','sqlite3'))];"
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -10,10 +10,6 @@ import pytest
 
 from ledger.anchor.app import build_runtime
 from ledger.anchor.devnet import DEV_ANCHOR_SEED_HEX
-from ledger.anchor.pow.encoding import from_display_hex
-from ledger.anchor.pow.header import BlockHeader
-from ledger.anchor.pow.merkle import root_from_path
-from ledger.anchor.pow.params import PowParams
 from ledger.anchor.service import AnchorServiceError, _checked_keymr
 from ledger.core.anchor_record import (
     POW_ANCHOR_CHAIN_ID,
@@ -26,6 +22,10 @@ from ledger.core.entry import Entry
 from ledger.core.hashing import sha256
 from ledger.core.keys import SigningKey
 from ledger.core.merkle import MerkleNode, walk_branch
+from ledger.core.pow.encoding import from_display_hex
+from ledger.core.pow.header import BlockHeader
+from ledger.core.pow.merkle import root_from_path
+from ledger.core.pow.params import PowParams
 from ledger.core.proof import build_bundle, verify_bundle
 from tasks.documents import collection_chain, document_entry
 from tests.ledger.anchor.conftest import (

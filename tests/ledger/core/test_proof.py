@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from ledger.anchor.pow.header import BlockHeader
-from ledger.anchor.pow.params import PowParams
 from ledger.core.anchor_record import encode_anchor_payload
+from ledger.core.pow.header import BlockHeader
+from ledger.core.pow.params import PowParams
 from ledger.core.proof import (
     BUNDLE_VERSION,
     ProofBundle,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ledger.anchor.pow.header import difficulty_target, target_to_bits
+from ledger.core.pow.header import difficulty_target, target_to_bits
 
 __all__ = [
     "DEVNET_CHAIN_NAME",

@@ -31,12 +31,7 @@ EXPECTED = {
     },
     "ledger.anchor.app": {"AnchorRuntime", "build_runtime", "create_app"},
     "ledger.anchor.export": {"fetch_bundle"},
-    "ledger.core.pow.params": {
-        "DEVNET_CHAIN_NAME",
-        "DEVNET_CONFIRMATIONS",
-        "DEVNET_DIFFICULTY_BITS",
-        "PowParams",
-    },
+    "ledger.core.pow.params": {"PowParams"},
     "flows.verify_cmd": {"EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "hash_file", "verify_command"},
 }
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from ledger import devnet
 from ledger.anchor.app import build_runtime
-from ledger.anchor.devnet import DEV_ANCHOR_SEED_HEX
 from ledger.anchor.service import AnchorServiceError, _checked_keymr
 from ledger.core.anchor_record import (
     POW_ANCHOR_CHAIN_ID,
@@ -160,7 +160,7 @@ async def test_the_anchor_chain_is_factomds_and_foreign_records_are_ignored(
     height = network.node.tip.height
     real = await keymr(network, height)
     ref = PowRef("ab" * 32, "cd" * 32, 1, 1)
-    trusted = SigningKey.from_seed(bytes.fromhex(DEV_ANCHOR_SEED_HEX))
+    trusted = SigningKey.from_seed(bytes.fromhex(devnet.DEV_ANCHOR_SEED_HEX))
     stranger = SigningKey.from_seed(sha256(b"stranger"))
     forged = [
         AnchorRecord(height, real, height + 1, pow=ref).to_entry(stranger),

@@ -17,7 +17,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from ledger.core.pow.params import PowParams
-from ledger.core.proof import ProofBundle, ProofError, Step, StepReport, verify_bundle
+from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.steps import ProofError, Step, StepReport
+from ledger.core.proof.verify import verify_bundle
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "hash_file", "verify_command"]
 

@@ -2,13 +2,13 @@
 
 Calls: node ``receipt`` (with the raw entry) and ``dblock-by-height`` (raw bytes), then the
 anchoring service's ``anchor-proof`` for that directory block height; the parts are
-assembled by the pure ``ledger.core.proof.build_bundle``. The pipeline's own exporter (from
+assembled by the pure ``ledger.core.proof.bundle.build_bundle``. The pipeline's own exporter (from
 the audit store) makes the same three calls through its connectors.
 """
 
 from __future__ import annotations
 
-from ledger.core.proof import ProofBundle, build_bundle
+from ledger.core.proof.bundle import ProofBundle, build_bundle
 from ledger.jsonrpc.client import JsonRpcClient
 
 __all__ = ["fetch_bundle"]

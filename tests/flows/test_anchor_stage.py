@@ -15,7 +15,8 @@ from flows.pipeline import open_services
 from flows.proof_export import export_bundles
 from flows.settings import PipelineSettings
 from flows.verify_cmd import verify_command
-from ledger.core.proof import ProofError, verify_bundle
+from ledger.core.proof.steps import ProofError
+from ledger.core.proof.verify import verify_bundle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 

@@ -50,7 +50,9 @@ from ledger.core.pow.encoding import (
 )
 from ledger.core.pow.header import BlockHeader
 from ledger.core.pow.tx import PowTransaction
-from ledger.core.proof import ProofBundle, ProofError, verify_bundle
+from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.steps import ProofError
+from ledger.core.proof.verify import verify_bundle
 from ledger.core.receipt import Receipt, ReceiptError, verify_receipt
 from ledger.core.transaction import Transaction
 from ledger.core.varint import decode_varint, encode_varint

@@ -41,7 +41,8 @@ from ledger.core.errors import (
 from ledger.core.pow.header import bits_to_target
 from ledger.core.pow.merkle import root_from_path
 from ledger.core.pow.tx import op_return_data
-from ledger.core.proof import ProofError, verify_bundle
+from ledger.core.proof.steps import ProofError
+from ledger.core.proof.verify import verify_bundle
 from tests.reliability.decoder_codecs import (
     BYTE_CODECS,
     JSON_CODECS,

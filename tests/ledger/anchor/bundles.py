@@ -22,7 +22,7 @@ from ledger.core.pow.header import BlockHeader, difficulty_target, target_to_bit
 from ledger.core.pow.merkle import merkle_path, merkle_root
 from ledger.core.pow.params import PowParams
 from ledger.core.pow.tx import anchor_transaction, coinbase_transaction, op_return_script
-from ledger.core.proof import ProofBundle, build_bundle
+from ledger.core.proof.bundle import ProofBundle, build_bundle
 from ledger.core.receipt import build_receipt
 
 DOCUMENT = b"The quarterly report, final version.\n"

@@ -23,7 +23,9 @@ from rich.console import Console
 from flows.verify_cmd import EXIT_FAILED, EXIT_OK, verify_command
 from ledger.anchor.export import fetch_bundle
 from ledger.core.pow.params import PowParams
-from ledger.core.proof import ProofBundle, Step, StepReport, verify_bundle
+from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.steps import Step, StepReport
+from ledger.core.proof.verify import verify_bundle
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.stack import Stack, StackSettings, StackThread
 from tasks.documents import collection_chain, document_entry

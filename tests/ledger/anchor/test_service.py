@@ -26,7 +26,8 @@ from ledger.core.pow.encoding import from_display_hex
 from ledger.core.pow.header import BlockHeader
 from ledger.core.pow.merkle import root_from_path
 from ledger.core.pow.params import PowParams
-from ledger.core.proof import build_bundle, verify_bundle
+from ledger.core.proof.bundle import build_bundle
+from ledger.core.proof.verify import verify_bundle
 from tasks.documents import collection_chain, document_entry
 from tests.ledger.anchor.conftest import (
     CONFIRMATIONS,

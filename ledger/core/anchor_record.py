@@ -30,7 +30,7 @@ from typing import Any
 
 from ledger.core.blocks._codec import hex_to_bytes, json_field, json_uint
 from ledger.core.entry import Entry, chain_id_from_external_ids
-from ledger.core.errors import DecodeError, SignatureError
+from ledger.core.errors import DecodeError, LimitError, SignatureError
 from ledger.core.keys import SigningKey, verify_signature
 from ledger.core.merkle import merkle_root
 
@@ -107,9 +107,13 @@ def decode_anchor_payload(payload: bytes) -> tuple[int, bytes]:
 
 
 def window_root(keymrs: Sequence[bytes]) -> bytes:
-    """Window Merkle root: Factom Merkle root over the KeyMRs in height order (7.3)."""
+    """Window Merkle root: Factom Merkle root over the KeyMRs in height order (7.3).
+
+    Raises:
+        LimitError: ``keymrs`` is empty.
+    """
     if not keymrs:
-        raise ValueError("a window holds at least one directory block")
+        raise LimitError("a window holds at least one directory block")
     return merkle_root(list(keymrs))
 
 

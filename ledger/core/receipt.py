@@ -23,12 +23,11 @@ from typing import Any
 from ledger.core.blocks._codec import check_hash, hex_to_bytes, json_field, json_uint
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
-from ledger.core.errors import DecodeError, MerkleProofError
+from ledger.core.errors import DecodeError, LedgerFormatError, MerkleProofError, NotInBlockError
 from ledger.core.hashing import entry_hash as hash_entry
 from ledger.core.merkle import MerkleNode, branch_from_levels, hash_pair
 
 __all__ = [
-    "NotInBlockError",
     "Receipt",
     "ReceiptError",
     "build_receipt",
@@ -36,20 +35,6 @@ __all__ = [
 ]
 
 _ENTRY_CHAIN_ID = slice(1, 33)  # chain ID bytes inside a marshalled entry (section 1.1)
-
-
-class NotInBlockError(LookupError):
-    """The item to prove is not in the block given to ``build_receipt``.
-
-    Attributes:
-        item: the raw 32-byte hash that was looked for.
-        block_key_mr: KeyMR of the block searched.
-    """
-
-    def __init__(self, message: str, *, item: bytes, block_key_mr: bytes) -> None:
-        super().__init__(message)
-        self.item = item
-        self.block_key_mr = block_key_mr
 
 
 class ReceiptError(MerkleProofError):
@@ -171,11 +156,11 @@ def build_receipt(
     Raises:
         NotInBlockError: the entry is not in the EBlock, or the EBlock (chain ID + KeyMR)
             is not in the DBlock.
-        ValueError: ``raw_entry`` does not hash to ``entry_hash``.
+        LedgerFormatError: ``raw_entry`` does not hash to ``entry_hash``.
     """
     entry_hash = bytes(entry_hash)
     if raw_entry is not None and hash_entry(raw_entry) != entry_hash:
-        raise ValueError("raw_entry does not hash to entry_hash")
+        raise LedgerFormatError("raw_entry does not hash to entry_hash")
     eblock_keymr = entry_block.key_mr()
     position = entry_block.entry_position(entry_hash)
     if position is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ledger.core.errors import LimitError
 from ledger.core.pow.header import difficulty_target, target_to_bits
 from ledger.devnet import DEV_POW_CHAIN_NAME, DEV_POW_CONFIRMATIONS, DEV_POW_DIFFICULTY_BITS
 
@@ -25,6 +26,9 @@ class PowParams:
         chain: the chain's name, written in proof bundles (``anchor.chain``).
         difficulty_bits: 1..255; the target is ``difficulty_target(difficulty_bits)``.
         confirmations: blocks (the anchor's included) before an anchor counts, >= 1.
+
+    Raises:
+        LimitError: ``difficulty_bits`` or ``confirmations`` out of range.
     """
 
     chain: str = DEV_POW_CHAIN_NAME
@@ -33,9 +37,9 @@ class PowParams:
 
     def __post_init__(self) -> None:
         if not 1 <= self.difficulty_bits <= 255:
-            raise ValueError("difficulty_bits must be in 1..255")
+            raise LimitError("difficulty_bits must be in 1..255")
         if self.confirmations < 1:
-            raise ValueError("confirmations must be at least 1")
+            raise LimitError("confirmations must be at least 1")
 
     @property
     def target(self) -> int:

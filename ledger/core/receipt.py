@@ -20,11 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.core.blocks._codec import check_hash, hex_to_bytes, json_field, json_uint
+from ledger.core.blocks._codec import check_hash, json_field, json_uint
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.errors import DecodeError, LedgerFormatError, MerkleProofError, NotInBlockError
 from ledger.core.hashing import entry_hash as hash_entry
+from ledger.core.hexbytes import from_hex
 from ledger.core.merkle import MerkleNode, branch_from_levels, hash_pair
 
 __all__ = [
@@ -130,12 +131,12 @@ class Receipt:
             ),
             directory_block_height=json_uint(obj.get("directoryblockheight", 0), "height", bits=32),
             timestamp_s=json_uint(entry.get("timestamp", 0), "timestamp"),
-            raw_entry=None if raw is None else hex_to_bytes(raw, "raw entry"),
+            raw_entry=None if raw is None else from_hex(raw, "raw entry"),
         )
 
 
 def _hash(text: object, what: str) -> bytes:
-    return hex_to_bytes(text, what, size=32)
+    return from_hex(text, what, size=32)
 
 
 def build_receipt(

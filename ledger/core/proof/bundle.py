@@ -14,11 +14,12 @@ step that uses each field (``ledger.core.proof.verify``).
 from __future__ import annotations
 
 import json
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.core.errors import DecodeError
+from ledger.core.hexbytes import from_hex, from_hex_list
 from ledger.core.proof.steps import ProofError, Step
 from ledger.core.receipt import Receipt
 
@@ -39,7 +40,6 @@ BUNDLE_VERSION = 1
 
 #: A Merkle node as the bundle holds it: (left, right, top), raw bytes as read.
 Node = tuple[bytes, bytes, bytes]
-_HEX_DIGITS = frozenset(string.hexdigits)
 
 
 @dataclass(frozen=True)
@@ -205,18 +205,13 @@ def _object(value: Any, what: str) -> Mapping[str, Any]:
     return value
 
 
-def _decode_hex(text: Any, what: str) -> bytes:
-    """Strict hex (an optional ``0x``): even length, hex digits only, no spaces."""
-    if not isinstance(text, str):
-        raise _fail(f"{what} must be a hex string")
-    digits = text.removeprefix("0x")
-    if len(digits) % 2 or not set(digits) <= _HEX_DIGITS:
-        raise _fail(f"{what} is not valid hex")
-    return bytes.fromhex(digits)
-
-
 def _hex(obj: Mapping[str, Any], key: str) -> bytes:
-    return _decode_hex(obj.get(key), key)
+    """Strict hex, an optional ``0x`` (the contract address has one; v1 readers have
+    always dropped it from any field)."""
+    try:
+        return from_hex(obj.get(key), key, allow_0x=True)
+    except DecodeError as exc:
+        raise _fail(str(exc)) from exc
 
 
 def _uint(obj: Mapping[str, Any], key: str) -> int:
@@ -234,9 +229,10 @@ def _text(obj: Mapping[str, Any], key: str) -> str:
 
 
 def _hex_list(value: Any, what: str) -> tuple[bytes, ...]:
-    if not isinstance(value, list):
-        raise _fail(f"{what} must be a list")
-    return tuple(_decode_hex(item, f"{what}[{i}]") for i, item in enumerate(value))
+    try:
+        return from_hex_list(value, what, allow_0x=True)
+    except DecodeError as exc:
+        raise _fail(str(exc)) from exc
 
 
 def _nodes(value: Any, what: str) -> tuple[Node, ...]:

@@ -8,6 +8,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger import devnet
+from ledger.core.hexbytes import from_hex
 from ledger.core.pow.params import PowParams
 
 
@@ -61,4 +62,4 @@ class AnchorSettings(BaseSettings):
 
     def contract_address_bytes(self) -> bytes:
         """The 20-byte contract address."""
-        return bytes.fromhex(self.contract_address[2:])
+        return from_hex(self.contract_address, "contract_address", size=20, allow_0x=True)

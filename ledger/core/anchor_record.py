@@ -31,7 +31,7 @@ from typing import Any
 from ledger.core.blocks._codec import json_field, json_uint
 from ledger.core.entry import Entry, chain_id_from_external_ids
 from ledger.core.errors import DecodeError, LimitError, SignatureError
-from ledger.core.hexbytes import from_hex
+from ledger.core.hexbytes import from_hex, hash32_from_hex
 from ledger.core.keys import SigningKey, verify_signature
 from ledger.core.merkle import merkle_root
 
@@ -295,11 +295,11 @@ class AnchorRecord:
                 _address(contract.contract_address),
                 json_uint(json_field(obj, "DBHeightMin", what), "DBHeightMin"),
                 json_uint(json_field(obj, "DBHeightMax", what), "DBHeightMax"),
-                from_hex(json_field(obj, "WindowMR", what), "WindowMR", size=32),
+                hash32_from_hex(json_field(obj, "WindowMR", what), "WindowMR"),
             )
         return cls(
             db_height=json_uint(json_field(obj, "DBHeight", what), "DBHeight", bits=32),
-            keymr=from_hex(json_field(obj, "KeyMR", what), "KeyMR", size=32),
+            keymr=hash32_from_hex(json_field(obj, "KeyMR", what), "KeyMR"),
             record_height=json_uint(obj.get("RecordHeight", 0), "RecordHeight", bits=32),
             pow=PowRef.from_json(obj["Bitcoin"]) if "Bitcoin" in obj else None,
             contract=contract,

@@ -20,7 +20,7 @@ from typing import Any
 from ledger.core.blocks._codec import check_hash, json_field
 from ledger.core.errors import MerkleProofError, PositionError
 from ledger.core.hashing import ZERO_HASH, sha256
-from ledger.core.hexbytes import from_hex
+from ledger.core.hexbytes import hash32_from_hex
 
 __all__ = ["MerkleNode", "hash_pair", "merkle_branch", "merkle_root", "walk_branch"]
 
@@ -86,9 +86,9 @@ class MerkleNode:
         """Inverse of ``to_json``; DecodeError for missing keys, bad hex or wrong lengths."""
         left, right, top = (json_field(obj, key, "merkle node") for key in _NODE_KEYS)
         return cls(
-            from_hex(left, "merkle node left", size=32),
-            from_hex(right, "merkle node right", size=32),
-            from_hex(top, "merkle node top", size=32),
+            hash32_from_hex(left, "merkle node left"),
+            hash32_from_hex(right, "merkle node right"),
+            hash32_from_hex(top, "merkle node top"),
         )
 
 

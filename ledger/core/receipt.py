@@ -25,7 +25,7 @@ from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.errors import DecodeError, LedgerFormatError, MerkleProofError, NotInBlockError
 from ledger.core.hashing import entry_hash as hash_entry
-from ledger.core.hexbytes import from_hex
+from ledger.core.hexbytes import from_hex, hash32_from_hex
 from ledger.core.merkle import MerkleNode, branch_from_levels, hash_pair
 
 __all__ = [
@@ -123,20 +123,20 @@ class Receipt:
             raise DecodeError("receipt merklebranch must be a list")
         raw = entry.get("raw") if isinstance(entry, Mapping) else None
         return cls(
-            entry_hash=_hash(json_field(entry, "entryhash", "receipt entry"), "entryhash"),
+            entry_hash=hash32_from_hex(
+                json_field(entry, "entryhash", "receipt entry"), "entryhash"
+            ),
             merkle_branch=[MerkleNode.from_json(node) for node in branch],
-            entry_block_keymr=_hash(json_field(obj, "entryblockkeymr", "receipt"), "keymr"),
-            directory_block_keymr=_hash(
+            entry_block_keymr=hash32_from_hex(
+                json_field(obj, "entryblockkeymr", "receipt"), "keymr"
+            ),
+            directory_block_keymr=hash32_from_hex(
                 json_field(obj, "directoryblockkeymr", "receipt"), "directoryblockkeymr"
             ),
             directory_block_height=json_uint(obj.get("directoryblockheight", 0), "height", bits=32),
             timestamp_s=json_uint(entry.get("timestamp", 0), "timestamp"),
             raw_entry=None if raw is None else from_hex(raw, "raw entry"),
         )
-
-
-def _hash(text: object, what: str) -> bytes:
-    return from_hex(text, what, size=32)
 
 
 def build_receipt(

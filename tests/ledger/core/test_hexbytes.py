@@ -98,3 +98,32 @@ def test_lists_name_each_item() -> None:
         from_hex_list("00", "extids")
     with pytest.raises(DecodeError, match=r"^path\[0\] must be 1 bytes"):
         from_hex_list(["0000"], "path", size=1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,
+        "zz" * 32,
+        "ab" * 31,
+        "ab" * 33,
+        "ab" * 31 + "  ",
+        " " + "ab" * 31 + " ",
+        "ab" * 16 + " " + "ab" * 15 + " ",
+        "0x" + "ab" * 31,
+        "ａ" * 64,
+        "",
+    ],
+)
+def test_the_hash_path_refuses_like_the_general_one(text: object) -> None:
+    with pytest.raises(DecodeError) as general:
+        from_hex(text, "keymr", size=32)
+    with pytest.raises(DecodeError) as fast:
+        hash32_from_hex(text, "keymr")
+    assert str(fast.value) == str(general.value)
+
+
+@given(st.binary(min_size=32, max_size=32))
+def test_the_hash_path_accepts_like_the_general_one(data: bytes) -> None:
+    for text in (data.hex(), data.hex().upper()):
+        assert hash32_from_hex(text, "h") == from_hex(text, "h", size=32) == data

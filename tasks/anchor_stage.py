@@ -18,7 +18,7 @@ from connectors.anchor import AnchorClient
 from connectors.audit_store import AnchorRecord, AuditStore, NotarizationRow
 from connectors.node import NodeClient
 from ledger.core.errors import LedgerFormatError
-from ledger.core.proof import PowParams
+from ledger.core.pow.params import PowParams
 from tasks.proofs import bundle_for
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from connectors.audit_store import AuditStore, NotarizationRow, ReceiptRecord
 from connectors.node import NodeClient
 from ledger.core.clock import Clock, SystemClock
+from ledger.core.proof.steps import Step
 from tasks.verify import ReceiptRejected, TrustedDirectoryBlock, verify_node_receipt
 
 Receipts = dict[str, dict[str, Any] | None]
@@ -187,14 +188,15 @@ def _sweep_batch(
 
 def _directory_block(node: NodeClient, height: int) -> TrustedDirectoryBlock | str:
     """The block the node serves at ``height``, parsed once for every receipt naming it, or
-    why it cannot be trusted: such a block rejects those receipts (check 3), not the sweep."""
+    why it cannot be trusted: such a block rejects those receipts (step 4), not the sweep."""
     rawdata = node.dblock_by_height(height).get("rawdata")
     try:
         raw = bytes.fromhex(rawdata) if isinstance(rawdata, str) else None
     except ValueError:
         raw = None
     if raw is None:
-        return str(ReceiptRejected(f"directory block {height} has no valid rawdata", step=3))
+        why = f"directory block {height} has no valid rawdata"
+        return str(ReceiptRejected(why, step=Step.DIRECTORY_BLOCK))
     try:
         return TrustedDirectoryBlock.parse(raw)
     except ReceiptRejected as exc:

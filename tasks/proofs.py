@@ -13,7 +13,9 @@ from typing import Any
 
 from connectors.audit_store import NotarizationRow
 from ledger.core.entry import Entry
-from ledger.core.proof import PowParams, ProofBundle, build_bundle, verify_bundle
+from ledger.core.pow.params import PowParams
+from ledger.core.proof.bundle import ProofBundle, build_bundle
+from ledger.core.proof.verify import verify_bundle
 from tasks.documents import document_entry
 
 

@@ -42,6 +42,7 @@ from connectors.audit_store import (
     ProofRecord,
     StageEventRecord,
 )
+from ledger.core.proof.steps import Step
 from tasks.verify import ReceiptRejected, verify_node_receipt
 
 STAGES = STAGE_ORDER[1:]  # published, multi_az, ledger, anchor: the stages a row reaches
@@ -206,9 +207,9 @@ def reverify_receipts(
     """Verify a random sample of stored receipts again, against the node's directory blocks.
 
     Per sampled receipt: (0) the stored columns and the notarization agree with the stored
-    raw receipt; then ``verify_node_receipt`` (1 entry hash, 2 Merkle path, 3 directory
-    block at the receipt's height) with the bytes ``fetch_dblock(height)`` returns
-    (called once per height).
+    raw receipt; then ``verify_node_receipt`` (the proof steps 2 entry hash, 3 Merkle
+    path, 4 directory block at the receipt's height) with the bytes
+    ``fetch_dblock(height)`` returns (called once per height).
 
     Args:
         proofs: notarizations with their receipts (those without one are not sampled).
@@ -252,7 +253,7 @@ def _reverify_one(
     block = blocks[height]
     if isinstance(block, LookupError):
         message = f"the node has no directory block at height {height}"
-        return out | {"status": "rejected", "step": 3, "message": message}
+        return out | {"status": "rejected", "step": Step.DIRECTORY_BLOCK, "message": message}
     if isinstance(block, Exception):
         return out | {"status": "unavailable", "message": f"{type(block).__name__}: {block}"}
     try:

@@ -1,14 +1,17 @@
 """Local verification of a node receipt before it is written to the audit store.
 
 Pure functions (no I/O): the caller fetches the receipt and the directory block's exact
-bytes from the node; this module checks, in order:
+bytes from the node. The checks are the receipt's share of the proof bundle verifier's
+numbered steps (``ledger.core.proof.steps.Step``, docs/proof-bundle.md), checked in the
+same order, so a receipt rejected here names the step ``notary verify`` would name:
 
-1. the receipt is about the entry we published (its entry hash is the one computed from
-   the document's entry bytes);
-2. every Merkle step, from the entry hash through the entry block KeyMR to the directory
-   block KeyMR (factom-formats section 6, ``ledger.core.receipt.verify_receipt``);
-3. the directory block KeyMR is the one obtained by hashing the directory block the node
-   serves at that height (header + body, section 5.3), at the height the receipt names.
+- ``Step.FORMAT`` (0): the receipt object parses (hex fields, hash lengths, integers);
+- ``Step.ENTRY`` (2): it is about the entry we published (its entry hash is the one
+  computed from the document's entry bytes);
+- ``Step.RECEIPT`` (3): every Merkle step, from the entry hash through the entry block
+  KeyMR to the directory block KeyMR it names (``ledger.core.receipt.verify_receipt``);
+- ``Step.DIRECTORY_BLOCK`` (4): that KeyMR and the receipt's height are those of the
+  directory block the node serves at that height (parsed exactly, header + body hashed).
 
 A sweep verifies many receipts against few directory blocks: ``TrustedDirectoryBlock``
 parses and hashes each block once (``verify_node_receipt(..., dblock=...)``).
@@ -22,20 +25,29 @@ from typing import Any
 
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.errors import LedgerFormatError
+from ledger.core.proof.steps import Step
 from ledger.core.receipt import Receipt, verify_receipt
+
+__all__ = ["ReceiptRejected", "TrustedDirectoryBlock", "verify_node_receipt"]
 
 
 class ReceiptRejected(ValueError):
-    """A receipt that does not prove the entry; ``step`` names the failed check (1..3)."""
+    """A receipt that does not prove the entry.
 
-    def __init__(self, message: str, *, step: int) -> None:
-        super().__init__(f"step {step}: {message}")
+    The message is ``"step N (title): reason"``, as ``ProofError`` writes it.
+
+    Attributes:
+        step: the ``Step`` that failed (an ``IntEnum``: compares equal to its number).
+    """
+
+    def __init__(self, message: str, *, step: Step) -> None:
+        super().__init__(f"step {int(step)} ({step.title}): {message}")
         self.step = step
 
 
 @dataclass(frozen=True)
 class TrustedDirectoryBlock:
-    """A directory block the node served, parsed and hashed once (check 3's inputs).
+    """A directory block the node served, parsed and hashed once (the last check's inputs).
 
     Attributes:
         height: the block's height (from its header).
@@ -50,12 +62,14 @@ class TrustedDirectoryBlock:
         """Parse the exact bytes of a directory block and compute its KeyMR.
 
         Raises:
-            ReceiptRejected: the bytes are not a directory block (step 3).
+            ReceiptRejected: the bytes are not a directory block (``Step.DIRECTORY_BLOCK``).
         """
         try:
             dblock = DirectoryBlock.unmarshal(dblock_raw)
         except LedgerFormatError as exc:
-            raise ReceiptRejected(f"directory block does not parse: {exc}", step=3) from exc
+            raise ReceiptRejected(
+                f"directory block does not parse: {exc}", step=Step.DIRECTORY_BLOCK
+            ) from exc
         return cls(height=dblock.height, key_mr=dblock.key_mr())
 
 
@@ -78,7 +92,7 @@ def verify_node_receipt(
         the parsed, verified receipt.
 
     Raises:
-        ReceiptRejected: a check failed (the message names the step).
+        ReceiptRejected: a check failed (``.step`` names it; module docstring).
         ValueError: not exactly one of ``dblock_raw`` and ``dblock`` was given.
     """
     if (dblock_raw is None) == (dblock is None):
@@ -86,20 +100,32 @@ def verify_node_receipt(
     try:
         receipt = Receipt.from_json(receipt_json)
     except LedgerFormatError as exc:
-        raise ReceiptRejected(f"malformed receipt: {exc}", step=1) from exc
+        raise ReceiptRejected(f"malformed receipt: {exc}", step=Step.FORMAT) from exc
     if receipt.entry_hash.hex() != entry_hash:
         raise ReceiptRejected(
-            f"receipt is for entry {receipt.entry_hash.hex()}, expected {entry_hash}", step=1
+            f"receipt is for entry {receipt.entry_hash.hex()}, expected {entry_hash}",
+            step=Step.ENTRY,
         )
+    try:
+        verify_receipt(receipt)
+    except LedgerFormatError as exc:
+        raise ReceiptRejected(f"Merkle proof does not hold: {exc}", step=Step.RECEIPT) from exc
     trusted = dblock if dblock is not None else TrustedDirectoryBlock.parse(dblock_raw or b"")
+    _check_directory_block(receipt, trusted)
+    return receipt
+
+
+def _check_directory_block(receipt: Receipt, trusted: TrustedDirectoryBlock) -> None:
+    """``Step.DIRECTORY_BLOCK``: the served block is the one the receipt ends at."""
+    if trusted.key_mr != receipt.directory_block_keymr:
+        raise ReceiptRejected(
+            f"the served directory block's KeyMR {trusted.key_mr.hex()} is not the"
+            f" receipt's {receipt.directory_block_keymr.hex()}",
+            step=Step.DIRECTORY_BLOCK,
+        )
     if trusted.height != receipt.directory_block_height:
         raise ReceiptRejected(
             f"directory block height {trusted.height} != receipt height "
             f"{receipt.directory_block_height}",
-            step=3,
+            step=Step.DIRECTORY_BLOCK,
         )
-    try:
-        verify_receipt(receipt, trusted_directory_block_keymr=trusted.key_mr)
-    except LedgerFormatError as exc:
-        raise ReceiptRejected(f"Merkle proof does not hold: {exc}", step=2) from exc
-    return receipt

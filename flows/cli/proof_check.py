@@ -1,8 +1,8 @@
 """``notary verify FILE --proof BUNDLE``: check a file against its proof bundle, offline.
 
 No service is contacted: the file is hashed here and the bundle is checked with the pure
-verifier ``ledger.core.proof.verify_bundle`` (numbered steps, docs/proof-bundle.md). Each
-step is printed as it passes; the first failing step is printed with its reason.
+verifier ``ledger.core.proof.verify.verify_bundle`` (numbered steps, docs/proof-bundle.md).
+Each step is printed as it passes; the first failing step is printed with its reason.
 
 Exit codes (``ExitCode``): 0 every step holds; 1 a step failed (a forged, damaged or
 mismatched bundle); 2 bad usage (the file or the bundle cannot be read).
@@ -17,8 +17,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from flows.cli.exit_codes import ExitCode
-from ledger.anchor.pow.params import PowParams
-from ledger.core.proof import ProofBundle, ProofError, Step, StepReport, verify_bundle
+from ledger.core.pow.params import PowParams
+from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.steps import ProofError, Step, StepReport
+from ledger.core.proof.verify import verify_bundle
 
 __all__ = ["hash_file", "verify_command"]
 

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ledger.anchor.backend import EmbeddedPowBackend
-from ledger.anchor.pow.chain import PowChain
+from ledger.anchor.chain import PowChain
 from ledger.anchor.rpc import build_registry
 from ledger.anchor.service import AnchorService
 from ledger.anchor.settings import AnchorSettings
@@ -28,6 +28,7 @@ from ledger.anchor.state import AnchorState
 from ledger.anchor.writer import LedgerWriter
 from ledger.core.addresses import seed_from_ec_secret
 from ledger.core.clock import Clock, SystemClock
+from ledger.core.hexbytes import from_hex
 from ledger.core.keys import SigningKey
 from ledger.jsonrpc import AsyncJsonRpcClient
 from ledger.jsonrpc.server import create_jsonrpc_app
@@ -82,7 +83,8 @@ def build_runtime(
         settings.node_url, timeout_s=settings.node_timeout_s, transport=node_transport
     )
     ec_key = SigningKey.from_seed(seed_from_ec_secret(settings.ec_secret.get_secret_value()))
-    signer = SigningKey.from_seed(bytes.fromhex(settings.anchor_secret.get_secret_value()))
+    seed = from_hex(settings.anchor_secret.get_secret_value(), "anchor_secret", size=32)
+    signer = SigningKey.from_seed(seed)
     writer = LedgerWriter(node, ec_key=ec_key, clock=clock)
     service = AnchorService(
         settings, backend=backend, state=state, node=node, writer=writer, signer=signer

@@ -19,10 +19,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ledger.anchor.pow.chain import PowChain
-from ledger.anchor.pow.params import PowParams
-from ledger.anchor.pow.tx import anchor_transaction, op_return_script
+from ledger.anchor.chain import PowChain
 from ledger.core.anchor_record import WindowCommitment, encode_anchor_payload
+from ledger.core.pow.params import PowParams
+from ledger.core.pow.tx import anchor_transaction, op_return_script
 
 __all__ = [
     "AnchorBackend",

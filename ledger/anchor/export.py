@@ -2,13 +2,14 @@
 
 Calls: node ``receipt`` (with the raw entry) and ``dblock-by-height`` (raw bytes), then the
 anchoring service's ``anchor-proof`` for that directory block height; the parts are
-assembled by the pure ``ledger.core.proof.build_bundle``. The pipeline's own exporter (from
+assembled by the pure ``ledger.core.proof.bundle.build_bundle``. The pipeline's own exporter (from
 the audit store) makes the same three calls through its connectors.
 """
 
 from __future__ import annotations
 
-from ledger.core.proof import ProofBundle, build_bundle
+from ledger.core.hexbytes import from_hex
+from ledger.core.proof.bundle import ProofBundle, build_bundle
 from ledger.jsonrpc.client import JsonRpcClient
 
 __all__ = ["fetch_bundle"]
@@ -31,6 +32,7 @@ def fetch_bundle(
     Raises:
         JsonRpcCallError: not in a directory block yet (-32010) or not anchored/confirmed
             yet (-32008); JsonRpcTransportError: a service is unreachable.
+        DecodeError: the node's raw entry or directory block is not strict hex.
         ProofError: (step 0) the answers do not form a well-shaped bundle.
     """
     receipt = node.call("receipt", {"hash": entry_hash.hex(), "includerawentry": True})["receipt"]
@@ -41,8 +43,8 @@ def fetch_bundle(
         params["depth"] = depth
     return build_bundle(
         document_sha256=document_sha256,
-        entry=bytes.fromhex(receipt["entry"]["raw"]),
+        entry=from_hex(receipt["entry"]["raw"], "receipt entry raw"),
         receipt=receipt,
-        directory_block=bytes.fromhex(dblock["rawdata"]),
+        directory_block=from_hex(dblock["rawdata"], "dblock-by-height rawdata"),
         anchor_proof=anchor.call("anchor-proof", params),
     )

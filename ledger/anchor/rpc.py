@@ -28,10 +28,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.anchor.backend import NotConfirmed
-from ledger.anchor.pow.chain import BlockInfo, PowChain
-from ledger.anchor.pow.encoding import from_display_hex, to_display_hex
+from ledger.anchor.chain import BlockInfo, PowChain
 from ledger.anchor.service import AnchorService
 from ledger.core.errors import DecodeError
+from ledger.core.pow.encoding import from_display_hex, to_display_hex
 from ledger.jsonrpc import InvalidParams, ObjectNotFound
 from ledger.jsonrpc.registry import MethodRegistry
 

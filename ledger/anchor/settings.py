@@ -8,13 +8,8 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger import devnet
-from ledger.anchor.devnet import DEV_ANCHOR_SEED_HEX, DEV_CONTRACT_ADDRESS
-from ledger.anchor.pow.params import (
-    DEVNET_CHAIN_NAME,
-    DEVNET_CONFIRMATIONS,
-    DEVNET_DIFFICULTY_BITS,
-    PowParams,
-)
+from ledger.core.hexbytes import from_hex
+from ledger.core.pow.params import PowParams
 
 
 class AnchorSettings(BaseSettings):
@@ -37,13 +32,15 @@ class AnchorSettings(BaseSettings):
     node_url: str = "http://127.0.0.1:8088/v2"
     poll_interval_s: float = Field(default=1.0, gt=0)
     pow_block_time_s: float = Field(default=1.0, gt=0)
-    pow_chain_name: str = DEVNET_CHAIN_NAME
-    pow_difficulty_bits: int = Field(default=DEVNET_DIFFICULTY_BITS, ge=1, le=64)
-    confirmations: int = Field(default=DEVNET_CONFIRMATIONS, ge=1)
+    pow_chain_name: str = devnet.DEV_POW_CHAIN_NAME
+    pow_difficulty_bits: int = Field(default=devnet.DEV_POW_DIFFICULTY_BITS, ge=1, le=64)
+    confirmations: int = Field(default=devnet.DEV_POW_CONFIRMATIONS, ge=1)
     window_blocks: int = Field(default=1000, ge=1)
     max_heights_per_round: int = Field(default=200, ge=1)
-    contract_address: str = Field(default=DEV_CONTRACT_ADDRESS, pattern=r"^0x[0-9a-fA-F]{40}$")
-    anchor_secret: SecretStr = SecretStr(DEV_ANCHOR_SEED_HEX)
+    contract_address: str = Field(
+        default=devnet.DEV_CONTRACT_ADDRESS, pattern=r"^0x[0-9a-fA-F]{40}$"
+    )
+    anchor_secret: SecretStr = SecretStr(devnet.DEV_ANCHOR_SEED_HEX)
     ec_secret: SecretStr = SecretStr(devnet.DEV_EC_SECRET)
     node_timeout_s: float = Field(default=30.0, gt=0)
     sqlite_synchronous: str = "FULL"
@@ -65,4 +62,4 @@ class AnchorSettings(BaseSettings):
 
     def contract_address_bytes(self) -> bytes:
         """The 20-byte contract address."""
-        return bytes.fromhex(self.contract_address[2:])
+        return from_hex(self.contract_address, "contract_address", size=20, allow_0x=True)

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
+
+from ledger.core.hexbytes import hex_or_none
 
 __all__ = ["EncodingError", "from_base64", "from_hash_hex", "is_hash_hex", "to_base64"]
-
-_HASH_HEX = re.compile(r"[0-9a-fA-F]{64}")
 
 
 class EncodingError(ValueError):
@@ -47,9 +46,9 @@ def from_base64(text: str, *, field: str) -> bytes:
 
 def is_hash_hex(text: str) -> bool:
     """True for exactly 64 hexadecimal characters (a chain ID or entry hash)."""
-    return _HASH_HEX.fullmatch(text) is not None
+    return from_hash_hex(text) is not None
 
 
 def from_hash_hex(text: str) -> bytes | None:
     """The 32 raw bytes of a 64-character hex hash, or ``None`` when ``text`` is not one."""
-    return bytes.fromhex(text) if is_hash_hex(text) else None
+    return hex_or_none(text, size=32)

@@ -28,9 +28,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.core.blocks._codec import hex_to_bytes, json_field, json_uint
+from ledger.core.blocks._codec import json_field, json_uint
 from ledger.core.entry import Entry, chain_id_from_external_ids
-from ledger.core.errors import DecodeError, SignatureError
+from ledger.core.errors import DecodeError, LimitError, SignatureError
+from ledger.core.hexbytes import from_hex, hash32_from_hex
 from ledger.core.keys import SigningKey, verify_signature
 from ledger.core.merkle import merkle_root
 
@@ -107,9 +108,13 @@ def decode_anchor_payload(payload: bytes) -> tuple[int, bytes]:
 
 
 def window_root(keymrs: Sequence[bytes]) -> bytes:
-    """Window Merkle root: Factom Merkle root over the KeyMRs in height order (7.3)."""
+    """Window Merkle root: Factom Merkle root over the KeyMRs in height order (7.3).
+
+    Raises:
+        LimitError: ``keymrs`` is empty.
+    """
     if not keymrs:
-        raise ValueError("a window holds at least one directory block")
+        raise LimitError("a window holds at least one directory block")
     return merkle_root(list(keymrs))
 
 
@@ -290,11 +295,11 @@ class AnchorRecord:
                 _address(contract.contract_address),
                 json_uint(json_field(obj, "DBHeightMin", what), "DBHeightMin"),
                 json_uint(json_field(obj, "DBHeightMax", what), "DBHeightMax"),
-                hex_to_bytes(json_field(obj, "WindowMR", what), "WindowMR", size=32),
+                hash32_from_hex(json_field(obj, "WindowMR", what), "WindowMR"),
             )
         return cls(
             db_height=json_uint(json_field(obj, "DBHeight", what), "DBHeight", bits=32),
-            keymr=hex_to_bytes(json_field(obj, "KeyMR", what), "KeyMR", size=32),
+            keymr=hash32_from_hex(json_field(obj, "KeyMR", what), "KeyMR"),
             record_height=json_uint(obj.get("RecordHeight", 0), "RecordHeight", bits=32),
             pow=PowRef.from_json(obj["Bitcoin"]) if "Bitcoin" in obj else None,
             contract=contract,
@@ -316,7 +321,7 @@ def _obj(value: object) -> dict[str, Any]:
 
 
 def _address(text: str) -> bytes:
-    return hex_to_bytes(text.removeprefix("0x"), "ContractAddress", size=20)
+    return from_hex(text.removeprefix("0x"), "ContractAddress", size=20)
 
 
 def parse_signed_record(entry: Entry, trusted_keys: Iterable[bytes]) -> AnchorRecord:

@@ -12,6 +12,8 @@ import threading
 import time
 from typing import Protocol
 
+from ledger.core.errors import LimitError
+
 
 class Clock(Protocol):
     """Source of wall-clock time, in seconds since the Unix epoch."""
@@ -53,9 +55,13 @@ class ManualClock:
             return self._now
 
     def advance(self, seconds: float) -> float:
-        """Move time forward by ``seconds`` (>= 0) and return the new time."""
+        """Move time forward by ``seconds`` (>= 0) and return the new time.
+
+        Raises:
+            LimitError: ``seconds`` is negative.
+        """
         if seconds < 0:
-            raise ValueError("a manual clock only moves forward")
+            raise LimitError("a manual clock only moves forward")
         with self._lock:
             self._now += seconds
             return self._now

@@ -19,12 +19,12 @@ in-range fields (lengths, 48-bit timestamp, credits); the signature is only chec
 from __future__ import annotations
 
 import dataclasses
-import string
 from dataclasses import dataclass
 
 from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry, chain_id_from_external_ids
 from ledger.core.errors import DecodeError, LimitError, SignatureError
 from ledger.core.hashing import sha256, sha256d
+from ledger.core.hexbytes import from_hex
 from ledger.core.keys import SigningKey, verify_signature
 
 __all__ = [
@@ -46,7 +46,6 @@ CHAIN_CREDITS_RANGE = range(11, 21)  # 11..20
 MAX_TIMESTAMP_MS = 2**48 - 1
 _TIMESTAMP_BYTES = 6
 _PLACEHOLDER_SIGNATURE = bytes(64)
-_HEX_DIGITS = frozenset(string.hexdigits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +128,7 @@ class CommitEntry:
     @classmethod
     def from_hex(cls, text: str) -> CommitEntry:
         """Parse hex of 136 bytes. DecodeError (bad hex, length, version) or LimitError."""
-        return cls.unmarshal(_from_hex(text))
+        return cls.unmarshal(from_hex(text, "commit"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +249,7 @@ class CommitChain:
     @classmethod
     def from_hex(cls, text: str) -> CommitChain:
         """Parse hex of 200 bytes. DecodeError (bad hex, length, version) or LimitError."""
-        return cls.unmarshal(_from_hex(text))
+        return cls.unmarshal(from_hex(text, "commit"))
 
 
 def _header(timestamp_ms: int) -> bytes:
@@ -293,11 +292,3 @@ def _is_int(value: object) -> bool:
 def _verify(public_key: bytes, message: bytes, signature: bytes) -> None:
     if not verify_signature(public_key, message, signature):
         raise SignatureError("commit signature does not verify")
-
-
-def _from_hex(text: str) -> bytes:
-    if not isinstance(text, str):
-        raise DecodeError("commit hex must be a string")
-    if len(text) % 2 or not set(text) <= _HEX_DIGITS:
-        raise DecodeError("commit is not valid hex")
-    return bytes.fromhex(text)

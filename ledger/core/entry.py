@@ -16,13 +16,13 @@ can always be marshalled.
 
 from __future__ import annotations
 
-import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.errors import DecodeError, LimitError
 from ledger.core.hashing import entry_hash, sha256
+from ledger.core.hexbytes import from_hex, from_hex_list
 
 __all__ = [
     "CHAIN_ID_BYTES",
@@ -45,7 +45,6 @@ MAX_ENTRY_BYTES = ENTRY_HEADER_BYTES + MAX_ENTRY_PAYLOAD_BYTES  # 10275
 MAX_ENTRY_COST_EC = 10
 NEW_CHAIN_FEE_EC = 10  # added to the first entry's cost by a commit-chain (section 1.4)
 _EXT_ID_LENGTH_BYTES = 2
-_HEX_DIGITS = frozenset(string.hexdigits)
 
 
 def chain_id_from_external_ids(external_ids: Sequence[bytes]) -> bytes:
@@ -168,7 +167,7 @@ class Entry:
     @classmethod
     def from_hex(cls, text: str) -> Entry:
         """Inverse of ``to_hex``. Raises DecodeError (bad hex or bytes) or LimitError."""
-        return cls.unmarshal(_from_hex(text, "entry"))
+        return cls.unmarshal(from_hex(text, "entry"))
 
     def to_json(self) -> dict[str, Any]:
         """Client JSON form ``{"chainid": hex, "extids": [hex, ...], "content": hex}`` (1.1)."""
@@ -191,13 +190,12 @@ class Entry:
         """
         if not isinstance(obj, Mapping):
             raise DecodeError("entry JSON must be an object")
-        ext_ids = tuple(_from_hex(x, "extid") for x in _hex_list(obj.get("extids") or []))
-        content = _from_hex(obj.get("content") or "", "content")
+        ext_ids = from_hex_list(obj.get("extids") or [], "extids")
+        content = from_hex(obj.get("content") or "", "content")
         if obj.get("chainid") is not None:
-            chain_id = _from_hex(obj["chainid"], "chainid")
+            chain_id = from_hex(obj["chainid"], "chainid")
         elif obj.get("chainname") is not None:
-            names = [_from_hex(x, "chainname") for x in _hex_list(obj["chainname"])]
-            chain_id = chain_id_from_external_ids(names)
+            chain_id = chain_id_from_external_ids(from_hex_list(obj["chainname"], "chainname"))
         else:
             raise DecodeError("entry JSON needs 'chainid' or 'chainname'")
         return cls(chain_id, ext_ids, content)
@@ -225,17 +223,3 @@ def _as_bytes(value: object, what: str) -> bytes:
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
     raise DecodeError(f"{what} must be bytes, got {type(value).__name__}")
-
-
-def _hex_list(value: object) -> list[object]:
-    if not isinstance(value, list | tuple):
-        raise DecodeError("expected a JSON array of hex strings")
-    return list(value)
-
-
-def _from_hex(text: object, what: str) -> bytes:
-    if not isinstance(text, str):
-        raise DecodeError(f"{what} must be a hex string")
-    if len(text) % 2 or not set(text) <= _HEX_DIGITS:
-        raise DecodeError(f"{what} is not valid hex")
-    return bytes.fromhex(text)

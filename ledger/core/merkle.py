@@ -17,9 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.core.blocks._codec import check_hash, hex_to_bytes, json_field
-from ledger.core.errors import MerkleProofError
+from ledger.core.blocks._codec import check_hash, json_field
+from ledger.core.errors import MerkleProofError, PositionError
 from ledger.core.hashing import ZERO_HASH, sha256
+from ledger.core.hexbytes import hash32_from_hex
 
 __all__ = ["MerkleNode", "hash_pair", "merkle_branch", "merkle_root", "walk_branch"]
 
@@ -85,9 +86,9 @@ class MerkleNode:
         """Inverse of ``to_json``; DecodeError for missing keys, bad hex or wrong lengths."""
         left, right, top = (json_field(obj, key, "merkle node") for key in _NODE_KEYS)
         return cls(
-            hex_to_bytes(left, "merkle node left", size=32),
-            hex_to_bytes(right, "merkle node right", size=32),
-            hex_to_bytes(top, "merkle node top", size=32),
+            hash32_from_hex(left, "merkle node left"),
+            hash32_from_hex(right, "merkle node right"),
+            hash32_from_hex(top, "merkle node top"),
         )
 
 
@@ -99,20 +100,20 @@ def merkle_branch(leaves: Sequence[bytes], index: int) -> list[MerkleNode]:
     ``left``/``right`` in tree order, and their parent as ``top``. A single leaf gives an
     empty branch (the leaf is the root).
 
-    Requires ``0 <= index < len(leaves)``; raises IndexError otherwise.
+    Requires ``0 <= index < len(leaves)``; raises ``PositionError`` (an IndexError) otherwise.
     """
     if not 0 <= index < len(leaves):
-        raise IndexError(f"leaf index {index} outside 0..{len(leaves) - 1}")
+        raise PositionError(f"leaf index {index} outside 0..{len(leaves) - 1}")
     return branch_from_levels(merkle_levels(leaves), index)
 
 
 def branch_from_levels(levels: Sequence[Sequence[bytes]], index: int) -> list[MerkleNode]:
     """``merkle_branch`` from prebuilt ``merkle_levels`` (``O(log n)`` per branch).
 
-    Requires ``0 <= index < len(levels[0])``; raises IndexError otherwise.
+    Requires ``0 <= index < len(levels[0])``; raises ``PositionError`` otherwise.
     """
     if not levels or not 0 <= index < len(levels[0]):
-        raise IndexError(f"leaf index {index} outside the tree")
+        raise PositionError(f"leaf index {index} outside the tree")
     branch: list[MerkleNode] = []
     for level, parents in zip(levels, levels[1:], strict=False):
         left_index = index - (index % 2)

@@ -20,15 +20,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.core.blocks._codec import check_hash, hex_to_bytes, json_field, json_uint
+from ledger.core.blocks._codec import check_hash, json_field, json_uint
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
-from ledger.core.errors import DecodeError, MerkleProofError
+from ledger.core.errors import DecodeError, LedgerFormatError, MerkleProofError, NotInBlockError
 from ledger.core.hashing import entry_hash as hash_entry
+from ledger.core.hexbytes import from_hex, hash32_from_hex
 from ledger.core.merkle import MerkleNode, branch_from_levels, hash_pair
 
 __all__ = [
-    "NotInBlockError",
     "Receipt",
     "ReceiptError",
     "build_receipt",
@@ -36,20 +36,6 @@ __all__ = [
 ]
 
 _ENTRY_CHAIN_ID = slice(1, 33)  # chain ID bytes inside a marshalled entry (section 1.1)
-
-
-class NotInBlockError(LookupError):
-    """The item to prove is not in the block given to ``build_receipt``.
-
-    Attributes:
-        item: the raw 32-byte hash that was looked for.
-        block_key_mr: KeyMR of the block searched.
-    """
-
-    def __init__(self, message: str, *, item: bytes, block_key_mr: bytes) -> None:
-        super().__init__(message)
-        self.item = item
-        self.block_key_mr = block_key_mr
 
 
 class ReceiptError(MerkleProofError):
@@ -137,20 +123,20 @@ class Receipt:
             raise DecodeError("receipt merklebranch must be a list")
         raw = entry.get("raw") if isinstance(entry, Mapping) else None
         return cls(
-            entry_hash=_hash(json_field(entry, "entryhash", "receipt entry"), "entryhash"),
+            entry_hash=hash32_from_hex(
+                json_field(entry, "entryhash", "receipt entry"), "entryhash"
+            ),
             merkle_branch=[MerkleNode.from_json(node) for node in branch],
-            entry_block_keymr=_hash(json_field(obj, "entryblockkeymr", "receipt"), "keymr"),
-            directory_block_keymr=_hash(
+            entry_block_keymr=hash32_from_hex(
+                json_field(obj, "entryblockkeymr", "receipt"), "keymr"
+            ),
+            directory_block_keymr=hash32_from_hex(
                 json_field(obj, "directoryblockkeymr", "receipt"), "directoryblockkeymr"
             ),
             directory_block_height=json_uint(obj.get("directoryblockheight", 0), "height", bits=32),
             timestamp_s=json_uint(entry.get("timestamp", 0), "timestamp"),
-            raw_entry=None if raw is None else hex_to_bytes(raw, "raw entry"),
+            raw_entry=None if raw is None else from_hex(raw, "raw entry"),
         )
-
-
-def _hash(text: object, what: str) -> bytes:
-    return hex_to_bytes(text, what, size=32)
 
 
 def build_receipt(
@@ -171,11 +157,11 @@ def build_receipt(
     Raises:
         NotInBlockError: the entry is not in the EBlock, or the EBlock (chain ID + KeyMR)
             is not in the DBlock.
-        ValueError: ``raw_entry`` does not hash to ``entry_hash``.
+        LedgerFormatError: ``raw_entry`` does not hash to ``entry_hash``.
     """
     entry_hash = bytes(entry_hash)
     if raw_entry is not None and hash_entry(raw_entry) != entry_hash:
-        raise ValueError("raw_entry does not hash to entry_hash")
+        raise LedgerFormatError("raw_entry does not hash to entry_hash")
     eblock_keymr = entry_block.key_mr()
     position = entry_block.entry_position(entry_hash)
     if position is None:

@@ -19,7 +19,8 @@ from ledger.core.addresses import (
     rcd_hash_from_fct_address,
     seed_from_fct_secret,
 )
-from ledger.core.blocks.admin import AdminBlock, DBSignature
+from ledger.core.blocks.admin import AdminBlock
+from ledger.core.blocks.admin_entries import DBSignature
 from ledger.core.blocks.coin import FactoidBlock
 from ledger.core.blocks.directory import (
     ADMIN_CHAIN_ID,

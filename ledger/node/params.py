@@ -10,6 +10,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr
 
+from ledger.core.hexbytes import hex_or_none
+
 MAX_MESSAGE_HEX_CHARS = 2 * 1_000_000
 
 
@@ -18,10 +20,10 @@ def _hex_bytes(value: object) -> bytes:
         raise ValueError("must be a hex string")
     if len(value) > MAX_MESSAGE_HEX_CHARS:
         raise ValueError("hex string too long")
-    try:
-        return bytes.fromhex(value)
-    except ValueError:
-        raise ValueError("must be an even-length hex string") from None
+    raw = hex_or_none(value)
+    if raw is None:
+        raise ValueError("must be an even-length hex string")
+    return raw
 
 
 def _hash(value: object) -> bytes:

@@ -15,14 +15,14 @@ Chain IDs and entry hashes are taken as 64-hex text and used in lower case.
 
 from __future__ import annotations
 
-import string
 from collections.abc import Sequence
 from typing import Any
 
 from ledger.core.addresses import identity_public_key, public_key_from_identity
 from ledger.core.entry import Entry
-from ledger.core.errors import AddressError, DecodeError
+from ledger.core.errors import AddressError
 from ledger.core.hashing import sha256
+from ledger.core.hexbytes import from_hex, to_hex
 from ledger.core.keys import SigningKey
 from ledger.wallet.gojson import go_json_dumps
 
@@ -33,8 +33,6 @@ __all__ = [
     "identity_chain_entry",
     "key_replacement_entry",
 ]
-
-_HEX = frozenset(string.hexdigits)
 
 
 def identity_chain_entry(name: Sequence[str], public_keys: Sequence[str]) -> Entry:
@@ -127,6 +125,4 @@ def _signer_id(signer: SigningKey) -> bytes:
 
 
 def _chain_hex(text: str, what: str) -> str:
-    if not isinstance(text, str) or len(text) != 64 or not set(text) <= _HEX:
-        raise DecodeError(f"{what} must be 64 hexadecimal characters")
-    return text.lower()
+    return to_hex(from_hex(text, what, size=32))

@@ -15,7 +15,8 @@ from flows.collect_proofs import collect_proofs
 from flows.notarize_folder import notarize_folder
 from flows.pipeline import open_services
 from flows.settings import PipelineSettings
-from ledger.core.proof import ProofError, verify_bundle
+from ledger.core.proof.steps import ProofError
+from ledger.core.proof.verify import verify_bundle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 

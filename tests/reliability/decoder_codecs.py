@@ -16,14 +16,6 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ledger.anchor.pow.encoding import (
-    decode_compact_size,
-    encode_compact_size,
-    from_display_hex,
-    to_display_hex,
-)
-from ledger.anchor.pow.header import BlockHeader
-from ledger.anchor.pow.tx import PowTransaction
 from ledger.core import addresses as addr
 from ledger.core.anchor_record import (
     POW_ANCHOR_CHAIN_ID,
@@ -50,17 +42,27 @@ from ledger.core.errors import (
 )
 from ledger.core.keys import SigningKey
 from ledger.core.merkle import MerkleNode
-from ledger.core.proof import ProofBundle, ProofError, verify_bundle
+from ledger.core.pow.encoding import (
+    decode_compact_size,
+    encode_compact_size,
+    from_display_hex,
+    to_display_hex,
+)
+from ledger.core.pow.header import BlockHeader
+from ledger.core.pow.tx import PowTransaction
+from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.steps import ProofError
+from ledger.core.proof.verify import verify_bundle
 from ledger.core.receipt import Receipt, ReceiptError, verify_receipt
 from ledger.core.transaction import Transaction
 from ledger.core.varint import decode_varint, encode_varint
 from tests.ledger.anchor.bundles import Forged, forge_bundle
-from tests.ledger.anchor.test_pow_codecs import tx_strategy
 from tests.ledger.core.test_blocks_admin import ablocks
 from tests.ledger.core.test_blocks_coin import fblocks
 from tests.ledger.core.test_blocks_directory import dblocks
 from tests.ledger.core.test_blocks_entry_block import eblocks
 from tests.ledger.core.test_blocks_entry_credit import ecblocks
+from tests.ledger.core.test_pow_codecs import tx_strategy
 from tests.ledger.core.test_receipt import GO_CLIENT_RECEIPT
 from tests.ledger.core.test_transaction import transactions
 

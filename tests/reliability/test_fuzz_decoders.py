@@ -26,9 +26,6 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ledger.anchor.pow.header import bits_to_target
-from ledger.anchor.pow.merkle import root_from_path
-from ledger.anchor.pow.tx import op_return_data
 from ledger.core.anchor_record import (
     CONTRACT_CHAIN_ID,
     POW_ANCHOR_CHAIN_ID,
@@ -41,7 +38,11 @@ from ledger.core.errors import (
     LimitError,
     MerkleProofError,
 )
-from ledger.core.proof import ProofError, verify_bundle
+from ledger.core.pow.header import bits_to_target
+from ledger.core.pow.merkle import root_from_path
+from ledger.core.pow.tx import op_return_data
+from ledger.core.proof.steps import ProofError
+from ledger.core.proof.verify import verify_bundle
 from tests.reliability.decoder_codecs import (
     BYTE_CODECS,
     JSON_CODECS,

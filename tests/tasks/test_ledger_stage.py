@@ -13,6 +13,7 @@ from connectors.node import NodeClient
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.clock import ManualClock
+from ledger.core.proof.steps import Step
 from ledger.core.receipt import build_receipt
 from tasks.documents import collection_chain_id, document_entry
 from tasks.ledger_stage import follow_ledger, sweep_ledger
@@ -126,7 +127,7 @@ def test_block_that_does_not_parse_rejects_only_its_receipts(store: AuditStore) 
     with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
         outcome = sweep_ledger(store, client, collection=COLLECTION, batch_size=3)
     assert (outcome.recorded, outcome.rejected, outcome.waiting) == (2, 2, 0)
-    assert all("step 3" in e for e in outcome.errors)
+    assert all("step 4 (directory block)" in e for e in outcome.errors)
     assert {k: v for k, v in store.summary(COLLECTION).items() if v} == {"ledger": 2, "failed": 2}
 
 
@@ -153,7 +154,7 @@ def test_trusted_block_verifies_like_raw_bytes() -> None:
     assert by_block == by_bytes and trusted.height == 0
     with pytest.raises(ReceiptRejected) as info:
         TrustedDirectoryBlock.parse(raw + b"\x00")
-    assert info.value.step == 3
+    assert info.value.step == Step.DIRECTORY_BLOCK
     with pytest.raises(ValueError):
         verify_node_receipt(receipt, entry_hash=hashes[1], dblock=trusted, dblock_raw=raw)
     with pytest.raises(ValueError):

@@ -29,6 +29,7 @@ from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.clock import ManualClock
 from ledger.core.entry import Entry
+from ledger.core.proof.steps import Step
 from ledger.core.receipt import build_receipt
 from tasks import report as rpt
 from tasks import report_output as out
@@ -320,7 +321,7 @@ def test_reverification_flags_a_tampered_stored_receipt(store: AuditStore, known
     report = c1_report(store, known)
     checked = report.reverification.set_index("notarization_id")
     b = checked.loc[known.ids["b"]]
-    assert (b["status"], b["step"]) == ("rejected", 2)
+    assert (b["status"], b["step"]) == ("rejected", Step.RECEIPT)
     assert "Merkle" in b["message"]
     a = checked.loc[known.ids["a"]]
     assert (a["status"], a["step"]) == ("rejected", 0)
@@ -335,7 +336,7 @@ def test_reverification_flags_a_block_the_node_does_not_have(
 ) -> None:
     checked = rpt.reverify_receipts(store.proofs(), fetcher({7: known.dblocks[7]}), sample=10)
     assert list(checked["status"]) == ["ok", "rejected"]
-    assert checked["step"].iloc[1] == 3
+    assert checked["step"].iloc[1] == Step.DIRECTORY_BLOCK
     swapped = rpt.reverify_receipts(
         store.proofs(), fetcher({7: known.dblocks[8], 8: known.dblocks[8]})
     )

@@ -6,6 +6,7 @@ import pytest
 
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
+from ledger.core.proof.steps import Step
 from ledger.core.receipt import build_receipt
 from tasks.documents import collection_chain_id, document_entry
 from tasks.verify import ReceiptRejected, verify_node_receipt
@@ -49,20 +50,20 @@ def test_valid_receipt_passes(setting: tuple[str, dict, bytes]) -> None:
     assert verified.entry_hash.hex() == target
 
 
-def test_receipt_for_another_entry_fails_step_1(setting: tuple[str, dict, bytes]) -> None:
+def test_receipt_for_another_entry_fails_at_the_entry(setting: tuple[str, dict, bytes]) -> None:
     _target, receipt, raw = setting
     with pytest.raises(ReceiptRejected) as info:
         verify_node_receipt(receipt, entry_hash="00" * 32, dblock_raw=raw)
-    assert info.value.step == 1
+    assert info.value.step == Step.ENTRY
 
 
-def test_tampered_branch_fails_step_2(setting: tuple[str, dict, bytes]) -> None:
+def test_tampered_branch_fails_at_the_merkle_steps(setting: tuple[str, dict, bytes]) -> None:
     target, receipt, raw = setting
     node = receipt["merklebranch"][1]
     node["top"] = ("0" if node["top"][0] != "0" else "1") + node["top"][1:]
     with pytest.raises(ReceiptRejected) as info:
         verify_node_receipt(receipt, entry_hash=target, dblock_raw=raw)
-    assert info.value.step == 2
+    assert info.value.step == Step.RECEIPT
 
 
 def test_directory_block_other_than_served_fails(setting: tuple[str, dict, bytes]) -> None:
@@ -71,19 +72,21 @@ def test_directory_block_other_than_served_fails(setting: tuple[str, dict, bytes
     _eb, other = ledger_with([bytes(32)], bytes.fromhex(chain))
     with pytest.raises(ReceiptRejected) as info:
         verify_node_receipt(receipt, entry_hash=target, dblock_raw=other.marshal())
-    assert info.value.step == 2
+    assert info.value.step == Step.DIRECTORY_BLOCK
 
 
-def test_wrong_height_fails_step_3(setting: tuple[str, dict, bytes]) -> None:
+def test_wrong_height_fails_at_the_directory_block(setting: tuple[str, dict, bytes]) -> None:
     target, receipt, raw = setting
     receipt["directoryblockheight"] = 7
     with pytest.raises(ReceiptRejected) as info:
         verify_node_receipt(receipt, entry_hash=target, dblock_raw=raw)
-    assert info.value.step == 3
+    assert info.value.step == Step.DIRECTORY_BLOCK
 
 
-def test_garbage_directory_block_fails_step_3(setting: tuple[str, dict, bytes]) -> None:
+def test_garbage_directory_block_fails_at_the_directory_block(
+    setting: tuple[str, dict, bytes],
+) -> None:
     target, receipt, raw = setting
     with pytest.raises(ReceiptRejected) as info:
         verify_node_receipt(receipt, entry_hash=target, dblock_raw=raw + b"\x00")
-    assert info.value.step == 3
+    assert info.value.step == Step.DIRECTORY_BLOCK

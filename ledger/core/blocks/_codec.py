@@ -3,7 +3,7 @@
 ``Reader`` walks a buffer and raises ``DecodeError`` for every short read, so a codec
 built on it never leaks ``IndexError``/``struct.error`` on malformed input. The ``u*``
 encoders and ``check_*`` validators raise ``DecodeError`` (wrong byte lengths) or
-``LimitError`` (integers out of range). Hex helpers are strict: even length, hex digits only.
+``LimitError`` (integers out of range). Hex is decoded by ``ledger.core.hexbytes``.
 """
 
 from __future__ import annotations
@@ -103,21 +103,6 @@ def varint_bytes(value: int) -> bytes:
     """varInt_F encoding of ``value`` (LimitError when negative or above 2**64-1)."""
     check_uint(value, 64, "varint")
     return encode_varint(value)
-
-
-def hex_to_bytes(text: object, what: str, *, size: int | None = None) -> bytes:
-    """Strict hex decoding; DecodeError for non-strings, odd length, non-hex or wrong size."""
-    if not isinstance(text, str) or not text.isascii():
-        raise DecodeError(f"{what} is not a valid hex string")
-    try:
-        raw = bytes.fromhex(text)
-    except ValueError:
-        raise DecodeError(f"{what} is not a valid hex string") from None
-    if 2 * len(raw) != len(text):  # fromhex skips whitespace; strict hex has none
-        raise DecodeError(f"{what} is not a valid hex string")
-    if size is not None and len(raw) != size:
-        raise DecodeError(f"{what} must be {size} bytes ({2 * size} hex characters)")
-    return raw
 
 
 def json_field(obj: Mapping[str, Any], key: str, what: str) -> Any:

@@ -27,7 +27,7 @@ from functools import cached_property
 from typing import Any
 
 from ledger.core.blocks._codec import Reader, check_hash, check_uint, uint_bytes
-from ledger.core.errors import DecodeError, LedgerFormatError
+from ledger.core.errors import DecodeError, LedgerFormatError, NotInBlockError
 from ledger.core.hashing import ZERO_HASH, sha256
 from ledger.core.merkle import merkle_levels
 
@@ -211,11 +211,15 @@ class EntryBlock:
         """API timestamp (Unix s) of the first occurrence of ``entry_hash``.
 
         Raises:
-            LookupError: the entry is not in this block.
+            NotInBlockError: the entry is not in this block (a ``LookupError`` too).
         """
         found = self._first_occurrences.get(bytes(entry_hash))
         if found is None:
-            raise LookupError(f"entry {bytes(entry_hash).hex()} is not in this entry block")
+            raise NotInBlockError(
+                f"entry {bytes(entry_hash).hex()} is not in this entry block",
+                item=bytes(entry_hash),
+                block_key_mr=self.key_mr(),
+            )
         return directory_block_timestamp_s + 60 * found[1]
 
     def entry_position(self, entry_hash: bytes) -> int | None:

@@ -34,7 +34,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.anchor.devnet import DEV_ANCHOR_PUBLIC_KEY
 from ledger.core.anchor_record import (
     CONTRACT_CHAIN_ID,
     POW_ANCHOR_CHAIN_ID,
@@ -46,6 +45,7 @@ from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.entry import Entry
 from ledger.core.errors import LedgerFormatError
 from ledger.core.merkle import merkle_branch
+from ledger.devnet import DEV_ANCHOR_PUBLIC_KEY
 from ledger.jsonrpc import InvalidParams, ObjectNotFound
 from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.handlers.blocks import HEIGHT_KINDS, eblock_raw

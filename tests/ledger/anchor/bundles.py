@@ -11,17 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ledger.anchor.pow.header import BlockHeader, difficulty_target, mine, target_to_bits
-from ledger.anchor.pow.merkle import merkle_path, merkle_root
-from ledger.anchor.pow.params import PowParams
-from ledger.anchor.pow.tx import anchor_transaction, coinbase_transaction, op_return_script
+from ledger.anchor.chain import mine
 from ledger.core.anchor_record import WindowCommitment, encode_anchor_payload, window_root
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.entry import Entry, chain_id_from_external_ids
 from ledger.core.hashing import sha256, sha256d
 from ledger.core.merkle import merkle_branch
-from ledger.core.proof import ProofBundle, build_bundle
+from ledger.core.pow.header import BlockHeader, difficulty_target, target_to_bits
+from ledger.core.pow.merkle import merkle_path, merkle_root
+from ledger.core.pow.params import PowParams
+from ledger.core.pow.tx import anchor_transaction, coinbase_transaction, op_return_script
+from ledger.core.proof.bundle import ProofBundle, build_bundle
 from ledger.core.receipt import build_receipt
 
 DOCUMENT = b"The quarterly report, final version.\n"

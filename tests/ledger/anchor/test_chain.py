@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 
 from ledger.anchor.backend import EmbeddedPowBackend, NotConfirmed
-from ledger.anchor.pow.chain import PowChain
-from ledger.anchor.pow.header import BlockHeader
-from ledger.anchor.pow.merkle import root_from_path
-from ledger.anchor.pow.params import PowParams
-from ledger.anchor.pow.tx import PowTransaction
+from ledger.anchor.chain import PowChain, mine
 from ledger.core.anchor_record import WindowCommitment, decode_anchor_payload
 from ledger.core.clock import ManualClock
 from ledger.core.hashing import sha256
+from ledger.core.pow.header import BlockHeader, difficulty_target, target_to_bits
+from ledger.core.pow.merkle import root_from_path
+from ledger.core.pow.params import PowParams
+from ledger.core.pow.tx import PowTransaction
 
 PARAMS = PowParams(difficulty_bits=8, confirmations=2)
 
@@ -83,3 +83,12 @@ def test_chain_survives_reopen(tmp_path: Path) -> None:
     assert found is not None and found.block_height == mined.height
     assert again.mine_block().height == mined.height + 1
     again.close()
+
+
+def test_mining_meets_the_target() -> None:
+    draft = BlockHeader(
+        1, sha256(b"prev"), sha256(b"root"), 1_700_000_000, target_to_bits(difficulty_target(10)), 0
+    )
+    mined = mine(draft)
+    assert mined.meets_target()
+    assert int.from_bytes(mined.hash(), "little") <= difficulty_target(10)

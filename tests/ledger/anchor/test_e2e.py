@@ -23,8 +23,10 @@ from rich.console import Console
 from flows.cli.exit_codes import ExitCode
 from flows.cli.proof_check import verify_command
 from ledger.anchor.export import fetch_bundle
-from ledger.anchor.pow.params import PowParams
-from ledger.core.proof import ProofBundle, Step, StepReport, verify_bundle
+from ledger.core.pow.params import PowParams
+from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.steps import Step, StepReport
+from ledger.core.proof.verify import verify_bundle
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.stack import Stack, StackSettings, StackThread
 from tasks.documents import collection_chain, document_entry

@@ -8,12 +8,8 @@ from typing import Any
 
 import pytest
 
+from ledger import devnet
 from ledger.anchor.app import build_runtime
-from ledger.anchor.devnet import DEV_ANCHOR_SEED_HEX
-from ledger.anchor.pow.encoding import from_display_hex
-from ledger.anchor.pow.header import BlockHeader
-from ledger.anchor.pow.merkle import root_from_path
-from ledger.anchor.pow.params import PowParams
 from ledger.anchor.service import AnchorServiceError, _checked_keymr
 from ledger.core.anchor_record import (
     POW_ANCHOR_CHAIN_ID,
@@ -26,7 +22,12 @@ from ledger.core.entry import Entry
 from ledger.core.hashing import sha256
 from ledger.core.keys import SigningKey
 from ledger.core.merkle import MerkleNode, walk_branch
-from ledger.core.proof import build_bundle, verify_bundle
+from ledger.core.pow.encoding import from_display_hex
+from ledger.core.pow.header import BlockHeader
+from ledger.core.pow.merkle import root_from_path
+from ledger.core.pow.params import PowParams
+from ledger.core.proof.bundle import build_bundle
+from ledger.core.proof.verify import verify_bundle
 from tasks.documents import collection_chain, document_entry
 from tests.ledger.anchor.conftest import (
     CONFIRMATIONS,
@@ -160,7 +161,7 @@ async def test_the_anchor_chain_is_factomds_and_foreign_records_are_ignored(
     height = network.node.tip.height
     real = await keymr(network, height)
     ref = PowRef("ab" * 32, "cd" * 32, 1, 1)
-    trusted = SigningKey.from_seed(bytes.fromhex(DEV_ANCHOR_SEED_HEX))
+    trusted = SigningKey.from_seed(bytes.fromhex(devnet.DEV_ANCHOR_SEED_HEX))
     stranger = SigningKey.from_seed(sha256(b"stranger"))
     forged = [
         AnchorRecord(height, real, height + 1, pow=ref).to_entry(stranger),

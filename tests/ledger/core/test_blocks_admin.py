@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.core.blocks.admin import (
-    AdminBlock,
+from ledger.core.blocks.admin import AdminBlock
+from ledger.core.blocks.admin_entries import (
     AuthorityEfficiency,
     AuthorityFactoidAddress,
     BitcoinAnchorKey,

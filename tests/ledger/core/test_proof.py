@@ -13,17 +13,12 @@ from typing import Any
 
 import pytest
 
-from ledger.anchor.pow.header import BlockHeader
-from ledger.anchor.pow.params import PowParams
 from ledger.core.anchor_record import encode_anchor_payload
-from ledger.core.proof import (
-    BUNDLE_VERSION,
-    ProofBundle,
-    ProofError,
-    Step,
-    StepReport,
-    verify_bundle,
-)
+from ledger.core.pow.header import BlockHeader
+from ledger.core.pow.params import PowParams
+from ledger.core.proof.bundle import BUNDLE_VERSION, ProofBundle
+from ledger.core.proof.steps import ProofError, Step, StepReport
+from ledger.core.proof.verify import verify_bundle
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
 
 Path = tuple[str | int, ...]

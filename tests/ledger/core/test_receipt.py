@@ -10,10 +10,9 @@ import pytest
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.entry import Entry
-from ledger.core.errors import DecodeError, MerkleProofError
+from ledger.core.errors import DecodeError, MerkleProofError, NotInBlockError
 from ledger.core.merkle import MerkleNode
 from ledger.core.receipt import (
-    NotInBlockError,
     Receipt,
     ReceiptError,
     build_receipt,

@@ -6,21 +6,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.anchor.pow.encoding import (
+from ledger.core.errors import DecodeError, LimitError, MerkleProofError
+from ledger.core.hashing import sha256
+from ledger.core.pow.encoding import (
     decode_compact_size,
     encode_compact_size,
     from_display_hex,
     to_display_hex,
 )
-from ledger.anchor.pow.header import (
+from ledger.core.pow.header import (
     BlockHeader,
     bits_to_target,
     difficulty_target,
-    mine,
     target_to_bits,
 )
-from ledger.anchor.pow.merkle import merkle_path, merkle_root, root_from_path
-from ledger.anchor.pow.tx import (
+from ledger.core.pow.merkle import merkle_path, merkle_root, root_from_path
+from ledger.core.pow.tx import (
     PowTransaction,
     TxIn,
     TxOut,
@@ -29,8 +30,6 @@ from ledger.anchor.pow.tx import (
     op_return_data,
     op_return_script,
 )
-from ledger.core.errors import DecodeError, LimitError, MerkleProofError
-from ledger.core.hashing import sha256
 
 # Bitcoin's genesis block (mainnet): its coinbase transaction and header.
 GENESIS_TX = bytes.fromhex(
@@ -101,15 +100,6 @@ def test_compact_bits_round_trip_and_invalid_bits() -> None:
             bits_to_target(bad)
     assert difficulty_target(16) <= (1 << 240) - 1
     assert difficulty_target(8) > difficulty_target(16)
-
-
-def test_mining_meets_the_target() -> None:
-    draft = BlockHeader(
-        1, sha256(b"prev"), sha256(b"root"), 1_700_000_000, target_to_bits(difficulty_target(10)), 0
-    )
-    mined = mine(draft)
-    assert mined.meets_target()
-    assert int.from_bytes(mined.hash(), "little") <= difficulty_target(10)
 
 
 @given(st.integers(min_value=0, max_value=2**64 - 1))

@@ -5,14 +5,14 @@
   ``0xfe`` + u32; ``0xff`` + u64, little-endian). Decoding is strict: a value must use its
   shortest form, so every byte string has one meaning.
 - Hashes are raw 32 bytes in internal order; ``to_display_hex``/``from_display_hex`` convert
-  to and from the byte-reversed hex that Bitcoin software shows (block hashes, txids).
+  to and from the byte-reversed hex that Bitcoin software shows (block hashes, txids),
+  with the strict rules of ``ledger.core.hexbytes``.
 """
 
 from __future__ import annotations
 
-import string
-
 from ledger.core.errors import DecodeError, LimitError
+from ledger.core.hexbytes import Hash32, from_hex, to_hex
 
 __all__ = [
     "LEReader",
@@ -21,8 +21,6 @@ __all__ = [
     "from_display_hex",
     "to_display_hex",
 ]
-
-_HEX = frozenset(string.hexdigits)
 
 
 class LEReader:
@@ -110,17 +108,13 @@ def to_display_hex(hash32: bytes) -> str:
     """Byte-reversed lowercase hex of a 32-byte hash (how Bitcoin shows hashes)."""
     if not isinstance(hash32, bytes | bytearray) or len(hash32) != 32:
         raise DecodeError("a display hash must be exactly 32 bytes")
-    return bytes(hash32)[::-1].hex()
+    return to_hex(bytes(hash32)[::-1])
 
 
-def from_display_hex(text: object, what: str = "hash") -> bytes:
+def from_display_hex(text: object, what: str = "hash") -> Hash32:
     """Internal-order 32 bytes from display hex (64 hex characters, an optional ``0x``).
 
     Raises:
-        DecodeError: not 64 hex characters.
+        DecodeError: not a string of 64 hex characters (``ledger.core.hexbytes.from_hex``).
     """
-    if isinstance(text, str) and text.startswith(("0x", "0X")):
-        text = text[2:]
-    if not isinstance(text, str) or len(text) != 64 or not set(text) <= _HEX:
-        raise DecodeError(f"{what} must be 64 hex characters")
-    return bytes.fromhex(text)[::-1]
+    return Hash32(from_hex(text, what, size=32, allow_0x=True)[::-1])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ledger.core.errors import MerkleProofError
+from ledger.core.errors import LimitError, MerkleProofError, PositionError
 from ledger.core.hashing import sha256d
 
 __all__ = ["merkle_path", "merkle_root", "root_from_path"]
@@ -33,9 +33,9 @@ def _next_level(level: Sequence[bytes]) -> list[bytes]:
 
 
 def merkle_root(txids: Sequence[bytes]) -> bytes:
-    """Root over 32-byte ``txids`` (at least one). ValueError for an empty list."""
+    """Root over 32-byte ``txids`` (at least one). LimitError for an empty list."""
     if not txids:
-        raise ValueError("a block has at least one transaction")
+        raise LimitError("a block has at least one transaction")
     level = list(txids)
     while len(level) > 1:
         level = _next_level(level)
@@ -45,10 +45,10 @@ def merkle_root(txids: Sequence[bytes]) -> bytes:
 def merkle_path(txids: Sequence[bytes], index: int) -> list[bytes]:
     """Sibling hashes from ``txids[index]`` up to the root.
 
-    Requires ``0 <= index < len(txids)``; IndexError otherwise.
+    Requires ``0 <= index < len(txids)``; ``PositionError`` (an IndexError) otherwise.
     """
     if not 0 <= index < len(txids):
-        raise IndexError(f"transaction index {index} outside 0..{len(txids) - 1}")
+        raise PositionError(f"transaction index {index} outside 0..{len(txids) - 1}")
     path: list[bytes] = []
     level = list(txids)
     while len(level) > 1:

@@ -11,19 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ledger.anchor.pow.header import difficulty_target, target_to_bits
+from ledger.core.errors import LimitError
+from ledger.core.pow.header import difficulty_target, target_to_bits
+from ledger.devnet import DEV_POW_CHAIN_NAME, DEV_POW_CONFIRMATIONS, DEV_POW_DIFFICULTY_BITS
 
-__all__ = [
-    "DEVNET_CHAIN_NAME",
-    "DEVNET_CONFIRMATIONS",
-    "DEVNET_DIFFICULTY_BITS",
-    "PowParams",
-]
-
-DEVNET_CHAIN_NAME = "notary-devnet-pow"
-#: About 65,000 double SHA-256 per block: tens of milliseconds in Python.
-DEVNET_DIFFICULTY_BITS = 16
-DEVNET_CONFIRMATIONS = 2
+__all__ = ["PowParams"]
 
 
 @dataclass(frozen=True)
@@ -34,17 +26,20 @@ class PowParams:
         chain: the chain's name, written in proof bundles (``anchor.chain``).
         difficulty_bits: 1..255; the target is ``difficulty_target(difficulty_bits)``.
         confirmations: blocks (the anchor's included) before an anchor counts, >= 1.
+
+    Raises:
+        LimitError: ``difficulty_bits`` or ``confirmations`` out of range.
     """
 
-    chain: str = DEVNET_CHAIN_NAME
-    difficulty_bits: int = DEVNET_DIFFICULTY_BITS
-    confirmations: int = DEVNET_CONFIRMATIONS
+    chain: str = DEV_POW_CHAIN_NAME
+    difficulty_bits: int = DEV_POW_DIFFICULTY_BITS
+    confirmations: int = DEV_POW_CONFIRMATIONS
 
     def __post_init__(self) -> None:
         if not 1 <= self.difficulty_bits <= 255:
-            raise ValueError("difficulty_bits must be in 1..255")
+            raise LimitError("difficulty_bits must be in 1..255")
         if self.confirmations < 1:
-            raise ValueError("confirmations must be at least 1")
+            raise LimitError("confirmations must be at least 1")
 
     @property
     def target(self) -> int:

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ledger.anchor.pow.encoding import LEReader, encode_compact_size
 from ledger.core.errors import DecodeError, LimitError
 from ledger.core.hashing import sha256d
+from ledger.core.pow.encoding import LEReader, encode_compact_size
 
 __all__ = [
     "NULL_TXID",

@@ -22,28 +22,24 @@ mines against and what the verifier's policy demands at least.
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from dataclasses import dataclass
 
-from ledger.anchor.pow.encoding import LEReader
 from ledger.core.errors import DecodeError, LimitError
 from ledger.core.hashing import sha256d
+from ledger.core.pow.encoding import LEReader
 
 __all__ = [
     "HEADER_BYTES",
     "BlockHeader",
-    "MiningExhausted",
     "bits_to_target",
     "difficulty_target",
-    "mine",
     "target_to_bits",
 ]
 
 HEADER_BYTES = 80
 MAX_TARGET = (1 << 256) - 1
 _U32 = 1 << 32
-_NONCE = struct.Struct("<I")
 
 
 def bits_to_target(bits: int) -> int:
@@ -141,37 +137,3 @@ class BlockHeader:
     def meets_target(self) -> bool:
         """True when the block hash, as a little-endian integer, is at most the target."""
         return int.from_bytes(self.hash(), "little") <= self.target()
-
-
-class MiningExhausted(RuntimeError):
-    """Every nonce was tried without meeting the target (change the timestamp and retry)."""
-
-
-def mine(header: BlockHeader) -> BlockHeader:
-    """``header`` with the first nonce (counting from its own) whose hash meets the target.
-
-    Raises:
-        MiningExhausted: no nonce up to 2**32-1 works.
-        LimitError: the header's bits are invalid.
-    """
-    target = header.target()
-    prefix = header.marshal()[:76]
-    # The first 64 bytes are the same for every nonce: hash them once and copy the state
-    # (the standard "midstate"); the digest is still SHA256d of the whole 80 bytes.
-    midstate = hashlib.sha256(prefix[:64])
-    tail = prefix[64:]
-    pack, sha256 = _NONCE.pack, hashlib.sha256
-    for nonce in range(header.nonce, _U32):
-        first = midstate.copy()
-        first.update(tail + pack(nonce))
-        digest = sha256(first.digest()).digest()
-        if int.from_bytes(digest, "little") <= target:
-            return BlockHeader(
-                header.version,
-                header.prev_hash,
-                header.merkle_root,
-                header.timestamp,
-                header.bits,
-                nonce,
-            )
-    raise MiningExhausted("no nonce meets the target")

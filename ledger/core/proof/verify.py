@@ -1,11 +1,4 @@
-"""Proof bundles: everything needed to check one notarized document offline (format v1).
-
-A bundle (``docs/proof-bundle.md``) holds the document's SHA-256, the entry bytes, the
-receipt (entry hash -> entry block KeyMR -> directory block KeyMR, formats 6), the
-directory block (header + body, so its KeyMR is recomputed), the anchor transaction of
-that directory block with its Merkle path in the anchor block, and the anchor block
-headers from that block to the confirmation depth; optionally the window ("contract")
-anchor. Pure: no I/O; the pipeline, the CLI and the tests share it.
+"""Offline verification of a proof bundle: numbered steps, one error.
 
 ``verify_bundle`` returns None or raises ``ProofError`` naming the first failing step:
 
@@ -29,23 +22,17 @@ step  name               check
                          root, and the transaction is in one of the headers
 ====  =================  ==================================================================
 
-Exception tree: ``ProofError`` < ``MerkleProofError`` < ``LedgerFormatError`` < ``ValueError``.
+Step 0 is the parser's (``ledger.core.proof.bundle``); steps 1-9 are checked here, each
+by its own function, in order. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import json
-import string
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import IntEnum
 from typing import Any
 
-from ledger.anchor.pow.header import BlockHeader, bits_to_target
-from ledger.anchor.pow.merkle import root_from_path
-from ledger.anchor.pow.params import PowParams
-from ledger.anchor.pow.tx import PowTransaction
 from ledger.core.anchor_record import (
     ANCHOR_PAYLOAD_BYTES,
     ANCHOR_TAG,
@@ -56,378 +43,24 @@ from ledger.core.anchor_record import (
 )
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.entry import Entry
-from ledger.core.errors import LedgerFormatError, MerkleProofError
+from ledger.core.errors import LedgerFormatError
 from ledger.core.hashing import entry_hash, sha256, sha256d
 from ledger.core.merkle import MerkleNode, walk_branch
+from ledger.core.pow.header import BlockHeader, bits_to_target
+from ledger.core.pow.merkle import root_from_path
+from ledger.core.pow.params import PowParams
+from ledger.core.pow.tx import PowTransaction
+from ledger.core.proof.bundle import (
+    BUNDLE_FORMAT,
+    BUNDLE_VERSION,
+    ContractPart,
+    ProofBundle,
+    TxProof,
+)
+from ledger.core.proof.steps import ProofError, Step, StepReport
 from ledger.core.receipt import Receipt, ReceiptError, verify_receipt
 
-__all__ = [
-    "BUNDLE_FORMAT",
-    "BUNDLE_VERSION",
-    "AnchorPart",
-    "ContractPart",
-    "ProofBundle",
-    "ProofError",
-    "ReceiptPart",
-    "Step",
-    "StepReport",
-    "TxProof",
-    "build_bundle",
-    "verify_bundle",
-]
-
-BUNDLE_FORMAT = "notary-proof-bundle"
-BUNDLE_VERSION = 1
-
-Node = tuple[bytes, bytes, bytes]
-_HEX_DIGITS = frozenset(string.hexdigits)
-
-
-class Step(IntEnum):
-    """The numbered checks of ``verify_bundle`` (see the module docstring)."""
-
-    FORMAT = 0
-    FILE_HASH = 1
-    ENTRY = 2
-    RECEIPT = 3
-    DIRECTORY_BLOCK = 4
-    ANCHOR_PAYLOAD = 5
-    ANCHOR_INCLUSION = 6
-    PROOF_OF_WORK = 7
-    HEADER_LINKS = 8
-    CONTRACT = 9
-
-    @property
-    def title(self) -> str:
-        """Short human name of the step."""
-        return _TITLES[self]
-
-
-_TITLES = {
-    Step.FORMAT: "bundle format",
-    Step.FILE_HASH: "file hash",
-    Step.ENTRY: "entry",
-    Step.RECEIPT: "Merkle steps",
-    Step.DIRECTORY_BLOCK: "directory block",
-    Step.ANCHOR_PAYLOAD: "anchor payload",
-    Step.ANCHOR_INCLUSION: "anchor transaction",
-    Step.PROOF_OF_WORK: "proof of work",
-    Step.HEADER_LINKS: "header links",
-    Step.CONTRACT: "window anchor",
-}
-
-
-class ProofError(MerkleProofError):
-    """A bundle that does not prove its document.
-
-    Attributes:
-        step: the failed ``Step``.
-        index: the item within the step (Merkle node, header), when there is one.
-        expected / computed: raw bytes, when the failure is a mismatch.
-    """
-
-    def __init__(
-        self,
-        step: Step,
-        message: str,
-        *,
-        index: int | None = None,
-        expected: bytes | None = None,
-        computed: bytes | None = None,
-    ) -> None:
-        super().__init__(
-            f"step {int(step)} ({step.title}): {message}", expected=expected, computed=computed
-        )
-        self.step = step
-        self.index = index
-        self.reason = message
-
-
-@dataclass(frozen=True)
-class StepReport:
-    """One passed (or skipped) step, as told to ``verify_bundle``'s ``on_step``."""
-
-    step: Step
-    detail: str
-    skipped: bool = False
-
-
-# -- the bundle ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ReceiptPart:
-    """The receipt (formats 6) without its unbound timestamp; bytes as read."""
-
-    entry_hash: bytes
-    branch: tuple[Node, ...]
-    entry_block_keymr: bytes
-    directory_block_keymr: bytes
-    directory_block_height: int
-
-
-@dataclass(frozen=True)
-class TxProof:
-    """A transaction of the anchor chain and its place in a block.
-
-    ``txid`` is the stated txid (internal order); ``merkle_path`` holds sibling hashes
-    (internal order) from the transaction up, sides given by ``tx_index``.
-    """
-
-    transaction: bytes
-    txid: bytes
-    tx_index: int
-    merkle_path: tuple[bytes, ...]
-
-
-@dataclass(frozen=True)
-class AnchorPart:
-    """The proof-of-work anchor: chain name, transaction, headers (raw, oldest first)."""
-
-    chain: str
-    tx: TxProof
-    headers: tuple[bytes, ...]
-
-
-@dataclass(frozen=True)
-class ContractPart:
-    """The window anchor: window, branch KeyMR -> window root, and where its tx sits."""
-
-    contract_address: bytes
-    height_min: int
-    height_max: int
-    window_mr: bytes
-    branch: tuple[Node, ...]
-    tx: TxProof
-    header_index: int
-
-
-@dataclass(frozen=True)
-class ProofBundle:
-    """A parsed bundle. Byte fields are raw and of whatever length the JSON held: lengths
-    are checked by the verification step that uses them."""
-
-    document_sha256: bytes
-    entry: bytes
-    receipt: ReceiptPart
-    directory_block: bytes
-    anchor: AnchorPart
-    contract: ContractPart | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The bundle's JSON object (format v1)."""
-        r = self.receipt
-        return {
-            "format": BUNDLE_FORMAT,
-            "version": BUNDLE_VERSION,
-            "document": {"sha256": self.document_sha256.hex()},
-            "entry": {"raw": self.entry.hex()},
-            "receipt": {
-                "entryhash": r.entry_hash.hex(),
-                "merklebranch": [_node_json(n) for n in r.branch],
-                "entryblockkeymr": r.entry_block_keymr.hex(),
-                "directoryblockkeymr": r.directory_block_keymr.hex(),
-                "directoryblockheight": r.directory_block_height,
-            },
-            "directory_block": {"raw": self.directory_block.hex()},
-            "anchor": {
-                "chain": self.anchor.chain,
-                **_tx_json(self.anchor.tx),
-                "headers": [h.hex() for h in self.anchor.headers],
-            },
-            "contract": None if self.contract is None else _contract_json(self.contract),
-        }
-
-    @classmethod
-    def from_json(cls, obj: Any) -> ProofBundle:
-        """Parse a bundle object. Raises ``ProofError`` (step 0) for a malformed bundle."""
-        top = _object(obj, "bundle")
-        if top.get("format") != BUNDLE_FORMAT:
-            raise ProofError(Step.FORMAT, f"not a {BUNDLE_FORMAT} document")
-        if top.get("version") != BUNDLE_VERSION:
-            raise ProofError(Step.FORMAT, f"unsupported bundle version {top.get('version')!r}")
-        receipt = _object(top.get("receipt"), "receipt")
-        anchor = _object(top.get("anchor"), "anchor")
-        contract = top.get("contract")
-        return cls(
-            document_sha256=_hex(_object(top.get("document"), "document"), "sha256"),
-            entry=_hex(_object(top.get("entry"), "entry"), "raw"),
-            receipt=ReceiptPart(
-                entry_hash=_hex(receipt, "entryhash"),
-                branch=_nodes(receipt.get("merklebranch"), "receipt merklebranch"),
-                entry_block_keymr=_hex(receipt, "entryblockkeymr"),
-                directory_block_keymr=_hex(receipt, "directoryblockkeymr"),
-                directory_block_height=_uint(receipt, "directoryblockheight"),
-            ),
-            directory_block=_hex(_object(top.get("directory_block"), "directory_block"), "raw"),
-            anchor=AnchorPart(
-                chain=_text(anchor, "chain"),
-                tx=_tx_proof(anchor),
-                headers=_hex_list(anchor.get("headers"), "anchor headers"),
-            ),
-            contract=None if contract is None else _contract_part(_object(contract, "contract")),
-        )
-
-    def dumps(self) -> str:
-        """The bundle as indented JSON text (ends with a newline)."""
-        return json.dumps(self.to_json(), indent=2) + "\n"
-
-    @classmethod
-    def loads(cls, text: str | bytes) -> ProofBundle:
-        """Parse bundle JSON text. ``ProofError`` (step 0) for bad JSON or a bad bundle."""
-        try:
-            obj = json.loads(text)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            # RecursionError: nesting deeper than the parser's stack (a hostile file)
-            raise ProofError(Step.FORMAT, f"not valid JSON: {exc}") from exc
-        return cls.from_json(obj)
-
-
-def _node_json(node: Node) -> dict[str, str]:
-    return {"left": node[0].hex(), "right": node[1].hex(), "top": node[2].hex()}
-
-
-def _tx_json(tx: TxProof) -> dict[str, Any]:
-    return {
-        "transaction": tx.transaction.hex(),
-        "txid": tx.txid[::-1].hex(),
-        "tx_index": tx.tx_index,
-        "merkle_path": [h.hex() for h in tx.merkle_path],
-    }
-
-
-def _contract_json(c: ContractPart) -> dict[str, Any]:
-    return {
-        "contractaddress": "0x" + c.contract_address.hex(),
-        "dbheightmin": c.height_min,
-        "dbheightmax": c.height_max,
-        "windowmr": c.window_mr.hex(),
-        "merklebranch": [_node_json(n) for n in c.branch],
-        **_tx_json(c.tx),
-        "header_index": c.header_index,
-    }
-
-
-def _fail(what: str) -> ProofError:
-    return ProofError(Step.FORMAT, what)
-
-
-def _object(value: Any, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _fail(f"{what} must be a JSON object")
-    return value
-
-
-def _decode_hex(text: Any, what: str) -> bytes:
-    """Strict hex (an optional ``0x``): even length, hex digits only, no spaces."""
-    if not isinstance(text, str):
-        raise _fail(f"{what} must be a hex string")
-    digits = text.removeprefix("0x")
-    if len(digits) % 2 or not set(digits) <= _HEX_DIGITS:
-        raise _fail(f"{what} is not valid hex")
-    return bytes.fromhex(digits)
-
-
-def _hex(obj: Mapping[str, Any], key: str) -> bytes:
-    return _decode_hex(obj.get(key), key)
-
-
-def _uint(obj: Mapping[str, Any], key: str) -> int:
-    value = obj.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _fail(f"{key} must be a non-negative integer")
-    return value
-
-
-def _text(obj: Mapping[str, Any], key: str) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str):
-        raise _fail(f"{key} must be a string")
-    return value
-
-
-def _hex_list(value: Any, what: str) -> tuple[bytes, ...]:
-    if not isinstance(value, list):
-        raise _fail(f"{what} must be a list")
-    return tuple(_decode_hex(item, f"{what}[{i}]") for i, item in enumerate(value))
-
-
-def _nodes(value: Any, what: str) -> tuple[Node, ...]:
-    if not isinstance(value, list):
-        raise _fail(f"{what} must be a list")
-    nodes = []
-    for i, item in enumerate(value):
-        node = _object(item, f"{what}[{i}]")
-        nodes.append((_hex(node, "left"), _hex(node, "right"), _hex(node, "top")))
-    return tuple(nodes)
-
-
-def _tx_proof(obj: Mapping[str, Any]) -> TxProof:
-    return TxProof(
-        transaction=_hex(obj, "transaction"),
-        txid=_hex(obj, "txid")[::-1],
-        tx_index=_uint(obj, "tx_index"),
-        merkle_path=_hex_list(obj.get("merkle_path"), "merkle_path"),
-    )
-
-
-def _contract_part(obj: Mapping[str, Any]) -> ContractPart:
-    return ContractPart(
-        contract_address=_hex(obj, "contractaddress"),
-        height_min=_uint(obj, "dbheightmin"),
-        height_max=_uint(obj, "dbheightmax"),
-        window_mr=_hex(obj, "windowmr"),
-        branch=_nodes(obj.get("merklebranch"), "contract merklebranch"),
-        tx=_tx_proof(obj),
-        header_index=_uint(obj, "header_index"),
-    )
-
-
-def build_bundle(
-    *,
-    document_sha256: bytes,
-    entry: bytes,
-    receipt: Mapping[str, Any] | Receipt,
-    directory_block: bytes,
-    anchor_proof: Mapping[str, Any],
-) -> ProofBundle:
-    """Assemble a bundle from what the services answer (it is not verified here).
-
-    Args:
-        document_sha256: raw 32 bytes.
-        entry: the marshalled entry.
-        receipt: the node's ``receipt`` object (or a ``Receipt``); the timestamp is dropped.
-        directory_block: exact bytes of the directory block (``dblock-by-height`` rawdata).
-        anchor_proof: the anchor service's ``anchor-proof`` result:
-            ``{"anchor": {...}, "contract": {...} | null}`` (docs/proof-bundle.md).
-
-    Raises:
-        ProofError: (step 0) the parts do not form a well-shaped bundle.
-    """
-    data = receipt.to_json() if isinstance(receipt, Receipt) else dict(receipt)
-    data = data.get("receipt", data) if "entry" not in data else data
-    entry_obj = _object(data.get("entry"), "receipt entry")
-    return ProofBundle.from_json(
-        {
-            "format": BUNDLE_FORMAT,
-            "version": BUNDLE_VERSION,
-            "document": {"sha256": bytes(document_sha256).hex()},
-            "entry": {"raw": bytes(entry).hex()},
-            "receipt": {
-                "entryhash": entry_obj.get("entryhash"),
-                "merklebranch": data.get("merklebranch"),
-                "entryblockkeymr": data.get("entryblockkeymr"),
-                "directoryblockkeymr": data.get("directoryblockkeymr"),
-                "directoryblockheight": data.get("directoryblockheight"),
-            },
-            "directory_block": {"raw": bytes(directory_block).hex()},
-            "anchor": anchor_proof.get("anchor"),
-            "contract": anchor_proof.get("contract"),
-        }
-    )
-
-
-# -- verification ----------------------------------------------------------------------
+__all__ = ["verify_bundle"]
 
 
 def verify_bundle(

@@ -12,22 +12,27 @@ target and stores the block and its transactions in one SQLite transaction (sync
 FULL by default: a block that was reported mined survives a crash). There is one miner; a
 lock keeps reads and writes of the connection apart, so the chain can be used from the
 event loop and from a mining thread at once.
+
+``mine`` is the nonce search itself (pure, but only the miner needs it); the header,
+transaction and Merkle codecs it builds on are the verifier's too, in ``ledger.core.pow``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
+import struct
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.anchor.pow.header import BlockHeader, MiningExhausted, mine
-from ledger.anchor.pow.merkle import merkle_path, merkle_root
-from ledger.anchor.pow.params import PowParams
-from ledger.anchor.pow.tx import PowTransaction, coinbase_transaction
 from ledger.core.clock import Clock
+from ledger.core.pow.header import BlockHeader
+from ledger.core.pow.merkle import merkle_path, merkle_root
+from ledger.core.pow.params import PowParams
+from ledger.core.pow.tx import PowTransaction, coinbase_transaction
 
-__all__ = ["BlockInfo", "PowChain", "TxLocation"]
+__all__ = ["BlockInfo", "MiningExhausted", "PowChain", "TxLocation", "mine"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS blocks (
@@ -41,6 +46,8 @@ CREATE INDEX IF NOT EXISTS txs_seq ON txs(seq);
 """
 
 HEADER_VERSION = 1
+_U32 = 1 << 32
+_NONCE = struct.Struct("<I")
 
 
 @dataclass(frozen=True)
@@ -243,3 +250,37 @@ class PowChain:
 
 def _block(row: tuple[int, bytes, bytes]) -> BlockInfo:
     return BlockInfo(int(row[0]), bytes(row[1]), BlockHeader.unmarshal(bytes(row[2])))
+
+
+class MiningExhausted(RuntimeError):
+    """Every nonce was tried without meeting the target (change the timestamp and retry)."""
+
+
+def mine(header: BlockHeader) -> BlockHeader:
+    """``header`` with the first nonce (counting from its own) whose hash meets the target.
+
+    Raises:
+        MiningExhausted: no nonce up to 2**32-1 works.
+        LimitError: the header's bits are invalid.
+    """
+    target = header.target()
+    prefix = header.marshal()[:76]
+    # The first 64 bytes are the same for every nonce: hash them once and copy the state
+    # (the standard "midstate"); the digest is still SHA256d of the whole 80 bytes.
+    midstate = hashlib.sha256(prefix[:64])
+    tail = prefix[64:]
+    pack, sha256 = _NONCE.pack, hashlib.sha256
+    for nonce in range(header.nonce, _U32):
+        first = midstate.copy()
+        first.update(tail + pack(nonce))
+        digest = sha256(first.digest()).digest()
+        if int.from_bytes(digest, "little") <= target:
+            return BlockHeader(
+                header.version,
+                header.prev_hash,
+                header.merkle_root,
+                header.timestamp,
+                header.bits,
+                nonce,
+            )
+    raise MiningExhausted("no nonce meets the target")

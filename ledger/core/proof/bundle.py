@@ -1,0 +1,310 @@
+"""The proof bundle (format v1): typed parts, the JSON form, and assembly.
+
+A bundle (``docs/proof-bundle.md``) holds the document's SHA-256, the entry bytes, the
+receipt (entry hash -> entry block KeyMR -> directory block KeyMR), the directory block
+(header + body, so its KeyMR is recomputed), the anchor transaction of that directory block
+with its Merkle path in the anchor block, and the anchor block headers from that block to
+the confirmation depth; optionally the window ("contract") anchor.
+
+Parsing checks shapes only (objects, lists, strict hex, non-negative integers) and raises
+``ProofError`` at ``Step.FORMAT``; lengths and meanings are checked by the verification
+step that uses each field (``ledger.core.proof.verify``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.core.errors import DecodeError
+from ledger.core.hexbytes import from_hex, from_hex_list
+from ledger.core.proof.steps import ProofError, Step
+from ledger.core.receipt import Receipt
+
+__all__ = [
+    "BUNDLE_FORMAT",
+    "BUNDLE_VERSION",
+    "AnchorPart",
+    "ContractPart",
+    "Node",
+    "ProofBundle",
+    "ReceiptPart",
+    "TxProof",
+    "build_bundle",
+]
+
+BUNDLE_FORMAT = "notary-proof-bundle"
+BUNDLE_VERSION = 1
+
+#: A Merkle node as the bundle holds it: (left, right, top), raw bytes as read.
+Node = tuple[bytes, bytes, bytes]
+
+
+@dataclass(frozen=True)
+class ReceiptPart:
+    """The receipt (formats 6) without its unbound timestamp; bytes as read."""
+
+    entry_hash: bytes
+    branch: tuple[Node, ...]
+    entry_block_keymr: bytes
+    directory_block_keymr: bytes
+    directory_block_height: int
+
+
+@dataclass(frozen=True)
+class TxProof:
+    """A transaction of the anchor chain and its place in a block.
+
+    ``txid`` is the stated txid (internal order); ``merkle_path`` holds sibling hashes
+    (internal order) from the transaction up, sides given by ``tx_index``.
+    """
+
+    transaction: bytes
+    txid: bytes
+    tx_index: int
+    merkle_path: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class AnchorPart:
+    """The proof-of-work anchor: chain name, transaction, headers (raw, oldest first)."""
+
+    chain: str
+    tx: TxProof
+    headers: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class ContractPart:
+    """The window anchor: window, branch KeyMR -> window root, and where its tx sits."""
+
+    contract_address: bytes
+    height_min: int
+    height_max: int
+    window_mr: bytes
+    branch: tuple[Node, ...]
+    tx: TxProof
+    header_index: int
+
+
+@dataclass(frozen=True)
+class ProofBundle:
+    """A parsed bundle. Byte fields are raw and of whatever length the JSON held: lengths
+    are checked by the verification step that uses them."""
+
+    document_sha256: bytes
+    entry: bytes
+    receipt: ReceiptPart
+    directory_block: bytes
+    anchor: AnchorPart
+    contract: ContractPart | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The bundle's JSON object (format v1)."""
+        r = self.receipt
+        return {
+            "format": BUNDLE_FORMAT,
+            "version": BUNDLE_VERSION,
+            "document": {"sha256": self.document_sha256.hex()},
+            "entry": {"raw": self.entry.hex()},
+            "receipt": {
+                "entryhash": r.entry_hash.hex(),
+                "merklebranch": [_node_json(n) for n in r.branch],
+                "entryblockkeymr": r.entry_block_keymr.hex(),
+                "directoryblockkeymr": r.directory_block_keymr.hex(),
+                "directoryblockheight": r.directory_block_height,
+            },
+            "directory_block": {"raw": self.directory_block.hex()},
+            "anchor": {
+                "chain": self.anchor.chain,
+                **_tx_json(self.anchor.tx),
+                "headers": [h.hex() for h in self.anchor.headers],
+            },
+            "contract": None if self.contract is None else _contract_json(self.contract),
+        }
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ProofBundle:
+        """Parse a bundle object. Raises ``ProofError`` (step 0) for a malformed bundle."""
+        top = _object(obj, "bundle")
+        if top.get("format") != BUNDLE_FORMAT:
+            raise ProofError(Step.FORMAT, f"not a {BUNDLE_FORMAT} document")
+        if top.get("version") != BUNDLE_VERSION:
+            raise ProofError(Step.FORMAT, f"unsupported bundle version {top.get('version')!r}")
+        receipt = _object(top.get("receipt"), "receipt")
+        anchor = _object(top.get("anchor"), "anchor")
+        contract = top.get("contract")
+        return cls(
+            document_sha256=_hex(_object(top.get("document"), "document"), "sha256"),
+            entry=_hex(_object(top.get("entry"), "entry"), "raw"),
+            receipt=ReceiptPart(
+                entry_hash=_hex(receipt, "entryhash"),
+                branch=_nodes(receipt.get("merklebranch"), "receipt merklebranch"),
+                entry_block_keymr=_hex(receipt, "entryblockkeymr"),
+                directory_block_keymr=_hex(receipt, "directoryblockkeymr"),
+                directory_block_height=_uint(receipt, "directoryblockheight"),
+            ),
+            directory_block=_hex(_object(top.get("directory_block"), "directory_block"), "raw"),
+            anchor=AnchorPart(
+                chain=_text(anchor, "chain"),
+                tx=_tx_proof(anchor),
+                headers=_hex_list(anchor.get("headers"), "anchor headers"),
+            ),
+            contract=None if contract is None else _contract_part(_object(contract, "contract")),
+        )
+
+    def dumps(self) -> str:
+        """The bundle as indented JSON text (ends with a newline)."""
+        return json.dumps(self.to_json(), indent=2) + "\n"
+
+    @classmethod
+    def loads(cls, text: str | bytes) -> ProofBundle:
+        """Parse bundle JSON text. ``ProofError`` (step 0) for bad JSON or a bad bundle."""
+        try:
+            obj = json.loads(text)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            # RecursionError: nesting deeper than the parser's stack (a hostile file)
+            raise ProofError(Step.FORMAT, f"not valid JSON: {exc}") from exc
+        return cls.from_json(obj)
+
+
+def _node_json(node: Node) -> dict[str, str]:
+    return {"left": node[0].hex(), "right": node[1].hex(), "top": node[2].hex()}
+
+
+def _tx_json(tx: TxProof) -> dict[str, Any]:
+    return {
+        "transaction": tx.transaction.hex(),
+        "txid": tx.txid[::-1].hex(),
+        "tx_index": tx.tx_index,
+        "merkle_path": [h.hex() for h in tx.merkle_path],
+    }
+
+
+def _contract_json(c: ContractPart) -> dict[str, Any]:
+    return {
+        "contractaddress": "0x" + c.contract_address.hex(),
+        "dbheightmin": c.height_min,
+        "dbheightmax": c.height_max,
+        "windowmr": c.window_mr.hex(),
+        "merklebranch": [_node_json(n) for n in c.branch],
+        **_tx_json(c.tx),
+        "header_index": c.header_index,
+    }
+
+
+def _fail(what: str) -> ProofError:
+    return ProofError(Step.FORMAT, what)
+
+
+def _object(value: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail(f"{what} must be a JSON object")
+    return value
+
+
+def _hex(obj: Mapping[str, Any], key: str) -> bytes:
+    """Strict hex, an optional ``0x`` (the contract address has one; v1 readers have
+    always dropped it from any field)."""
+    try:
+        return from_hex(obj.get(key), key, allow_0x=True)
+    except DecodeError as exc:
+        raise _fail(str(exc)) from exc
+
+
+def _uint(obj: Mapping[str, Any], key: str) -> int:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _fail(f"{key} must be a non-negative integer")
+    return value
+
+
+def _text(obj: Mapping[str, Any], key: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str):
+        raise _fail(f"{key} must be a string")
+    return value
+
+
+def _hex_list(value: Any, what: str) -> tuple[bytes, ...]:
+    try:
+        return from_hex_list(value, what, allow_0x=True)
+    except DecodeError as exc:
+        raise _fail(str(exc)) from exc
+
+
+def _nodes(value: Any, what: str) -> tuple[Node, ...]:
+    if not isinstance(value, list):
+        raise _fail(f"{what} must be a list")
+    nodes = []
+    for i, item in enumerate(value):
+        node = _object(item, f"{what}[{i}]")
+        nodes.append((_hex(node, "left"), _hex(node, "right"), _hex(node, "top")))
+    return tuple(nodes)
+
+
+def _tx_proof(obj: Mapping[str, Any]) -> TxProof:
+    return TxProof(
+        transaction=_hex(obj, "transaction"),
+        txid=_hex(obj, "txid")[::-1],
+        tx_index=_uint(obj, "tx_index"),
+        merkle_path=_hex_list(obj.get("merkle_path"), "merkle_path"),
+    )
+
+
+def _contract_part(obj: Mapping[str, Any]) -> ContractPart:
+    return ContractPart(
+        contract_address=_hex(obj, "contractaddress"),
+        height_min=_uint(obj, "dbheightmin"),
+        height_max=_uint(obj, "dbheightmax"),
+        window_mr=_hex(obj, "windowmr"),
+        branch=_nodes(obj.get("merklebranch"), "contract merklebranch"),
+        tx=_tx_proof(obj),
+        header_index=_uint(obj, "header_index"),
+    )
+
+
+def build_bundle(
+    *,
+    document_sha256: bytes,
+    entry: bytes,
+    receipt: Mapping[str, Any] | Receipt,
+    directory_block: bytes,
+    anchor_proof: Mapping[str, Any],
+) -> ProofBundle:
+    """Assemble a bundle from what the services answer (it is not verified here).
+
+    Args:
+        document_sha256: raw 32 bytes.
+        entry: the marshalled entry.
+        receipt: the node's ``receipt`` object (or a ``Receipt``); the timestamp is dropped.
+        directory_block: exact bytes of the directory block (``dblock-by-height`` rawdata).
+        anchor_proof: the anchor service's ``anchor-proof`` result:
+            ``{"anchor": {...}, "contract": {...} | null}`` (docs/proof-bundle.md).
+
+    Raises:
+        ProofError: (step 0) the parts do not form a well-shaped bundle.
+    """
+    data = receipt.to_json() if isinstance(receipt, Receipt) else dict(receipt)
+    data = data.get("receipt", data) if "entry" not in data else data
+    entry_obj = _object(data.get("entry"), "receipt entry")
+    return ProofBundle.from_json(
+        {
+            "format": BUNDLE_FORMAT,
+            "version": BUNDLE_VERSION,
+            "document": {"sha256": bytes(document_sha256).hex()},
+            "entry": {"raw": bytes(entry).hex()},
+            "receipt": {
+                "entryhash": entry_obj.get("entryhash"),
+                "merklebranch": data.get("merklebranch"),
+                "entryblockkeymr": data.get("entryblockkeymr"),
+                "directoryblockkeymr": data.get("directoryblockkeymr"),
+                "directoryblockheight": data.get("directoryblockheight"),
+            },
+            "directory_block": {"raw": bytes(directory_block).hex()},
+            "anchor": anchor_proof.get("anchor"),
+            "contract": anchor_proof.get("contract"),
+        }
+    )

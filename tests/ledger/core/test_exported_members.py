@@ -1,0 +1,102 @@
+"""``__all__`` of the core modules this layer's users code against, and the core's import
+rule: ``ledger.core`` loads no service package, no HTTP and no database module."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+import ledger.core
+
+EXPECTED = {
+    "ledger.core.errors": {
+        "AddressError",
+        "DecodeError",
+        "LedgerFormatError",
+        "LimitError",
+        "MerkleProofError",
+        "NotInBlockError",
+        "PositionError",
+        "SignatureError",
+    },
+    "ledger.core.hexbytes": {
+        "Hash32",
+        "from_hex",
+        "from_hex_list",
+        "hash32_from_hex",
+        "hex_or_none",
+        "to_hex",
+    },
+    "ledger.core.pow.encoding": {
+        "LEReader",
+        "decode_compact_size",
+        "encode_compact_size",
+        "from_display_hex",
+        "to_display_hex",
+    },
+    "ledger.core.pow.header": {
+        "BlockHeader",
+        "HEADER_BYTES",
+        "bits_to_target",
+        "difficulty_target",
+        "target_to_bits",
+    },
+    "ledger.core.pow.merkle": {"merkle_path", "merkle_root", "root_from_path"},
+    "ledger.core.pow.params": {"PowParams"},
+    "ledger.core.pow.tx": {
+        "NULL_TXID",
+        "OP_RETURN",
+        "PowTransaction",
+        "TxIn",
+        "TxOut",
+        "anchor_transaction",
+        "coinbase_transaction",
+        "op_return_data",
+        "op_return_script",
+    },
+    "ledger.core.proof.bundle": {
+        "BUNDLE_FORMAT",
+        "BUNDLE_VERSION",
+        "AnchorPart",
+        "ContractPart",
+        "Node",
+        "ProofBundle",
+        "ReceiptPart",
+        "TxProof",
+        "build_bundle",
+    },
+    "ledger.core.proof.steps": {"ProofError", "Step", "StepReport"},
+    "ledger.core.proof.verify": {"verify_bundle"},
+    "ledger.core.receipt": {"Receipt", "ReceiptError", "build_receipt", "verify_receipt"},
+}
+
+
+@pytest.mark.parametrize("module_name", sorted(EXPECTED))
+def test_all_lists_the_public_surface(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert set(module.__all__) == EXPECTED[module_name]
+    assert all(hasattr(module, name) for name in module.__all__)
+    assert len(module.__all__) == len(set(module.__all__))
+
+
+def test_the_core_imports_no_service_and_no_io() -> None:
+    """Importing every ``ledger.core`` module loads none of the services, HTTP or SQL."""
+    modules = [m.name for m in pkgutil.walk_packages(ledger.core.__path__, "ledger.core.")]
+    assert "ledger.core.proof.verify" in modules and "ledger.core.pow.tx" in modules
+    forbidden = (
+        "ledger.node", "ledger.wallet", "ledger.api", "ledger.anchor", "ledger.jsonrpc",
+        "ledger.stack", "connectors", "tasks", "flows", "httpx", "sqlite3", "sqlalchemy",
+    )  # fmt: skip
+    code = (
+        f"import importlib, sys\nfor name in {modules!r}: importlib.import_module(name)\n"
+        f"bad = sorted(m for m in sys.modules if m.startswith({forbidden!r}))\n"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -28,7 +28,7 @@ from flows.notarize_folder import notarize_folder
 from flows.report_cmd import register
 from flows.settings import PipelineSettings
 from ledger.core.clock import ManualClock
-from tests.stack_fixtures import free_port
+from tests.harness.ports import free_port
 from tests.tasks.test_report import START_S, build_known, tamper_receipt
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

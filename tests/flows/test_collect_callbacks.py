@@ -33,7 +33,7 @@ from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
 from ledger.api.callbacks import callback_target
 from ledger.stack import Stack
-from tests.stack_fixtures import free_port
+from tests.harness.ports import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 

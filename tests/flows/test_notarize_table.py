@@ -278,7 +278,7 @@ def test_cli_usage_errors_exit_two(sqlite_source: Source, tmp_path: Path) -> Non
 def test_cli_unreachable_services_exit_three(
     sqlite_source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.stack_fixtures import free_port
+    from tests.harness.ports import free_port
 
     monkeypatch.setenv("NOTARY_API_KEY", "key")
     monkeypatch.setenv("NOTARY_API_URL", f"http://127.0.0.1:{free_port()}/v1")

@@ -16,7 +16,7 @@ import pytest
 from connectors.callback_receiver import CallbackServer
 from flows.prefect_server import prepare_prefect, server_answers
 from flows.settings import PipelineSettings
-from tests.stack_fixtures import free_port
+from tests.harness.ports import free_port
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from flows.collect_proofs import collect_proofs
 from flows.settings import PipelineSettings
 from flows.watch_cmd import register
 from flows.watch_folder import watch_folder
-from tests.stack_fixtures import free_port
+from tests.harness.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,6 @@ import base64
 import enum
 import hashlib
 import json
-import os
 import random
 import uuid
 from collections.abc import Iterator
@@ -33,18 +32,9 @@ from connectors.table_source import (
 )
 from ledger.core.clock import ManualClock
 from tasks.row_hashing import UnsupportedValue, canonical_row, hash_row, json_value, key_text
+from tests.harness.postgres import PG_URL
 
-PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
-
-
-def postgres_or_skip() -> None:
-    try:
-        import psycopg
-
-        psycopg.connect(PG_URL.replace("+psycopg", ""), connect_timeout=3).close()
-    except Exception as exc:  # any failure means: no server to test against
-        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {exc}")
 
 
 @dataclass
@@ -73,8 +63,7 @@ def sqlite_db(tmp_path: Path) -> Iterator[Database]:
 
 
 @pytest.fixture
-def postgresql_db() -> Iterator[Database]:
-    postgres_or_skip()
+def postgresql_db(postgres_url: str) -> Iterator[Database]:
     schema = f"test_table_{uuid.uuid4().hex[:12]}"
     engine = sa.create_engine(PG_URL)
     with engine.begin() as conn:

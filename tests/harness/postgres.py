@@ -63,7 +63,8 @@ def unreachable_reason(url: str = PG_URL) -> str | None:
     try:
         psycopg.connect(conninfo(url), connect_timeout=_CONNECT_TIMEOUT_S).close()
     except Exception as exc:  # any failure means: not usable here
-        return f"PostgreSQL not reachable at {url}: {type(exc).__name__}: {exc}"
+        detail = " ".join(str(exc).split())  # libpq's message spans lines
+        return f"PostgreSQL not reachable at {url}: {type(exc).__name__}: {detail}"
     return None
 
 
@@ -82,9 +83,9 @@ def postgres_or_skip(config: pytest.Config) -> str:
         return PG_URL
     if postgres_required(config):
         pytest.fail(
-            f"{reason}. PostgreSQL is required here ({REQUIRE_OPTION} or {REQUIRE_ENV}=1): "
-            "start it, point NOTARY_TEST_POSTGRES_URL at one, or drop the switch to skip "
-            "these tests",
+            f"PostgreSQL is required here ({REQUIRE_OPTION} or {REQUIRE_ENV}=1) but cannot "
+            "be used: start it, point NOTARY_TEST_POSTGRES_URL at one, or drop the switch "
+            f"to skip these tests.\n{reason}",
             pytrace=False,
         )
     pytest.skip(reason)

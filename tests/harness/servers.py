@@ -9,6 +9,7 @@ managers. A stopped server is not started again: build a new one on the same por
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 from collections.abc import Coroutine
@@ -87,7 +88,9 @@ class AppServer(_Served):
 
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.run_until_complete(self._server.serve(sockets=[self._socket]))
+        # uvicorn exits when the app's startup fails; ``start`` reports that, not the thread.
+        with contextlib.suppress(SystemExit):
+            self.loop.run_until_complete(self._server.serve(sockets=[self._socket]))
 
     def start(self) -> None:
         """Start serving and wait until the server is up.
@@ -103,7 +106,11 @@ class AppServer(_Served):
                 raise RuntimeError(f"the server on port {self.port} did not start")
             return bool(self._server.started)
 
-        wait_until(started, _START_TIMEOUT_S, 0.005, what=f"the server on port {self.port}")
+        try:
+            wait_until(started, _START_TIMEOUT_S, 0.005, what=f"the server on port {self.port}")
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self, *, timeout_s: float = 30.0) -> None:
         """Shut the app down (lifespan exit) and wait for the thread."""

@@ -32,6 +32,7 @@ from connectors.table_source import (
 )
 from ledger.core.clock import ManualClock
 from tasks.row_hashing import UnsupportedValue, canonical_row, hash_row, json_value, key_text
+from tests.harness.ports import free_port
 from tests.harness.postgres import PG_URL
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
@@ -266,11 +267,7 @@ def test_configuration_errors_say_what_is_wrong(sqlite_db: Database, tmp_path: P
 
 
 def test_unreachable_server_is_reported_without_the_password() -> None:
-    import socket
-
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nothing listens on it
     url = f"postgresql+psycopg://alice:s3cret@127.0.0.1:{port}/db?connect_timeout=2"
     with pytest.raises(SourceUnreachable) as caught:
         TableSource.connect(url, table="orders")

@@ -44,8 +44,9 @@ def test_wait_until_shows_the_state_reached_and_lets_other_errors_out() -> None:
     state = {"height": 3}
     with pytest.raises(WaitTimeout, match="height 5; at 3"):
         wait_until(lambda: False, 0.01, what=lambda: f"height 5; at {state['height']}")
+    empty: dict[str, int] = {}
     with pytest.raises(KeyError):
-        wait_until(lambda: {}["x"], 5, ignoring=(ValueError,))
+        wait_until(lambda: empty["x"], 5, ignoring=(ValueError,))
 
 
 def test_free_ports_are_bindable_below_the_ephemeral_range_and_never_repeat() -> None:

@@ -62,6 +62,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench.common import free_port  # noqa: E402
+
 DEFAULT_OUT = REPO / "bench" / "results" / "api_writes.json"
 KEY_FILE = "bench-key"
 
@@ -149,16 +151,10 @@ class BaselineBody(BaseModel):
     content: str | None = None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def server(kind: str, data_dir: Path) -> Iterator[int]:
     """Start ``kind`` (``api`` or ``baseline``) in a child process; yield its port."""
-    port = _free_port()
+    port = free_port()
     child = subprocess.Popen(
         [
             sys.executable,
@@ -544,9 +540,9 @@ def run_backlog(count: int, *, chains: int = 5) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-backlog-") as tmp:
         settings = StackSettings(
             data_dir=Path(tmp),
-            node_port=_free_port(),
-            wallet_port=_free_port(),
-            api_port=_free_port(),
+            node_port=free_port(),
+            wallet_port=free_port(),
+            api_port=free_port(),
             block_time_s=2.0,
         )
         key = Stack(settings).prepare()

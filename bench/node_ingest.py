@@ -51,7 +51,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -66,6 +65,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import free_port  # noqa: E402
 from bench.node_load import (  # noqa: E402
     Pair,
     closed_loop,
@@ -128,12 +128,6 @@ def cost_floor(pairs: list[Pair], group: int, data_dir: Path) -> dict[str, Any]:
 
 
 # -- the node process --------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -10,5 +10,7 @@ os.environ["DO_NOT_TRACK"] = "1"
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="notary-prefect-"))
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
-# Fixtures that start the real bundled stack (used by flow, anchor and reliability tests).
-pytest_plugins = ["tests.stack_fixtures"]
+# The harness's fixtures: the real bundled stack (flow, anchor and reliability tests) and
+# the machine's PostgreSQL, whose plugin also registers ``--require-postgres``; pytester
+# runs pytest inside a test (the harness's own tests).
+pytest_plugins = ["pytester", "tests.harness.stack", "tests.harness.postgres"]

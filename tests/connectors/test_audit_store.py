@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -23,8 +22,8 @@ from connectors.audit_store import (
 )
 from connectors.migrations import HEAD_REVISION
 from ledger.core.clock import ManualClock
+from tests.harness.postgres import PG_URL
 
-PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
 START_S = 1_700_000_000.0
 
 
@@ -36,22 +35,13 @@ CHAIN = h("chain-1")
 OTHER_CHAIN = h("chain-2")
 
 
-def _postgres_or_skip() -> None:
-    try:
-        import psycopg
-
-        psycopg.connect(PG_URL.replace("+psycopg", ""), connect_timeout=3).close()
-    except Exception as exc:  # any failure means: no server to test against
-        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {exc}")
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def backend(request: pytest.FixtureRequest, tmp_path) -> Iterator[dict]:
     """Connection arguments of a fresh, empty audit store on each backend."""
     if request.param == "sqlite":
         yield {"url": f"sqlite:///{tmp_path / 'audit' / 'audit.db'}"}
         return
-    _postgres_or_skip()
+    request.getfixturevalue("postgres_url")
     schema = f"test_audit_{uuid.uuid4().hex[:12]}"
     yield {"url": PG_URL, "schema": schema}
     engine = create_engine(PG_URL)

@@ -19,7 +19,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
 from connectors.audit_store import AuditStore, DocumentIn
-from tests.connectors.test_audit_store import PG_URL, _postgres_or_skip, h
+from tests.connectors.test_audit_store import h
+from tests.harness.ports import free_port
+from tests.harness.postgres import PG_URL
 
 pytestmark = pytest.mark.postgres
 
@@ -29,9 +31,7 @@ class Forwarder:
 
     def __init__(self, upstream: tuple[str, int]) -> None:
         self.upstream = upstream
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         self._listener: socket.socket | None = None
         self._open: list[socket.socket] = []
 
@@ -77,8 +77,7 @@ def _pump(source: socket.socket, target: socket.socket) -> None:
 
 
 @pytest.fixture
-def forwarded() -> Iterator[tuple[Forwarder, str, str]]:
-    _postgres_or_skip()
+def forwarded(postgres_url: str) -> Iterator[tuple[Forwarder, str, str]]:
     parts = urlsplit(PG_URL)
     forwarder = Forwarder((parts.hostname or "127.0.0.1", parts.port or 5432))
     url = PG_URL.replace(parts.netloc, f"127.0.0.1:{forwarder.port}")

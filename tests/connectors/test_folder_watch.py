@@ -6,6 +6,7 @@ settle and batch times run on a ``ManualClock`` and only move when a test advanc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
@@ -17,6 +18,7 @@ import pytest
 
 from connectors.folder_watch import FolderWatcher, ReadyFile, WatchOptions, move_to_done
 from ledger.core.clock import ManualClock
+from tests.harness.waiting import WaitTimeout, wait_until
 
 DEADLINE_S = 15.0
 
@@ -59,15 +61,16 @@ class Harness:
 
     def until(self, predicate: Callable[[], bool], *, advance_s: float = 0.0) -> None:
         """Tick until ``predicate()`` holds (advancing the clock each round if asked)."""
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
+
+        def ticked() -> bool:
             self.watcher.tick()
             if predicate():
-                return
+                return True
             if advance_s:
                 self.clock.advance(advance_s)
-            time.sleep(0.02)
-        raise AssertionError(f"timed out; handed off so far: {self.recorder.names}")
+            return False
+
+        wait_until(ticked, DEADLINE_S, 0.02, what=lambda: f"handed off: {self.recorder.names}")
 
     def seen(self, *paths: Path) -> None:
         """Tick until the watcher has noticed each path (candidate or ready)."""
@@ -345,9 +348,8 @@ def test_run_loop_with_the_system_clock_stops_on_the_event(root: Path) -> None:
     thread.start()
     try:
         write(root / "x.txt")
-        deadline = time.monotonic() + DEADLINE_S
-        while recorder.names != ["x.txt"] and time.monotonic() < deadline:
-            time.sleep(0.05)
+        with contextlib.suppress(WaitTimeout):  # checked just below
+            wait_until(lambda: recorder.names == ["x.txt"], DEADLINE_S)
         assert recorder.names == ["x.txt"]
     finally:
         stop.set()

@@ -7,12 +7,14 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from connectors.errors import ServiceUnavailable
 from connectors.http_keepalive import KeepAlivePool, proxy_configured
+from tests.harness.ports import free_port
+from tests.harness.servers import HttpServer
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -44,14 +46,8 @@ class _Handler(BaseHTTPRequestHandler):
 def serve() -> Iterator[tuple[str, set[tuple[str, int]]]]:
     peers: set[tuple[str, int]] = set()
     handler = type("Handler", (_Handler,), {"peers": peers})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", peers
-    finally:
-        server.shutdown()
-        server.server_close()
+    with HttpServer(handler) as server:
+        yield f"{server.url}/v1", peers
 
 
 def pool_for(url: str, **kwargs: object) -> KeepAlivePool:
@@ -91,14 +87,8 @@ def test_connection_closed_by_server_while_idle_is_replaced() -> None:
     assert len(peers) == 2
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_refused_connection_is_unavailable_and_not_sent() -> None:
-    pool = pool_for(f"http://127.0.0.1:{_free_port()}/v1")
+    pool = pool_for(f"http://127.0.0.1:{free_port()}/v1")
     with pytest.raises(ServiceUnavailable) as caught:
         pool.request("POST", "/x", b"{}")
     assert caught.value.retryable and caught.value.request_sent is False

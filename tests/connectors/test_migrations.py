@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -42,22 +41,13 @@ from connectors.migrations import (
 )
 from connectors.table_position import Position
 from connectors.watermark_store import WatermarkStore
+from tests.harness.postgres import PG_URL
 
-PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
 INITIAL_TABLES = {"documents", "notarizations", "stage_events", "receipts", "runs"}
 
 
 def h(label: str) -> str:
     return hashlib.sha256(label.encode()).hexdigest()
-
-
-def _postgres_or_skip() -> None:
-    try:
-        import psycopg
-
-        psycopg.connect(PG_URL.replace("+psycopg", ""), connect_timeout=3).close()
-    except Exception as exc:  # any failure means: no server to test against
-        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {exc}")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -66,7 +56,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict]:
     if request.param == "sqlite":
         yield {"url": f"sqlite:///{tmp_path / 'audit.db'}", "schema": None}
         return
-    _postgres_or_skip()
+    request.getfixturevalue("postgres_url")
     schema = f"test_mig_{uuid.uuid4().hex[:12]}"
     admin = create_engine(PG_URL)
     with admin.begin() as conn:

@@ -7,7 +7,7 @@ import hashlib
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
@@ -22,6 +22,7 @@ from connectors.errors import (
     ServiceUnavailable,
 )
 from connectors.publishing import NewEntry, PublishingClient, from_base64, to_base64
+from tests.harness.servers import HttpServer
 
 BASE = "http://publishing.test/v1"
 KEY = "test-key"
@@ -307,17 +308,12 @@ class _KeepAliveHandler(BaseHTTPRequestHandler):
 
 def test_create_entries_reuses_pooled_connections_on_loopback() -> None:
     _KeepAliveHandler.peers = set()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        with PublishingClient(url, KEY, max_connections=3) as publishing:
-            entries = [NewEntry((b"n",), str(i).encode()) for i in range(60)]
-            results = publishing.create_entries("c" * 64, entries, concurrency=3)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with (
+        HttpServer(_KeepAliveHandler) as server,
+        PublishingClient(f"{server.url}/v1", KEY, max_connections=3) as publishing,
+    ):
+        entries = [NewEntry((b"n",), str(i).encode()) for i in range(60)]
+        results = publishing.create_entries("c" * 64, entries, concurrency=3)
     assert all(r.ok for r in results) and len({r.entry_hash for r in results}) == 60
     assert 1 <= len(_KeepAliveHandler.peers) <= 3  # 60 posts over at most 3 connections
 

@@ -8,7 +8,7 @@ import json
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -22,6 +22,7 @@ from connectors.errors import (
     ServiceUnavailable,
 )
 from connectors.publishing import CallbackStage, NewEntry, PublishingClient, to_base64
+from tests.harness.servers import HttpServer
 
 KEY = "bulk-key"
 CHAIN = "c" * 64
@@ -83,14 +84,8 @@ def _content(body: dict[str, Any]) -> bytes:
 @contextmanager
 def api() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     bodies: list[dict[str, Any]] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Api", (_Api,), {"bodies": bodies}))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", bodies
-    finally:
-        server.shutdown()
-        server.server_close()
+    with HttpServer(type("Api", (_Api,), {"bodies": bodies})) as server:
+        yield f"{server.url}/v1", bodies
 
 
 def outcome(client: PublishingClient, content: bytes, *, bulk: bool) -> Any:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import base64
-import enum
 import hashlib
 import json
-import os
 import random
 import uuid
 from collections.abc import Iterator
@@ -32,19 +30,11 @@ from connectors.table_source import (
 )
 from connectors.watermark_store import WatermarkStore
 from ledger.core.clock import ManualClock
-from tasks.row_hashing import UnsupportedValue, canonical_row, hash_row, json_value, key_text
+from tasks.row_hashing import canonical_row, hash_row, key_text
+from tests.harness.ports import free_port
+from tests.harness.postgres import PG_URL
 
-PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
-
-
-def postgres_or_skip() -> None:
-    try:
-        import psycopg
-
-        psycopg.connect(PG_URL.replace("+psycopg", ""), connect_timeout=3).close()
-    except Exception as exc:  # any failure means: no server to test against
-        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {exc}")
 
 
 @dataclass
@@ -73,8 +63,7 @@ def sqlite_db(tmp_path: Path) -> Iterator[Database]:
 
 
 @pytest.fixture
-def postgresql_db() -> Iterator[Database]:
-    postgres_or_skip()
+def postgresql_db(postgres_url: str) -> Iterator[Database]:
     schema = f"test_table_{uuid.uuid4().hex[:12]}"
     engine = sa.create_engine(PG_URL)
     with engine.begin() as conn:
@@ -277,11 +266,7 @@ def test_configuration_errors_say_what_is_wrong(sqlite_db: Database, tmp_path: P
 
 
 def test_unreachable_server_is_reported_without_the_password() -> None:
-    import socket
-
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nothing listens on it
     url = f"postgresql+psycopg://alice:s3cret@127.0.0.1:{port}/db?connect_timeout=2"
     with pytest.raises(SourceUnreachable) as caught:
         TableSource.connect(url, table="orders")
@@ -331,69 +316,7 @@ def test_malformed_position_is_refused() -> None:
         Position.from_json({"key": []})
 
 
-# -- row hashing -----------------------------------------------------------------------------
-
-
-class Color(enum.Enum):
-    RED = "red"
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        (None, None),
-        (False, False),
-        (2**53 - 1, 2**53 - 1),
-        (2**53, "9007199254740992"),
-        (-(2**63), "-9223372036854775808"),
-        (0.1, 0.1),
-        (float("nan"), "NaN"),
-        (float("-inf"), "-Infinity"),
-        (Decimal("12.30"), "12.3"),
-        (Decimal("5.0000000000"), "5"),
-        (Decimal("1E+2"), "100"),
-        (Decimal("-0.00"), "0"),
-        (Decimal("-0.000012"), "-0.000012"),
-        (datetime(2024, 1, 2, 3, 4, 5), "2024-01-02T03:04:05.000000Z"),
-        (
-            datetime(2024, 1, 2, 3, 4, 5, 7, tzinfo=timezone(timedelta(hours=2))),
-            "2024-01-02T01:04:05.000007Z",
-        ),
-        (date(2024, 1, 2), "2024-01-02"),
-        (time(3, 4, 5), "03:04:05.000000"),
-        (time(1, 0, tzinfo=timezone(timedelta(hours=2))), "23:00:00.000000Z"),
-        (timedelta(days=1, seconds=2, microseconds=3), "P1DT2.000003S"),
-        (timedelta(seconds=-1), "-P0DT1.000000S"),
-        (b"\x00\xffhi", "AP9oaQ=="),
-        (memoryview(b"ab"), "YWI="),
-        (uuid.UUID(int=255), "00000000-0000-0000-0000-0000000000ff"),
-        (Color.RED, "red"),
-        ({"b": [1, Decimal("2.0")], "a": None}, {"b": [1, "2"], "a": None}),
-        ((1, "x"), [1, "x"]),
-    ],
-    ids=repr,
-)
-def test_json_value_conversions(value: Any, expected: Any) -> None:
-    assert json_value(value) == expected
-
-
-def test_canonical_row_is_rfc8785_and_ignores_column_order() -> None:
-    row = {"z": "é", "a": Decimal("1.50"), "m": datetime(2024, 1, 1, tzinfo=UTC), "n": None}
-    expected = '{"a":"1.5","m":"2024-01-01T00:00:00.000000Z","n":null,"z":"é"}'.encode()
-    assert canonical_row(row) == expected
-    assert canonical_row(dict(reversed(row.items()))) == expected
-    doc = hash_row({"id": 42}, row)
-    assert doc.path == "id=42"
-    assert doc.sha256 == hashlib.sha256(expected).hexdigest() and doc.size_bytes == len(expected)
-    assert key_text({"code": "A-1"}) == 'code="A-1"'
-
-
-def test_unsupported_value_names_the_column() -> None:
-    with pytest.raises(UnsupportedValue, match="'blob'") as caught:
-        canonical_row({"id": 1, "blob": object()})
-    assert caught.value.column == "blob" and caught.value.type_name == "object"
-    with pytest.raises(ValueError, match="at least one column"):
-        key_text({})
+# -- row hashing of what the source reads (the pure rules: tests/tasks/test_row_hashing.py)
 
 
 def test_changed_row_has_a_new_hash_under_the_same_key(db: Database) -> None:

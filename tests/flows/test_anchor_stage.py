@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,7 @@ from flows.pipeline import open_services
 from flows.settings import PipelineSettings
 from ledger.core.proof.steps import ProofError
 from ledger.core.proof.verify import verify_bundle
+from tests.harness.waiting import WaitTimeout, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
@@ -31,12 +32,15 @@ def test_collect_moves_documents_to_anchor_and_bundles_verify_offline(
     settings = pipeline_settings.model_copy(update={"anchor_url": stack.settings.anchor_url})  # type: ignore[attr-defined]
     notarize_folder(str(folder), "anchored", settings, True)
 
-    deadline = time.monotonic() + 90
-    while True:
-        result = collect_proofs(settings, "anchored")
-        if result["stages"]["anchor"] == 4 or time.monotonic() > deadline:
-            break
-        time.sleep(1)
+    result: dict = {}
+
+    def anchored() -> bool:
+        result.clear()
+        result.update(collect_proofs(settings, "anchored"))
+        return bool(result["stages"]["anchor"] == 4)
+
+    with contextlib.suppress(WaitTimeout):  # the check below says what was reached
+        wait_until(anchored, 90, 1.0)
     assert result["stages"]["anchor"] == 4, result
     assert result["anchor_blocks_rejected"] == 0
 

@@ -8,7 +8,6 @@ receipts are re-verified against the node and a tampered one is flagged.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,21 +27,11 @@ from flows.cli.commands.report import register
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
 from ledger.core.clock import ManualClock
-from tests.stack_fixtures import free_port
+from tests.harness.ports import free_port
+from tests.harness.postgres import PG_URL
 from tests.tasks.test_report import START_S, build_known, tamper_receipt
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-
-PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
-
-
-def _postgres_or_skip() -> None:
-    try:
-        import psycopg
-
-        psycopg.connect(PG_URL.replace("+psycopg", ""), connect_timeout=3).close()
-    except Exception as exc:  # any failure means: no server to test against
-        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {exc}")
 
 
 def closed_node_url() -> str:
@@ -55,7 +44,7 @@ def known_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[P
     if request.param == "sqlite":
         url, schema, store_url = f"sqlite:///{tmp_path / 'audit.sqlite'}", None, None
     else:
-        _postgres_or_skip()
+        request.getfixturevalue("postgres_url")
         schema = f"test_flow_report_{uuid.uuid4().hex[:10]}"
         url, store_url = PG_URL, f"{PG_URL}?options=-csearch_path%3D{schema}"
     with AuditStore(url, clock=ManualClock(START_S), schema=schema) as store:

@@ -27,7 +27,8 @@ from flows.settings import PipelineSettings
 from ledger.api.callbacks import callback_target
 from ledger.core.callback_signature import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign_callback
 from ledger.stack import Stack
-from tests.stack_fixtures import free_port
+from tests.harness.ports import free_port
+from tests.harness.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
@@ -81,13 +82,14 @@ def collector(settings: PipelineSettings, collection: str) -> Iterator[CollectTo
 
 def wait_for_ledger(store: AuditStore, collection: str, count: int, timeout_s: float) -> None:
     """Until ``count`` notarizations are at ``ledger`` or past it (``anchor``)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        counts = store.summary(collection)
-        if counts.get("ledger", 0) + counts.get("anchor", 0) >= count:
-            return
-        assert time.monotonic() < deadline, counts
-        time.sleep(0.05)
+    counts: dict[str, int] = {}
+
+    def recorded() -> bool:
+        counts.clear()
+        counts.update(store.summary(collection))
+        return counts.get("ledger", 0) + counts.get("anchor", 0) >= count
+
+    wait_until(recorded, timeout_s, what=lambda: f"{count} at ledger; stages: {counts}")
 
 
 def make_folder(root: Path, count: int, tag: str) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -28,10 +27,10 @@ from ledger.core.receipt import Receipt, verify_receipt
 from ledger.stack import Stack
 from tasks.documents import collection_chain_id, document_entry
 from tasks.row_hashing import hash_row
+from tests.harness.postgres import PG_URL
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
-PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 
 
@@ -79,12 +78,7 @@ def source(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Source]:
         yield src
         src.engine.dispose()
         return
-    try:
-        import psycopg
-
-        psycopg.connect(PG_URL.replace("+psycopg", ""), connect_timeout=3).close()
-    except Exception as exc:  # any failure means: no server to test against
-        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {exc}")
+    request.getfixturevalue("postgres_url")
     schema = f"test_notarize_table_{uuid.uuid4().hex[:10]}"
     admin = sa.create_engine(PG_URL)
     with admin.begin() as conn:
@@ -279,7 +273,7 @@ def test_cli_usage_errors_exit_two(sqlite_source: Source, tmp_path: Path) -> Non
 def test_cli_unreachable_services_exit_three(
     sqlite_source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.stack_fixtures import free_port
+    from tests.harness.ports import free_port
 
     monkeypatch.setenv("NOTARY_API_KEY", "key")
     monkeypatch.setenv("NOTARY_API_URL", f"http://127.0.0.1:{free_port()}/v1")

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from connectors.callback_receiver import CallbackServer
 from flows.cli.prefect_server import prepare_prefect, server_answers
 from flows.settings import PipelineSettings
-from tests.stack_fixtures import free_port
+from tests.harness.ports import free_port
+from tests.harness.processes import ManagedProcess
+from tests.harness.servers import AppServer
+from tests.harness.waiting import wait_until
 
 
 @pytest.fixture
@@ -32,9 +35,8 @@ def health_server() -> Iterator[str]:
     from starlette.routing import Route
 
     app = Starlette(routes=[Route("/api/health", lambda _r: JSONResponse(True))])
-    port = free_port()
-    with CallbackServer(app, host="127.0.0.1", port=port):
-        yield f"http://127.0.0.1:{port}/api"
+    with AppServer(app) as server:
+        yield f"{server.url}/api"
 
 
 @pytest.mark.usefixtures("clean_prefect_env")
@@ -80,13 +82,6 @@ def notary(*args: str, env: dict[str, str], timeout_s: float = 180) -> tuple[int
     return done.returncode, time.perf_counter() - start, done.stdout + done.stderr
 
 
-def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} within {timeout_s} s"
-        time.sleep(0.2)
-
-
 @pytest.mark.slow
 @pytest.mark.e2e
 def test_notarize_reuses_the_prefect_server_of_notary_up(
@@ -107,18 +102,18 @@ def test_notarize_reuses_the_prefect_server_of_notary_up(
         "NOTARY_ANCHOR_URL": f"http://127.0.0.1:{ports['ANCHOR']}/v2",
     }
     prefect_port = free_port()
-    up = subprocess.Popen(
+    up = ManagedProcess(
+        "notary-up",
         [sys.executable, "-m", "flows.cli", "up", "--data-dir", str(data), "--block-time", "1"]
         + ["--prefect-port", str(prefect_port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        env,
+        tmp_path / "up.log",
     )
+    up.spawn()
     url_file = PipelineSettings(data_dir=data).prefect_api_url_file
     api_url = f"http://127.0.0.1:{prefect_port}/api"
     try:
-        wait_for(url_file.exists, 180, "notary up wrote the Prefect server's URL")
+        wait_until(url_file.exists, 180, 0.2, what="notary up to write the Prefect server's URL")
         assert url_file.read_text().strip() == api_url and server_answers(api_url)
         assert (data / "callback-secret").stat().st_mode & 0o777 == 0o600
 
@@ -156,8 +151,10 @@ def test_notarize_reuses_the_prefect_server_of_notary_up(
         url_file.with_suffix(".hidden").rename(url_file)
     finally:
         up.send_signal(signal.SIGINT)
-        output, _ = up.communicate(timeout=60)
-    assert up.returncode == 0, output
+        with contextlib.suppress(subprocess.TimeoutExpired):  # the check below fails then
+            up.wait(60)
+        up.kill9()  # anything still running
+    assert up.returncode == 0, up.log_tail(chars=None)
     assert not url_file.exists() and not server_answers(api_url)
     with capsys.disabled():
         for what, values in timings.items():

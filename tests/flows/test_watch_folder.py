@@ -6,11 +6,9 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,27 +21,12 @@ from flows.cli.commands.watch import register
 from flows.collect_proofs import collect_proofs
 from flows.settings import PipelineSettings
 from flows.watch_folder import watch_folder
-from tests.stack_fixtures import free_port
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.harness.ports import free_port
+from tests.harness.processes import ManagedProcess, child_env
+from tests.harness.waiting import wait_until
 
 DEADLINE_S = 60.0  # generous: a loaded 2-core machine; the waits return as soon as done
 PUBLISHED = {"published", "multi_az", "ledger", "anchor"}
-
-
-def until(
-    predicate: Callable[[], bool],
-    what: str,
-    *,
-    interval_s: float = 0.1,
-    timeout_s: float = DEADLINE_S,
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Session:
@@ -117,7 +100,7 @@ def test_dropped_files_are_notarized_moved_to_done_and_reach_the_ledger(
     session = Session(inbox, pipeline_settings, collection="drop", done_dir="done")
     sessions.append(session)
     done = inbox / "done"
-    until(lambda: (done / "old.txt").exists(), "the startup scan to notarize old.txt")
+    wait_until(lambda: (done / "old.txt").exists(), DEADLINE_S, what="the startup scan")
 
     part = inbox / "a.pdf.part"
     with open(part, "wb") as handle:  # a download: written under a temporary name...
@@ -127,9 +110,10 @@ def test_dropped_files_are_notarized_moved_to_done_and_reach_the_ledger(
     os.rename(part, inbox / "a.pdf")  # ...then renamed into place
     (inbox / "sub").mkdir()
     (inbox / "sub" / "b.txt").write_bytes(contents["sub/b.txt"])
-    until(
+    wait_until(
         lambda: (done / "a.pdf").exists() and (done / "sub" / "b.txt").exists(),
-        "the dropped files to be moved to done/",
+        DEADLINE_S,
+        what="the dropped files to be moved to done/",
     )
 
     rows = {p.notarization.path: p.notarization for p in store.proofs(collection="drop")}
@@ -145,7 +129,7 @@ def test_dropped_files_are_notarized_moved_to_done_and_reach_the_ledger(
         collect_proofs(pipeline_settings, "drop")
         return set(stages(store, "drop").values()) <= {"ledger", "anchor"}
 
-    until(in_ledger, "the entries to reach a directory block", interval_s=0.5)
+    wait_until(in_ledger, DEADLINE_S, 0.5, what="the entries to reach a directory block")
     assert len([p for p in store.proofs(collection="drop") if p.receipt is not None]) == 3
 
     totals = session.finish()
@@ -165,9 +149,9 @@ def test_restart_rescans_and_publishes_known_documents_only_once(
     store = AuditStore(pipeline_settings.audit_url)
     first = Session(inbox, pipeline_settings, collection="restart")
     sessions.append(first)
-    until(lambda: first.files_done() == 3, "the startup scan")
+    wait_until(lambda: first.files_done() == 3, DEADLINE_S, what="the startup scan")
     (inbox / "copy.txt").write_bytes(b"document 0")  # same content: already notarized
-    until(lambda: first.files_done() == 4, "the copy to be handed off")
+    wait_until(lambda: first.files_done() == 4, DEADLINE_S, what="the copy to be handed off")
     totals = first.finish()
     assert totals["published"] == 3 and totals["skipped_known"] == 1 and totals["moved"] == 0
     assert set(stages(store, "restart").values()) <= PUBLISHED
@@ -175,7 +159,7 @@ def test_restart_rescans_and_publishes_known_documents_only_once(
 
     second = Session(inbox, pipeline_settings, collection="restart")
     sessions.append(second)
-    until(lambda: second.files_done() == 4, "the rescan after a restart")
+    wait_until(lambda: second.files_done() == 4, DEADLINE_S, what="the rescan after a restart")
     again = second.finish()
     assert again["published"] == 0 and again["skipped_known"] == 4
     assert len(store.proofs(collection="restart")) == 3
@@ -241,36 +225,27 @@ def test_watch_command_notarizes_a_drop_and_stops_cleanly_on_ctrl_c(
 
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    env = os.environ | {
-        "NOTARY_API_URL": pipeline_settings.api_url,
-        "NOTARY_NODE_URL": pipeline_settings.node_url,
-        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
-        "PYTHONPATH": str(REPO),
-        "COLUMNS": "300",
-    }
+    env = child_env(
+        {
+            "NOTARY_API_URL": pipeline_settings.api_url,
+            "NOTARY_NODE_URL": pipeline_settings.node_url,
+            "PREFECT_API_URL": str(PREFECT_API_URL.value()),
+            "COLUMNS": "300",
+        }
+    )
     args = ["watch", str(inbox), "--collection", "cli", "--settle", "0.2", "--done-dir", "done"]
     args += ["--data-dir", str(pipeline_settings.data_dir)]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CLI_SCRIPT, *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
-    reader.start()
+    argv = [sys.executable, "-c", CLI_SCRIPT, *args]
+    proc = ManagedProcess("notary-watch", argv, env, tmp_path / "watch.log")
+    proc.spawn()
     try:
         # a fresh process imports Prefect and opens its first flow run: slow under load
-        until(lambda: any("watching" in ln for ln in lines), "the start", timeout_s=120)
+        wait_until(lambda: "watching" in proc.log_tail(chars=None), 120, what="the start")
         (inbox / "x.txt").write_bytes(b"dropped through the command line")
-        until(lambda: (inbox / "done" / "x.txt").exists(), "x.txt to be moved", timeout_s=120)
+        wait_until(lambda: (inbox / "done" / "x.txt").exists(), 120, what="x.txt to be moved")
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0, "".join(lines)
+        assert proc.wait(60) == 0, proc.log_tail(chars=None)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    reader.join(timeout=5)
-    output = "".join(lines)
+        proc.kill9()
+    output = proc.log_tail(chars=None)
     assert "1 published" in output and "stopped:" in output, output

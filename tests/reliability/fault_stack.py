@@ -1,29 +1,21 @@
 """The bundled stack with each service separately stoppable, for the fault tests.
 
-``tests.stack_fixtures.stack`` runs the four services in one thread, so one of them cannot
+``tests.harness.stack.stack`` runs the four services in one thread, so one of them cannot
 go down alone. ``FaultStack`` lays out the same data folder and settings (``ledger.stack``)
-but runs the node as a subprocess (``python -m ledger.node``: it can be SIGKILLed and
-started again over its data folder) and the wallet, the publishing API and, when asked,
-the anchoring service each in their own uvicorn thread (stopped and started again through
-their lifespans, as a process restart would).
+but runs the node as a subprocess (``tests.harness.services.NodeProcess``: it can be
+SIGKILLed and started again over its data folder) and the wallet, the publishing API and,
+when asked, the anchoring service each in an ``AppServer`` thread of their own (stopped and
+started again through their lifespans, as a process restart would).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
-import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import httpx
-import uvicorn
-from starlette.types import ASGIApp
 
 from connectors.audit_store import AuditStore
 from flows.settings import PipelineSettings
@@ -31,29 +23,12 @@ from ledger.anchor.app import create_app as create_anchor_app
 from ledger.api.app import create_app as create_api_app
 from ledger.api.settings import ApiSettings
 from ledger.core.receipt import Receipt, verify_receipt
-from ledger.node.settings import NodeSettings
 from ledger.stack import Stack, StackSettings
 from ledger.wallet.app import create_app as create_wallet_app
 from tasks.documents import collection_chain, document_entry
-from tests.reliability.procs import ManagedProcess, child_env, free_port, settings_env
-
-_START_TIMEOUT_S = 30.0
-
-
-def wait_until(
-    condition: Callable[[], bool], *, timeout_s: float, what: str, poll_s: float = 0.05
-) -> None:
-    """Poll ``condition`` until it holds.
-
-    Raises:
-        AssertionError: still false after ``timeout_s`` seconds (``what`` names it).
-    """
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(poll_s)
-
+from tests.harness.ports import free_port
+from tests.harness.servers import AppServer
+from tests.harness.services import NodeProcess
 
 #: One client for every ``rpc`` call: building an ``httpx.Client`` costs ~50 ms (TLS setup).
 _RPC_CLIENT = httpx.Client()
@@ -65,107 +40,6 @@ def rpc(url: str, method: str, params: Any = None, *, timeout_s: float = 10.0) -
     if params is not None:
         body["params"] = params
     return _RPC_CLIENT.post(url, json=body, timeout=timeout_s).json()
-
-
-class _ThreadServer(uvicorn.Server):
-    """uvicorn without signal handlers (it runs in a worker thread)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-class AppServer:
-    """One ASGI app served on ``127.0.0.1:port`` by uvicorn in a thread of its own.
-
-    ``stop()`` runs the app's shutdown (lifespan exit) like a SIGTERM would; a stopped
-    server is not started again: build a new one (with a new app) over the same data.
-    """
-
-    def __init__(self, app: ASGIApp, port: int, *, name: str) -> None:
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"
-        )
-        self.port = port
-        self._server = _ThreadServer(config)
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self._server.serve()), name=f"fault-{name}", daemon=True
-        )
-
-    def start(self) -> None:
-        """Start serving and wait until the socket listens.
-
-        Raises:
-            RuntimeError: the server did not start within 30 s or its thread ended.
-        """
-        self._thread.start()
-        deadline = time.monotonic() + _START_TIMEOUT_S
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the server on port {self.port} did not start")
-            time.sleep(0.02)
-
-    def stop(self, *, timeout_s: float = 30.0) -> None:
-        """Shut the app down (lifespan exit) and wait for the thread."""
-        self._server.should_exit = True
-        self._thread.join(timeout_s)
-
-
-class NodeProcess:
-    """The ledger node as a real subprocess over one data folder and port (a
-    ``procs.ManagedProcess`` in a session of its own, its output in one log file).
-
-    Args:
-        settings: the node's settings, passed to the child as ``NOTARY_NODE_*`` variables.
-        extra_env: more variables for the child.
-    """
-
-    def __init__(self, settings: NodeSettings, *, extra_env: dict[str, str] | None = None) -> None:
-        self.settings = settings
-        env = child_env(settings_env(settings) | (extra_env or {}))
-        log = settings.data_dir.parent / f"node-{settings.port}.log"
-        self._process = ManagedProcess("node", [sys.executable, "-m", "ledger.node"], env, log)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.settings.port}/v2"
-
-    @property
-    def alive(self) -> bool:
-        return self._process.alive
-
-    def start(self) -> None:
-        """Start the node and wait until it answers ``heights``.
-
-        Raises:
-            RuntimeError: it exited or did not answer within 30 s (its output attached).
-        """
-        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
-        self._process.spawn()
-        deadline = time.monotonic() + _START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if not self._process.alive:
-                raise RuntimeError(f"the node exited at start-up:\n{self.stderr()}")
-            try:
-                if "result" in rpc(self.url, "heights", timeout_s=1.0):
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        self.kill()
-        raise RuntimeError(f"the node did not answer:\n{self.stderr()}")
-
-    def stderr(self) -> str:
-        """What the node wrote to stdout and stderr so far (all its runs)."""
-        log = self._process.log_path
-        return log.read_text(errors="replace") if log.exists() else ""
-
-    def kill(self) -> None:
-        """SIGKILL: no chance to clean up (the harshest way to go down)."""
-        self._process.kill9()
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after 20 s."""
-        self._process.stop(timeout_s=20.0)
 
 
 class FaultStack:

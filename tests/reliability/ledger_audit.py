@@ -10,7 +10,7 @@ then ask whether an acknowledged write is there, and whether anything is there t
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections import Counter
 from typing import Any
 
@@ -18,6 +18,7 @@ import httpx
 
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
+from tests.harness.waiting import WaitTimeout, wait_until
 
 __all__ = ["LedgerAudit"]
 
@@ -101,10 +102,11 @@ class LedgerAudit:
 
     def wait_for(self, wanted: set[bytes], *, timeout_s: float) -> set[bytes]:
         """Scan until every hash of ``wanted`` was read or ``timeout_s`` passed; the missing."""
-        deadline = time.monotonic() + timeout_s
-        while True:
+
+        def all_read() -> bool:
             self.scan()
-            missing = wanted - self.entries.keys()
-            if not missing or time.monotonic() > deadline:
-                return missing
-            time.sleep(0.2)
+            return not wanted - self.entries.keys()
+
+        with contextlib.suppress(WaitTimeout):  # the caller reports what is missing
+            wait_until(all_read, timeout_s, 0.2)
+        return wanted - self.entries.keys()

@@ -5,7 +5,7 @@ Usage (``make soak``; not part of CI)::
     python -m tests.reliability.soak [--minutes 10] [--rate N] [--fault-every 60]
 
 1. Starts node, wallet, publishing API and anchoring as separate processes
-   (``tests.reliability.procs.LedgerProcesses``, SQLite ``synchronous=FULL``, 0.5 s blocks).
+   (``tests.harness.services.LedgerProcesses``, SQLite ``synchronous=FULL``, 0.5 s blocks).
 2. Measures capacity: unpaced writers POST entries through the REST API for
    ``--probe-seconds``; the soak rate is half the accepted writes per second (or ``--rate``).
 3. Paced writers hold that rate for ``--minutes`` while a fault is injected every
@@ -39,8 +39,8 @@ from typing import Any
 import httpx
 
 from ledger.core.entry import Entry
+from tests.harness.services import LedgerProcesses
 from tests.reliability.ledger_audit import LedgerAudit
-from tests.reliability.procs import LedgerProcesses
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "soak.json"
 SAMPLE_EVERY_S = 5.0

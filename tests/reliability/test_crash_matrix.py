@@ -1,6 +1,6 @@
 """SIGKILL each service of the bundled ledger, and the pipeline runner, under load.
 
-Services (node, wallet, publishing API), each its own process (``procs.LedgerProcesses``):
+Services (node, wallet, publishing API), each its own process (``LedgerProcesses``):
 client threads write entries through the REST API (``POST /v1/chains/{id}/entries``),
 retrying a write whose answer was lost or giving it up, and remember every entry hash
 answered 202. Meanwhile a randomly ordered schedule SIGKILLs one service at a random
@@ -34,14 +34,16 @@ loops are marked ``slow`` (``make test-reliability`` runs them).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import random
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,8 +59,10 @@ from connectors.audit_store import AuditStore
 from ledger.core.entry import Entry
 from tasks.documents import collection_chain_id, document_entry
 from tasks.verify import ReceiptRejected, verify_node_receipt
+from tests.harness.processes import child_env
+from tests.harness.services import LedgerProcesses
+from tests.harness.waiting import WaitTimeout, wait_until
 from tests.reliability.ledger_audit import LedgerAudit
-from tests.reliability.procs import LedgerProcesses, ManagedProcess, child_env
 
 pytestmark = pytest.mark.e2e
 
@@ -291,7 +295,6 @@ def api_stage_problems(
     ``ledger`` in the directory block where the node has them (``GET`` each, 4 at once)."""
     remaining = dict(acked)
     problems: list[str] = []
-    deadline = time.monotonic() + timeout_s
     with (
         httpx.Client(timeout=10.0, headers={"user-key": ledger.api_key}) as http,
         ThreadPoolExecutor(4) as pool,
@@ -302,7 +305,7 @@ def api_stage_problems(
             url = f"{ledger.api_url}/chains/{chain_id.hex()}/entries/{entry_hash.hex()}"
             return entry_hash, http.get(url).json()
 
-        while remaining:
+        def all_at_ledger() -> bool:
             for entry_hash, data in pool.map(stage, list(remaining.items())):
                 if data.get("stage") not in ("ledger", "anchor"):
                     continue
@@ -312,9 +315,10 @@ def api_stage_problems(
                         f"{entry_hash.hex()}: API says height {data.get('dblock_height')}, "
                         f"node {audit.height_of[entry_hash]}"
                     )
-            if not remaining or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+            return not remaining
+
+        with contextlib.suppress(WaitTimeout):  # what is left is reported below
+            wait_until(all_at_ledger, timeout_s, 0.2)
     return problems + [f"{h.hex()}: still not at stage ledger in the API" for h in remaining]
 
 
@@ -413,15 +417,6 @@ def read_progress(db: Path) -> Progress:
             return Progress(*conn.execute(_PROGRESS_SQL).fetchone())
     except sqlite3.OperationalError:  # no tables yet
         return Progress()
-
-
-def _until(condition: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 @dataclass
@@ -550,20 +545,20 @@ def kill_run(
         now = read_progress(audit_db)
         return getattr(now, step) >= target if step else now.runs > before.runs
 
-    assert _until(lambda: not runner.alive or reached(), 300), f"stuck:\n{runner.log_tail()}"
+    wait_until(
+        lambda: not runner.alive or reached(),
+        300,
+        0.01,
+        what=lambda: f"the run to reach its kill point; stuck:\n{runner.log_tail()}",
+    )
     if step is None:
-        _sleep_while_alive(runner, rng.uniform(0.0, window_s))
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a while, or until it ends
+            runner.wait(rng.uniform(0.0, window_s))
     point = read_progress(audit_db)
     if runner.kill9():
         return point
     assert runner.returncode is not None
     return runner.returncode
-
-
-def _sleep_while_alive(process: ManagedProcess, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while process.alive and time.monotonic() < deadline:
-        time.sleep(0.02)
 
 
 def check_audit_store(audit_url: str, audit: LedgerAudit, contents: dict[str, bytes]) -> int:

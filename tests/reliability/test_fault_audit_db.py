@@ -18,7 +18,6 @@ Proven: the run or its rerun completes; every file has exactly one notarization 
 
 from __future__ import annotations
 
-import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,27 +33,21 @@ from connectors.audit_models import AUDIT_METADATA
 from connectors.audit_store import AuditStore
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
+from tests.harness.postgres import PG_URL, conninfo
 
 from .fault_stack import assert_collection_on_ledger, make_files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
-PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
 FILES = 40
 
 
-def _conninfo(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 @pytest.fixture
-def audit_db_url() -> Iterator[str]:
-    """A fresh database on the machine's PostgreSQL, dropped afterwards (skip if none)."""
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        admin = psycopg.connect(_conninfo(PG_URL), autocommit=True, connect_timeout=3)
-    except Exception as exc:  # any failure means: no server to test against
-        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {type(exc).__name__}: {exc}")
+def audit_db_url(postgres_url: str) -> Iterator[str]:
+    """A fresh database on the machine's PostgreSQL, dropped afterwards."""
+    import psycopg
+
+    admin = psycopg.connect(conninfo(PG_URL), autocommit=True, connect_timeout=3)
     name = f"notary_fault_{uuid.uuid4().hex[:12]}"
     with admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -89,10 +82,10 @@ class BackendKiller(threading.Thread):
         self._stop_event = threading.Event()
 
     def run(self) -> None:
-        import psycopg  # imported here: the fixture skips the test when it is missing
+        import psycopg
 
         try:
-            with psycopg.connect(_conninfo(self.url), autocommit=True) as conn:
+            with psycopg.connect(conninfo(self.url), autocommit=True) as conn:
                 for name, begun in PHASES:
                     while not begun(self._counts(conn)):
                         if self._stop_event.wait(0.02):

@@ -30,8 +30,11 @@ from ledger.core.callback_signature import (
     TIMESTAMP_HEADER,
     verify_callback_signature,
 )
+from tests.harness.ports import free_port
+from tests.harness.servers import HttpServer
+from tests.harness.waiting import wait_until
 
-from .fault_stack import FaultStack, free_port, wait_until
+from .fault_stack import FaultStack
 
 pytestmark = pytest.mark.e2e
 
@@ -60,8 +63,7 @@ class Receiver:
         self.port = port
         self.deliveries: list[Delivery] = []
         self._lock = threading.Lock()
-        self._server: http.server.ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: HttpServer | None = None
 
     def start(self) -> None:
         receiver = self
@@ -86,14 +88,12 @@ class Receiver:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass  # keep the test output quiet
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._server = HttpServer(Handler, self.port)
+        self._server.start()
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.stop()
             self._server = None
 
     def received(self) -> list[Delivery]:

@@ -47,8 +47,11 @@ from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.entry import Entry
 from ledger.core.keys import SigningKey
 from ledger.node.settings import NodeSettings
+from tests.harness.ports import free_port
+from tests.harness.services import NodeProcess
+from tests.harness.waiting import wait_until
 
-from .fault_stack import NodeProcess, free_port, rpc, wait_until
+from .fault_stack import rpc
 
 EC_KEY = SigningKey.from_seed(seed_from_ec_secret(devnet.DEV_EC_SECRET))
 FULL_FOR_S = 3.0

@@ -30,8 +30,9 @@ from flows.collect_proofs import collect_proofs
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
 from tasks.documents import collection_chain_id
+from tests.harness.waiting import wait_until
 
-from .fault_stack import FaultStack, assert_collection_on_ledger, make_files, wait_until
+from .fault_stack import FaultStack, assert_collection_on_ledger, make_files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
@@ -203,6 +204,6 @@ def test_node_down_longer_than_the_run_waits_collect_finishes(tmp_path: Path) ->
             stages = result["stages"]
             return stages["ledger"] + stages["anchor"] == FILES
 
-        wait_until(collected, timeout_s=60, what="collect to finish the batch", poll_s=0.5)
+        wait_until(collected, timeout_s=60, what="collect to finish the batch", interval_s=0.5)
         assert_collection_on_ledger(settings, collection, files)
         print(f"\nthe run {ended}; collect sweeps after the node was back: {len(sweeps)}")

@@ -40,6 +40,7 @@ from connectors.folder_source import (
 )
 from connectors.folder_watch import FolderWatcher, ReadyFile, WatchOptions
 from ledger.core.clock import ManualClock
+from tests.harness.waiting import wait_until
 
 DEADLINE_S = 15.0
 NOBODY = 65534
@@ -379,14 +380,14 @@ class Watch:
         return sorted(f.relative_path for f in self.handed)
 
     def until(self, predicate: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
+        def ticked() -> bool:
             in_thread(self.watcher.tick)  # a tick that blocked would fail here
             if predicate():
-                return
+                return True
             self.clock.advance(0.5)
-            time.sleep(0.02)
-        raise AssertionError(f"timed out; handed off so far: {self.names}")
+            return False
+
+        wait_until(ticked, DEADLINE_S, 0.02, what=lambda: f"handed off: {self.names}")
 
     def settle(self, seconds: float = 0.5) -> None:
         end = time.monotonic() + seconds

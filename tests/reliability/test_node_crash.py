@@ -16,12 +16,7 @@ The default run is short; ``-m slow`` runs the long loop.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import signal
-import socket
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,72 +40,16 @@ from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.entry import Entry
 from ledger.core.keys import SigningKey
 from ledger.core.transaction import Transaction, TxAddress
+from ledger.node.settings import NodeSettings
+from tests.harness.ports import free_port
+from tests.harness.services import NodeProcess
+from tests.harness.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
 EC_KEY = SigningKey.from_seed(seed_from_ec_secret(devnet.DEV_EC_SECRET))
 FCT_KEY = SigningKey.from_seed(seed_from_fct_secret(devnet.DEV_FCT_SECRET))
 DEV_RCD = rcd_hash_from_fct_address(devnet.DEV_FCT_ADDRESS)
 RATE = 1000
 BLOCK_TIME_S = 0.5
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class NodeProcess:
-    """The node subprocess over one data folder and port."""
-
-    data_dir: Path
-    port: int
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v2"
-
-    def start(self) -> None:
-        env = dict(os.environ)
-        env.update(
-            NOTARY_NODE_DATA_DIR=str(self.data_dir),
-            NOTARY_NODE_PORT=str(self.port),
-            NOTARY_NODE_BLOCK_TIME_S=str(BLOCK_TIME_S),
-            NOTARY_NODE_SQLITE_SYNCHRONOUS="FULL",
-            PYTHONPATH=str(ROOT),
-        )
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ledger.node"], cwd=ROOT, env=env, stderr=subprocess.PIPE
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                raise RuntimeError(f"the node exited at start-up:\n{err}")
-            try:
-                if httpx.post(self.url, json=_req("heights"), timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        raise RuntimeError("the node did not answer")
-
-    def kill(self) -> None:
-        """SIGKILL, no chance to clean up."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self.proc = None
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.proc = None
 
 
 def _req(method: str, params: dict[str, Any] | None = None, request_id: int = 1) -> dict[str, Any]:
@@ -247,13 +186,12 @@ def rpc(node: NodeProcess, method: str, params: dict[str, Any] | None = None) ->
 
 def wait_for_blocks(node: NodeProcess, count: int) -> int:
     start = rpc(node, "heights")["directoryblockheight"]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        height = rpc(node, "heights")["directoryblockheight"]
-        if height >= start + count:
-            return int(height)
-        time.sleep(0.1)
-    raise AssertionError("the node stopped producing blocks")
+
+    def new_height() -> int | None:
+        height = int(rpc(node, "heights")["directoryblockheight"])
+        return height if height >= start + count else None
+
+    return wait_until(new_height, 30, 0.1, what=f"{count} more blocks (the node stopped?)")
 
 
 def recorded(node: NodeProcess, tip: int) -> tuple[list[bytes], list[bytes], list[bytes]]:
@@ -295,14 +233,21 @@ def recorded(node: NodeProcess, tip: int) -> tuple[list[bytes], list[bytes], lis
 
 
 def run_crash_loop(tmp_path: Path, *, rounds: int, clients: int, seed: int) -> None:
-    node = NodeProcess(tmp_path / "node", free_port())
+    node = NodeProcess(
+        NodeSettings(
+            data_dir=tmp_path / "node",
+            port=free_port(),
+            block_time_s=BLOCK_TIME_S,
+            sqlite_synchronous="FULL",
+        )
+    )
     rng = random.Random(seed)
     acked = Acked()
     node.start()
     try:
         chains = asyncio.run(create_chains(node.url, clients, str(seed)))
         for _round in range(rounds):
-            if node.proc is None:
+            if not node.alive:
                 node.start()
             asyncio.run(
                 load_round(node, chains, acked, seconds=rng.uniform(0.3, 1.2), seed=rng.random())

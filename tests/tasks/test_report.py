@@ -6,7 +6,6 @@ import csv
 import dataclasses
 import hashlib
 import json
-import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,8 +32,8 @@ from ledger.core.proof.steps import Step
 from ledger.core.receipt import build_receipt
 from tasks import report as rpt
 from tasks import report_output as out
+from tests.harness.postgres import PG_URL
 
-PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
 START_S = 1_700_000_000.0
 T0 = datetime.fromtimestamp(START_S, UTC)
 CHAIN_ID = hashlib.sha256(b"report-chain").digest()
@@ -116,15 +115,6 @@ def build_known(store: AuditStore, clock: ManualClock) -> Known:
     return Known(by_label, {7: ledgers["a"][2], 8: ledgers["b"][2]}, entry_hashes)
 
 
-def _postgres_or_skip() -> None:
-    try:
-        import psycopg
-
-        psycopg.connect(PG_URL.replace("+psycopg", ""), connect_timeout=3).close()
-    except Exception as exc:  # any failure means: no server to test against
-        pytest.skip(f"PostgreSQL not reachable at {PG_URL}: {exc}")
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AuditStore]:
     clock = ManualClock(START_S)
@@ -133,7 +123,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AuditStore
             audit.test_clock = clock  # type: ignore[attr-defined]
             yield audit
         return
-    _postgres_or_skip()
+    request.getfixturevalue("postgres_url")
     schema = f"test_report_{uuid.uuid4().hex[:12]}"
     with AuditStore(PG_URL, clock=clock, schema=schema) as audit:
         audit.test_clock = clock  # type: ignore[attr-defined]

@@ -12,8 +12,6 @@ import base64
 import hashlib
 import io
 import json
-import socket
-import time
 from pathlib import Path
 
 import httpx
@@ -30,6 +28,8 @@ from ledger.core.proof.verify import verify_bundle
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.stack import Stack, StackSettings, StackThread
 from tasks.documents import collection_chain, document_entry
+from tests.harness.ports import free_port
+from tests.harness.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -37,12 +37,6 @@ DIFFICULTY_BITS = 8
 CONFIRMATIONS = 2
 POLICY = PowParams(difficulty_bits=DIFFICULTY_BITS, confirmations=CONFIRMATIONS)
 DOCUMENTS = {f"doc-{i}.txt": f"document number {i}\n".encode() * (i + 1) for i in range(3)}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def b64(data: bytes) -> str:
@@ -70,17 +64,16 @@ def publish(api: httpx.Client) -> dict[str, tuple[str, str]]:
 def wait_for_anchor_stage(
     api: httpx.Client, published: dict[str, tuple[str, str]], *, timeout_s: float
 ) -> None:
-    deadline = time.monotonic() + timeout_s
     stages: dict[str, str] = {}
-    while time.monotonic() < deadline:
+
+    def anchored() -> bool:
         for name, (chain_id, entry_hash) in published.items():
             reply = api.get(f"/chains/{chain_id}/entries/{entry_hash}")
             if reply.status_code == 200:
                 stages[name] = reply.json()["stage"]
-        if len(stages) == len(published) and set(stages.values()) == {"anchor"}:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"not anchored in {timeout_s} s: {stages}")
+        return len(stages) == len(published) and set(stages.values()) == {"anchor"}
+
+    wait_until(anchored, timeout_s, 0.2, what=lambda: f"every entry anchored: {stages}")
 
 
 def test_bundles_exported_from_the_network_verify_offline(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,8 +20,8 @@ from ledger.api.memory_gateway import InMemoryLedger
 from ledger.api.services import Services
 from ledger.api.settings import ApiSettings
 from ledger.core.clock import ManualClock
+from tests.harness.postgres import conninfo
 
-PG_URL = os.environ.get("NOTARY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 EC_ADDRESS = "EC2DKSYyRcNWf7RS963VFYgMExo1824HVeCfQ9PGPmNzwrcmgm2r"
 
 
@@ -30,44 +29,22 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def _pg_unreachable_reason() -> str | None:
-    try:
-        import psycopg
-    except ImportError as exc:  # pragma: no cover - psycopg is a declared dependency
-        return f"psycopg not installed: {exc}"
-    conninfo = PG_URL.replace("postgresql+psycopg://", "postgresql://")
-    try:
-        with psycopg.connect(conninfo, connect_timeout=2):
-            return None
-    except Exception as exc:  # any failure means: not usable here
-        return f"PostgreSQL not reachable at {PG_URL}: {type(exc).__name__}: {exc}"
-
-
-@pytest.fixture(scope="session")
-def pg_base_url() -> str:
-    reason = _pg_unreachable_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    return PG_URL
-
-
 @pytest.fixture
-def pg_url(pg_base_url: str) -> Iterator[str]:
+def pg_url(postgres_url: str) -> Iterator[str]:
     """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
     import psycopg
 
     schema = f"api_test_{uuid.uuid4().hex[:12]}"
-    conninfo = pg_base_url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with psycopg.connect(conninfo(postgres_url), autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
-    yield f"{pg_base_url}?options=-csearch_path%3D{schema}"
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    yield f"{postgres_url}?options=-csearch_path%3D{schema}"
+    with psycopg.connect(conninfo(postgres_url), autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Both backends: a SQLite file, and a PostgreSQL schema (skipped if unreachable)."""
+    """Both backends: a SQLite file, and a PostgreSQL schema (``postgres_url``)."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'api.sqlite'}"
     return str(request.getfixturevalue("pg_url"))

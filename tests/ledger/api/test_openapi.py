@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
-import socket
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
-import uvicorn
+
+from tests.harness.servers import AppServer
 
 from .conftest import Api, ApiFactory
 
@@ -112,40 +110,21 @@ def test_documented_codes_cover_what_the_service_answers(api: Api) -> None:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("schemathesis") is None, reason="schemathesis is not installed"
 )
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(make_api: ApiFactory) -> None:
     api = make_api(rate_limit_per_s=0)
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(api.app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
     config = Path(__file__).with_name("schemathesis.toml")
-    command = [
-        sys.executable, "-c", "from schemathesis.cli import schemathesis; schemathesis()",
-        "--config-file", str(config), "run",
-        "-H", f"user-key: {api.key}",
-        "--max-examples", "25", "--no-color", "--seed", "1",
-        f"http://127.0.0.1:{port}/v1/openapi.json",
-    ]  # fmt: skip
-    try:
+    with AppServer(api.app, lifespan="off") as server:
+        command = [
+            sys.executable, "-c", "from schemathesis.cli import schemathesis; schemathesis()",
+            "--config-file", str(config), "run",
+            "-H", f"user-key: {api.key}",
+            "--max-examples", "25", "--no-color", "--seed", "1",
+            f"{server.url}/v1/openapi.json",
+        ]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    finally:
-        server.should_exit = True
-        thread.join(10)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "No issues found" in done.stdout

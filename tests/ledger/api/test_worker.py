@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 from sqlalchemy import select
 
 from ledger.api.gateway import GatewayUnavailable, RpcFailure
 from ledger.api.memory_gateway import InMemoryLedger
 from ledger.api.models import EntryRow, ServiceState
 from ledger.api.worker import LAST_HEIGHT_KEY
+from tests.harness.waiting import wait_until
 
 from .conftest import Api, ApiFactory
 
@@ -265,18 +264,11 @@ def test_worker_thread_runs_in_the_lifespan(make_api: ApiFactory) -> None:
     worker = api.services.worker
     assert worker is not None and worker.running
     _, hashes = make_chain_with_entries(api, 1)
-    _wait(lambda: all(api.ledger.is_revealed(h) for h in hashes))
+    wait_until(lambda: all(api.ledger.is_revealed(h) for h in hashes), 5.0, 0.01)
     api.ledger.mine_block()
-    _wait(lambda: {r.stage for r in rows(api).values()} == {"ledger"})
+    wait_until(lambda: {r.stage for r in rows(api).values()} == {"ledger"}, 5.0, 0.01)
     api.close()
     assert not worker.running
-
-
-def _wait(condition, timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
 
 
 def test_large_backlogs_go_in_chunks_with_composition_ahead(make_api: ApiFactory) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -164,20 +162,3 @@ def fblocks(draw: st.DrawFn) -> FactoidBlock:
 @given(fblocks())
 def test_round_trip(block: FactoidBlock) -> None:
     assert FactoidBlock.unmarshal(block.marshal()) == block
-
-
-@settings(max_examples=300)
-@given(st.binary(max_size=400))
-def test_random_bytes_raise_only_format_errors(raw: bytes) -> None:
-    with contextlib.suppress(LedgerFormatError):
-        FactoidBlock.unmarshal(raw)
-
-
-@settings(max_examples=50)
-@given(fblocks(), st.data())
-def test_mutated_blocks_raise_only_format_errors(block: FactoidBlock, data: st.DataObject) -> None:
-    raw = bytearray(block.marshal())
-    position = data.draw(st.integers(0, len(raw) - 1))
-    raw[position] ^= data.draw(st.integers(1, 255))
-    with contextlib.suppress(LedgerFormatError):
-        FactoidBlock.unmarshal(bytes(raw))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.core.blocks.directory import (
@@ -305,10 +304,3 @@ def test_round_trip(block: DirectoryBlock) -> None:
     raw = block.marshal()
     assert DirectoryBlock.unmarshal(raw) == block
     assert len(block.header()) == 113
-
-
-@settings(max_examples=300)
-@given(st.binary(max_size=400))
-def test_random_bytes_raise_only_format_errors(raw: bytes) -> None:
-    with contextlib.suppress(LedgerFormatError):
-        DirectoryBlock.unmarshal(raw)

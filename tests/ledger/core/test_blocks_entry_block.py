@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.core.blocks.directory import DirectoryBlock
@@ -187,19 +185,3 @@ eblocks = st.builds(
 def test_round_trip(block: EntryBlock) -> None:
     assert EntryBlock.unmarshal(block.marshal()) == block
     assert len(block.header()) == 140
-
-
-@settings(max_examples=300)
-@given(st.binary(max_size=400))
-def test_random_bytes_raise_only_format_errors(raw: bytes) -> None:
-    with contextlib.suppress(LedgerFormatError):
-        EntryBlock.unmarshal(raw)
-
-
-@given(eblocks, st.data())
-def test_mutated_blocks_raise_only_format_errors(block: EntryBlock, data: st.DataObject) -> None:
-    raw = bytearray(block.marshal())
-    position = data.draw(st.integers(0, len(raw) - 1))
-    raw[position] ^= data.draw(st.integers(1, 255))
-    with contextlib.suppress(LedgerFormatError):
-        EntryBlock.unmarshal(bytes(raw))

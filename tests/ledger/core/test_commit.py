@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from typing import Any
 
@@ -300,31 +299,3 @@ def test_created_commits_verify(seed: bytes, content: bytes, ts: int) -> None:
     first = Entry.first_entry([b"x"], content)
     CommitEntry.create(key, first, timestamp_ms=ts).verify()
     CommitChain.create(key, first, timestamp_ms=ts).verify()
-
-
-def _sized_binary(size: int) -> st.SearchStrategy[bytes]:
-    anything = st.binary(max_size=size + 8)
-    exact = st.binary(min_size=size - 1, max_size=size - 1).map(lambda b: b"\x00" + b)
-    return anything | exact
-
-
-@given(_sized_binary(COMMIT_ENTRY_BYTES))
-def test_commit_entry_random_bytes_raise_only_format_errors(data: bytes) -> None:
-    try:
-        commit = CommitEntry.unmarshal(data)
-    except (DecodeError, LimitError):
-        return
-    assert commit.marshal() == data
-    with contextlib.suppress(SignatureError):
-        commit.verify()
-
-
-@given(_sized_binary(COMMIT_CHAIN_BYTES))
-def test_commit_chain_random_bytes_raise_only_format_errors(data: bytes) -> None:
-    try:
-        commit = CommitChain.unmarshal(data)
-    except (DecodeError, LimitError):
-        return
-    assert commit.marshal() == data
-    with contextlib.suppress(SignatureError):
-        commit.verify()

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import orjson
 import pytest
-import uvicorn
 from pydantic import BaseModel, Field, field_validator
 from starlette.applications import Starlette
 
@@ -171,31 +167,3 @@ def request(method: str, params: Any = None, request_id: Any = 1) -> dict[str, A
 
 async def post(client: httpx.AsyncClient, payload: Any, **kwargs: Any) -> httpx.Response:
     return await client.post("/v2", content=orjson.dumps(payload), **kwargs)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def serve(app: Starlette) -> Iterator[str]:
-    """Run ``app`` on a real uvicorn server on a free 127.0.0.1 port; yields the base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()

@@ -17,8 +17,9 @@ from ledger.jsonrpc import (
     JsonRpcTransportError,
 )
 from ledger.jsonrpc.server import create_jsonrpc_app
+from tests.harness.ports import free_port
 
-from .conftest import REPEATED_HASH, Demo, free_port
+from .conftest import REPEATED_HASH, Demo
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,9 @@ from starlette.routing import Route
 
 from ledger.jsonrpc import JsonRpcCallError, JsonRpcClient
 from ledger.jsonrpc.server import create_jsonrpc_app
+from tests.harness.servers import AppServer
 
-from .conftest import build_demo, request, serve
+from .conftest import build_demo, request
 
 
 @pytest.mark.e2e
@@ -36,7 +37,8 @@ def test_real_server_round_trip() -> None:
     app = create_jsonrpc_app(
         demo.registry, lifespan=lifespan, extra_routes=[Route("/health", health)]
     )
-    with serve(app) as base_url:
+    with AppServer(app) as server:
+        base_url = server.url
         assert events == ["start"]
         with JsonRpcClient(f"{base_url}/v2", timeout_s=5.0) as client:
             for i in range(20):  # keep-alive connection reused

@@ -1,74 +1,27 @@
 """A real node and a real wallet served by uvicorn on free 127.0.0.1 ports, in threads.
 
-Each server runs its own event loop in its own thread; ``run(coro)`` executes a coroutine
-on that loop (the node's ``service.tick()``), so the test drives block production through
-a shared ``ManualClock`` without touching the node from a foreign loop.
+Each server (``tests.harness.servers.AppServer``) runs its own event loop in its own
+thread; ``run(coro)`` executes a coroutine on that loop (the node's ``service.tick()``), so
+the test drives block production through a shared ``ManualClock`` without touching the
+node from a foreign loop.
 """
 
 from __future__ import annotations
 
-import asyncio
-import socket
-import threading
-import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-from starlette.applications import Starlette
-
 from ledger.core.clock import ManualClock
 from ledger.jsonrpc import JsonRpcCallError, JsonRpcClient
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
+from tests.harness.servers import AppServer
 
 BLOCK_TIME_S = 10.0
 NODE_START_S = 1_700_000_000.0
-
-
-@dataclass
-class Served:
-    """One app on a uvicorn server: its base URL and a way to run coroutines on its loop."""
-
-    url: str
-    loop: asyncio.AbstractEventLoop
-
-    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
-
-
-@contextmanager
-def serve(app: Starlette) -> Iterator[Served]:
-    """Serve ``app`` on a free 127.0.0.1 port until the block ends (lifespan on)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    # accepted sockets inherit this; without it every reply waits ~40 ms for a delayed ACK
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    loop = asyncio.new_event_loop()
-
-    def main() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(server.serve(sockets=[sock]))
-
-    thread = threading.Thread(target=main, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.005)
-    try:
-        yield Served(f"http://127.0.0.1:{port}", loop)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        loop.close()
-        sock.close()
 
 
 class Rpc:
@@ -96,7 +49,7 @@ class Rpc:
 class Node:
     """The bundled node on loopback, its service and the manual clock driving it."""
 
-    served: Served
+    served: AppServer
     service: Any
     clock: ManualClock
     rpc: Rpc
@@ -114,7 +67,7 @@ def running_node(data_dir: Path, clock: ManualClock) -> Iterator[Node]:
     """The node app (development genesis, blocks only on ``next_block``) on loopback."""
     settings = NodeSettings(data_dir=data_dir, block_time_s=BLOCK_TIME_S)
     app = create_node_app(settings, clock=clock, produce_blocks=False)
-    with serve(app) as served:
+    with AppServer(app) as served:
         rpc = Rpc(served.url)
         try:
             yield Node(served, app.state.node, clock, rpc)

@@ -22,9 +22,10 @@ from ledger.core.entry import Entry
 from ledger.core.keys import verify_signature
 from ledger.core.transaction import Transaction
 from ledger.wallet import WalletSettings, create_app
+from tests.harness.servers import AppServer
 
 from .conftest import YELLOW
-from .loopback import NODE_START_S, Node, Rpc, running_node, serve
+from .loopback import NODE_START_S, Node, Rpc, running_node
 
 pytestmark = pytest.mark.e2e
 
@@ -38,7 +39,7 @@ def stack(tmp_path: Path) -> Iterator[tuple[Node, Rpc]]:
             node_url=f"{node.served.url}/v2",
             restore_mnemonic=YELLOW,
         )
-        with serve(create_app(settings, clock=clock)) as served:
+        with AppServer(create_app(settings, clock=clock)) as served:
             wallet = Rpc(served.url)
             yield node, wallet
             wallet.client.close()

@@ -13,9 +13,10 @@ from ledger import devnet
 from ledger.core.addresses import rcd_hash_from_fct_address, seed_from_fct_secret
 from ledger.core.clock import ManualClock
 from ledger.wallet import WalletSettings, create_app
+from tests.harness.servers import AppServer
 
 from .conftest import FAST_KDF, PASSPHRASE, YELLOW
-from .loopback import NODE_START_S, Node, Rpc, running_node, serve
+from .loopback import NODE_START_S, Node, Rpc, running_node
 
 pytestmark = pytest.mark.e2e
 
@@ -112,7 +113,7 @@ def fill_wallet(wallet: Rpc) -> dict[str, Any]:
 def test_a_restarted_locked_wallet_reveals_nothing_until_unlocked(tmp_path: Path) -> None:
     clock = ManualClock(NODE_START_S)
     with running_node(tmp_path / "node", clock) as node:
-        with serve(wallet_app(tmp_path, node, passphrase=PASSPHRASE)) as served:
+        with AppServer(wallet_app(tmp_path, node, passphrase=PASSPHRASE)) as served:
             pending = fill_wallet(Rpc(served.url))
             secrets = [a["secret"] for a in Rpc(served.url)("all-addresses")["addresses"]]
 
@@ -126,7 +127,7 @@ def test_a_restarted_locked_wallet_reveals_nothing_until_unlocked(tmp_path: Path
         app = wallet_app(tmp_path, node, passphrase=None)
         names = app.state.jsonrpc.registry.names()
         assert set(names) >= ISSUE_METHODS
-        with serve(app) as served:
+        with AppServer(app) as served:
             wallet = Rpc(served.url)
             replies = {m: wallet.client.batch([(m, params_for(m))])[0] for m in names}
             for method, reply in replies.items():

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 import ledger.wallet
+from tests.harness.ports import free_port
+from tests.harness.processes import ManagedProcess, child_env
+from tests.harness.waiting import wait_until
 
 ZERO_ES = "Es2Rf7iM6PdsqfYCo3D1tnAR65SkLENyWJG1deUzpRMQmbh9F3eG"
 ZERO_EC = "EC2DKSYyRcNWf7RS963VFYgMExoHRYLHVeCfQ9PGPmNzwrcmgm2r"
@@ -52,38 +51,27 @@ def test_exported_members() -> None:
     assert all(hasattr(ledger.wallet, name) for name in EXPORTED)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.e2e
 def test_module_entry_point_serves_json_rpc(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {
-        **os.environ,
         "NOTARY_WALLET_PORT": str(port),
         "NOTARY_WALLET_DATA_DIR": str(tmp_path),
         "NOTARY_WALLET_IMPORT_SECRETS": json.dumps([ZERO_ES]),
-        "PYTHONPATH": str(Path(ledger.wallet.__file__).parents[2]),
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ledger.wallet"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    argv = [sys.executable, "-m", "ledger.wallet"]
+    process = ManagedProcess("wallet", argv, child_env(env), tmp_path / "wallet.log")
+    process.spawn()
     try:
         url = f"http://127.0.0.1:{port}/v2"
         body = {"jsonrpc": "2.0", "id": 1, "method": "all-addresses"}
-        reply = None
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and reply is None:
-            try:
-                reply = httpx.post(url, json=body, timeout=2).json()
-            except httpx.TransportError:
-                time.sleep(0.1)
+        reply = wait_until(
+            lambda: httpx.post(url, json=body, timeout=2).json(),
+            20,
+            0.1,
+            what="the wallet to answer",
+            ignoring=(httpx.TransportError,),
+        )
         assert reply == {
             "jsonrpc": "2.0",
             "id": 1,
@@ -91,6 +79,5 @@ def test_module_entry_point_serves_json_rpc(tmp_path: Path) -> None:
         }
         assert (tmp_path / "wallet.sqlite").exists()
     finally:
-        process.terminate()
-        _, stderr = process.communicate(timeout=10)
-    assert ZERO_ES.encode() not in stderr
+        process.stop(timeout_s=10)
+    assert ZERO_ES not in process.log_tail(chars=None)

@@ -1,8 +1,7 @@
-"""Shared fixtures: the real bundled stack on free loopback ports, and a Prefect test harness."""
+"""Fixtures: the real bundled stack on free loopback ports, and a Prefect test harness."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,12 +9,7 @@ import pytest
 
 from flows.settings import PipelineSettings
 from ledger.stack import Stack, StackSettings, StackThread
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.harness.ports import free_port
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,17 @@
-"""The crash-test harness itself: services come back over their data, nothing outlives it."""
+"""The process harness itself: services come back over their data, nothing outlives it."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.reliability.procs import LedgerProcesses, child_env, settings_env
+from tests.harness.processes import child_env, settings_env
+from tests.harness.services import LedgerProcesses
+from tests.harness.waiting import WaitTimeout, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -60,9 +62,8 @@ def test_a_killed_service_restarts_over_its_data_and_nothing_outlives_the_harnes
         pytest.raises(RuntimeError, match="the test failed here"),
         LedgerProcesses(tmp_path / "ledger") as ledger,
     ):
-        deadline = time.monotonic() + 30
-        while _height(ledger.node_url) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        with contextlib.suppress(WaitTimeout):  # checked just below
+            wait_until(lambda: _height(ledger.node_url) >= 2, 30, 0.1)
         before = _height(ledger.node_url)
         assert before >= 2
         killed = ledger.process("node").pid
@@ -74,15 +75,13 @@ def test_a_killed_service_restarts_over_its_data_and_nothing_outlives_the_harnes
         assert ledger.kills() == {"node": 1, "wallet": 0, "api": 0}
 
         parent = ledger.launch("parent", [sys.executable, "-c", PARENT_OF_SLEEPER], child_env())
-        deadline = time.monotonic() + 30
-        while "grandchild" not in parent.log_tail() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        with contextlib.suppress(WaitTimeout):  # the parse below fails if it never came
+            wait_until(lambda: "grandchild" in parent.log_tail(), 30)
         grandchild = int(parent.log_tail().split("grandchild")[1].split()[0])
         pids = [ledger.process(name).pid or 0 for name in ledger.names]
         pids += [parent.pid or 0, grandchild]
         assert all(_running(pid) for pid in pids)
         raise RuntimeError("the test failed here")
-    deadline = time.monotonic() + 10
-    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)  # the orphaned grandchild is reaped by init
+    with contextlib.suppress(WaitTimeout):  # the orphaned grandchild is reaped by init
+        wait_until(lambda: not any(_running(pid) for pid in pids), 10)
     assert not [pid for pid in pids if _running(pid)], "a process outlived the harness"

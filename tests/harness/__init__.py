@@ -1,0 +1,20 @@
+"""The one test harness: ports, waiting, processes, servers, PostgreSQL and the stack.
+
+=================  ========================================================================
+module             what it holds
+=================  ========================================================================
+``ports``          ``free_port``: a loopback port nothing is bound to
+``waiting``        ``wait_until``: poll a condition until it holds or its deadline passes
+``processes``      ``ManagedProcess`` (a child in a session of its own, killed with its
+                   group), ``child_env``, ``settings_env``
+``services``       the ledger's services as processes: ``NodeProcess``, ``LedgerProcesses``
+``servers``        in-thread servers: ``AppServer`` (an ASGI app on uvicorn), ``HttpServer``
+                   (an ``http.server`` handler)
+``postgres``       ``PG_URL``, the reachability check, the ``postgres_url`` fixture and the
+                   ``--require-postgres`` / ``NOTARY_TEST_REQUIRE_POSTGRES`` switch
+``stack``          fixtures: the bundled stack in a thread, pipeline settings, Prefect
+=================  ========================================================================
+
+Tests import what they need from the module that holds it; ``tests/conftest.py`` loads the
+fixture modules (``stack``, ``postgres``) as plugins.
+"""

@@ -1,0 +1,97 @@
+"""The machine's PostgreSQL for the tests that run against it.
+
+``PG_URL`` is the server (``NOTARY_TEST_POSTGRES_URL``; by default the one on
+``127.0.0.1:5432``, database ``test``, where the development machine and CI run one).
+Tests reach it through the ``postgres_url`` fixture (or ``postgres_or_skip``), which
+checks once per session that it answers:
+
+- by default an unreachable server skips those tests with the reason, so a developer
+  without PostgreSQL still runs the rest;
+- with ``--require-postgres`` or ``NOTARY_TEST_REQUIRE_POSTGRES=1`` (CI, and any machine
+  that has the server) an unreachable server fails them with the reason, so the
+  PostgreSQL half of the suite can never be skipped silently.
+
+Each test makes its own schema or database on the server and drops it afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from sqlalchemy.engine import make_url
+
+__all__ = [
+    "PG_URL",
+    "REQUIRE_ENV",
+    "REQUIRE_OPTION",
+    "conninfo",
+    "postgres_or_skip",
+    "postgres_required",
+    "postgres_url",
+    "unreachable_reason",
+]
+
+PG_URL = os.environ.get("NOTARY_TEST_POSTGRES_URL", "postgresql+psycopg://127.0.0.1:5432/test")
+REQUIRE_ENV = "NOTARY_TEST_REQUIRE_POSTGRES"
+REQUIRE_OPTION = "--require-postgres"
+_CONNECT_TIMEOUT_S = 3
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register ``--require-postgres`` (this module is a plugin of ``tests/conftest.py``)."""
+    parser.addoption(
+        REQUIRE_OPTION,
+        action="store_true",
+        default=False,
+        help=(
+            "fail, instead of skip, the tests that need PostgreSQL when it is not reachable "
+            f"(also: {REQUIRE_ENV}=1)"
+        ),
+    )
+
+
+def conninfo(url: str = PG_URL) -> str:
+    """``url`` (an SQLAlchemy URL) as a libpq connection string for ``psycopg.connect``."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def unreachable_reason(url: str = PG_URL) -> str | None:
+    """Why the server at ``url`` cannot be used now, or None when it answers."""
+    import psycopg  # here: importing it costs time that most test modules do not need
+
+    try:
+        psycopg.connect(conninfo(url), connect_timeout=_CONNECT_TIMEOUT_S).close()
+    except Exception as exc:  # any failure means: not usable here
+        detail = " ".join(str(exc).split())  # libpq's message spans lines
+        return f"PostgreSQL not reachable at {url}: {type(exc).__name__}: {detail}"
+    return None
+
+
+def postgres_required(config: pytest.Config) -> bool:
+    """True when ``--require-postgres`` is given or ``NOTARY_TEST_REQUIRE_POSTGRES`` is set
+    to a true value (``1``, ``true``, ``yes``, ``on``)."""
+    flag = os.environ.get(REQUIRE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return flag or bool(config.getoption(REQUIRE_OPTION, default=False))
+
+
+def postgres_or_skip(config: pytest.Config) -> str:
+    """``PG_URL`` when the server answers; otherwise skip the test, or fail it when
+    PostgreSQL is required (module docstring)."""
+    reason = unreachable_reason(PG_URL)
+    if reason is None:
+        return PG_URL
+    if postgres_required(config):
+        pytest.fail(
+            f"PostgreSQL is required here ({REQUIRE_OPTION} or {REQUIRE_ENV}=1) but cannot "
+            "be used: start it, point NOTARY_TEST_POSTGRES_URL at one, or drop the switch "
+            f"to skip these tests.\n{reason}",
+            pytrace=False,
+        )
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_url(request: pytest.FixtureRequest) -> str:
+    """The server's URL, checked once per session (``postgres_or_skip``)."""
+    return postgres_or_skip(request.config)

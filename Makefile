@@ -25,7 +25,7 @@ demo: install  ## start the bundled stack, notarize $(DIR) end to end, print a s
 up: install  ## run node, wallet and publishing API on loopback until Ctrl-C
 	$(BIN)/notary up --block-time $(BLOCK_TIME)
 
-test: install  ## the test suite without the long crash loops (CI runs exactly this)
+test: lint typecheck  ## lint, import contracts, mypy, then the suite without the long loops (CI runs this)
 	$(BIN)/python -m pytest -m "not slow"
 
 test-all: install  ## everything, slow tests included (crash loops, schemathesis)
@@ -40,11 +40,13 @@ soak: install  ## ten minutes of writes at half capacity with faults injected (n
 test-fast: install
 	$(BIN)/python -m pytest -m "not slow and not e2e"
 
-lint: install
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+lint: install  ## ruff (lint and format) and the import contracts of pyproject.toml
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
-typecheck: install
-	$(BIN)/mypy ledger/core ledger/jsonrpc connectors
+typecheck: install  ## mypy over the whole tree; strict on ledger/core, ledger/jsonrpc, connectors
+	$(BIN)/mypy ledger connectors tasks flows deployments
 
 bench: install  ## every benchmark beside its baseline; figures in bench/results/
 	$(BIN)/python -m bench.run_all

@@ -29,6 +29,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from ledger.core.errors import LedgerFormatError
+
 __all__ = [
     "MAX_SKEW_S",
     "SIGNATURE_HEADER",
@@ -46,7 +48,7 @@ MAX_SKEW_S = 300.0
 _PREFIX = "sha256="
 
 
-class CallbackSignatureError(ValueError):
+class CallbackSignatureError(LedgerFormatError):
     """A callback that is not fresh and authentic.
 
     Attributes:

@@ -7,6 +7,8 @@ Exception tree (defined here unless another module is named)::
     │                          bad hex, trailing bytes)
     ├── AddressError           a human-readable address or key string that is not valid
     ├── SignatureError         an ed25519 signature that does not verify canonically
+    ├── CallbackSignatureError (``ledger.core.callback_signature``) a callback whose HMAC
+    │                          or timestamp does not hold
     ├── LimitError             a size, count or amount outside the protocol's limits
     ├── PositionError (also IndexError)
     │                          a leaf position outside a Merkle tree (a caller's bug: the

@@ -127,7 +127,7 @@ class StageEvent(AuditBase, table=True):
 
 
 class StoredReceipt(AuditBase, table=True):
-    """A receipt that was verified locally before being stored (formats section 6)."""
+    """A receipt that was verified locally before being stored (docs/formats.md §6)."""
 
     __tablename__ = "receipts"
     __table_args__ = (UniqueConstraint("notarization_id", name="uq_receipts_notarization"),)
@@ -146,7 +146,7 @@ class StoredReceipt(AuditBase, table=True):
 class StoredAnchor(AuditBase, table=True):
     """An anchor of the directory block holding a notarization, verified before storing.
 
-    One row per notarization (the anchor of its directory block, formats section 7.1
+    One row per notarization (the anchor of its directory block, docs/formats.md §7.1
     ``anchor_pow``); ``confirmations`` and ``verified_at`` are refreshed when recorded again.
     """
 
@@ -247,7 +247,7 @@ class NotarizationRow:
 
 @dataclass(frozen=True)
 class ReceiptRecord:
-    """A receipt that the caller has verified (formats section 6), ready to store.
+    """A receipt that the caller has verified (docs/formats.md §6), ready to store.
 
     Attributes:
         entry_hash: hex of the entry the receipt proves.
@@ -320,7 +320,7 @@ class AnchorRecord:
         verified_at: datetime,
         confirmations: int | None = None,
     ) -> AnchorRecord:
-        """Build from the node's ``anchors`` result (formats section 7.1).
+        """Build from the node's ``anchors`` result (docs/formats.md §7.1).
 
         Reads ``directoryblockheight``, ``directoryblockkeymr`` and
         ``anchor_pow{transactionhash, blockhash}``; ``confirmations`` defaults to

@@ -1,4 +1,5 @@
-"""Receiver of the publishing API's status callbacks (spec "Events", ``ledger/api/callbacks.py``).
+"""Receiver of the publishing API's status callbacks (docs/rest-api.md §6 (Events),
+``ledger/api/callbacks.py``).
 
 The pipeline publishes each entry with ``callback_url=<receiver>/callbacks?entry_hash=<hex>``
 (``callback_url_for``). When the entry reaches a stage, the API posts ``{}`` to that URL
@@ -71,7 +72,7 @@ __all__ = [
 CALLBACK_EVENT = "callback"
 #: The stages the pipeline asks callbacks for (``multi_az`` is known from the 202 answer).
 CALLBACK_STAGES: tuple[CallbackStage, ...] = ("ledger", "anchor")
-#: Query parameter carrying each stage's value (spec "Events", table of parameters).
+#: Query parameter carrying each stage's value (docs/rest-api.md §6 (Events), table of parameters).
 _STAGE_PARAMETER = {"multi_az": None, "ledger": "dblock_keymr", "anchor": "anchor_block_hash"}
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _MAX_BODY_BYTES = 1024

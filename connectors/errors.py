@@ -45,8 +45,8 @@ __all__ = [
 ]
 
 # JSON-RPC codes worth retrying: internal errors (often a database lookup on the node,
-# spec "Errors" table) may succeed on a later attempt. Everything else is the caller's fault
-# or a definite answer.
+# docs/jsonrpc.md §7 (Errors) table) may succeed on a later attempt. Everything else is the
+# caller's fault or a definite answer.
 RETRYABLE_RPC_CODES = frozenset({ErrorCode.INTERNAL_ERROR})
 
 
@@ -88,7 +88,7 @@ class ServiceUnavailable(ConnectorError):
 
 
 class AuthError(ConnectorError):
-    """The service refused the credentials (HTTP 401 or 403; REST spec "Authentication").
+    """The service refused the credentials (HTTP 401 or 403; docs/rest-api.md §2 (Authentication)).
 
     Attributes:
         status_code: 401 or 403.
@@ -119,11 +119,12 @@ class RequestRejected(ConnectorError):
 
 
 class NotFound(RequestRejected):
-    """HTTP 404 on a call that needs the resource to exist (REST spec, Endpoints rule 4)."""
+    """HTTP 404 on a call that needs the resource to exist (docs/rest-api.md §5, rule 4)."""
 
 
 class RpcError(ConnectorError):
-    """A JSON-RPC 2.0 error object returned by the node (spec "Errors"; formats 9.2).
+    """A JSON-RPC 2.0 error object returned by the node (docs/jsonrpc.md §7 (Errors);
+    docs/formats.md §9.2).
 
     Attributes:
         code: the JSON-RPC error code (``ledger.jsonrpc.codes.ErrorCode``; any int).

@@ -1,6 +1,6 @@
 """Drop-folder watcher: detect new or changed files once complete and hand them off in batches.
 
-No Prefect here: the watcher only filters, debounces and calls back (house style, habit 8).
+No Prefect here: the watcher only filters, debounces and calls back.
 This module is the adapter to watchdog (inotify on Linux): events arrive on watchdog's
 observer thread and are only queued there; ``tick()``, on the caller's thread, drains the
 queue into ``connectors.watch_state.WatchState`` (where every decision is taken: when a

@@ -1,4 +1,5 @@
-"""JSON-RPC 2.0 client of the ledger node (spec "Node methods"; formats 6, 9).
+"""JSON-RPC 2.0 client of the ledger node (docs/jsonrpc.md §4 (Node methods);
+docs/formats.md §6, §9).
 
 Built on the project's one JSON-RPC client (``ledger.jsonrpc.client.JsonRpcClient``: one
 keep-alive ``httpx.Client``, orjson, the wire rules of ``ledger.jsonrpc.wire``). This module
@@ -38,7 +39,7 @@ __all__ = [
     "NodeClient",
 ]
 
-# Error codes meaning "that object does not exist (yet)" (formats 9.2): block/entry not
+# Error codes meaning "that object does not exist (yet)" (docs/formats.md §9.2): block/entry not
 # found, receipt creation error (entry not yet in a directory block).
 NOT_FOUND_CODES = frozenset({ErrorCode.OBJECT_NOT_FOUND, ErrorCode.RECEIPT_CREATION_ERROR})
 # A batch refused as a whole with one of these means the server does not take batches.
@@ -123,7 +124,7 @@ class NodeClient:
     def receipts(
         self, entry_hashes: Sequence[str], *, include_raw_entry: bool = False
     ) -> dict[str, dict[str, Any] | None]:
-        """``receipt`` for many entries in batched requests (formats section 6).
+        """``receipt`` for many entries in batched requests (docs/formats.md §6).
 
         Args:
             entry_hashes: entry hashes, 64 hex characters each.
@@ -177,7 +178,7 @@ class NodeClient:
 
         Returns:
             ``directoryblockheight``, ``directoryblockkeymr``, ``anchor_pow``,
-            ``anchor_contract`` (formats 7.1).
+            ``anchor_contract`` (docs/formats.md §7.1).
         """
         if (height is None) == (hash_hex is None):
             raise ValueError("give exactly one of height or hash_hex")

@@ -1,11 +1,12 @@
-"""REST client of the publishing API (spec ``publishing-rest-api.md``, base path ``/v1``).
+"""REST client of the publishing API (docs/rest-api.md, base path ``/v1``).
 
 One ``httpx.Client`` with a keep-alive connection pool per ``PublishingClient``; every
 request carries the ``user-key`` header. Bulk posts (``create_entries``) go over a leaner
 pool of ``http.client`` connections (``connectors.http_keepalive``: a fifth of the CPU per
 request) unless a transport is injected or a proxy is configured. External IDs and content
-are raw ``bytes`` in this API and Base64 on the wire (spec "Resources and their fields",
-encoding rule). Errors are converted to ``connectors.errors`` types, the same on both paths.
+are raw ``bytes`` in this API and Base64 on the wire (docs/rest-api.md §3 (Resources and
+their fields), encoding rule). Errors are converted to ``connectors.errors`` types, the same
+on both paths.
 """
 
 from __future__ import annotations

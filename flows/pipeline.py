@@ -169,7 +169,7 @@ class CallbackPublishingClient(PublishingClient):
     Each entry gets its own ``callback_url``: ``callback_base_url`` plus its entry hash
     (``connectors.callback_receiver.callback_url_for``), because the API's ``ledger`` and
     ``anchor`` callbacks name only the block, not the entry. The entry hash is computed
-    from the posted chain ID, external IDs and content (factom-formats 1.2), before the POST.
+    from the posted chain ID, external IDs and content (docs/formats.md §1.2), before the POST.
     Single and bulk posts both build their bodies with ``entry_body``. Chains are created
     without callbacks (their first entry is not a document).
     """

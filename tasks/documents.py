@@ -45,7 +45,7 @@ def collection_chain(name: str) -> LedgerEntry:
 
 
 def collection_chain_id(name: str) -> str:
-    """Hex chain ID of collection ``name`` (factom-formats 1.3 over its external IDs)."""
+    """Hex chain ID of collection ``name`` (docs/formats.md §1.3 over its external IDs)."""
     return chain_id_from_external_ids((COLLECTION_TAG, name.encode("utf-8"))).hex()
 
 

@@ -1,7 +1,7 @@
 """The anchor backend: where directory block KeyMRs get anchored.
 
 ``AnchorBackend`` is the interface the anchoring service needs from an external chain:
-submit an anchor (formats 7.2) or a window commitment (7.3), then ask whether and where it
+submit an anchor (docs/formats.md §7.2) or a window commitment (7.3), then ask whether and where it
 was included, with how many confirmations, and for the proof (transaction, Merkle path,
 headers) that a proof bundle carries. ``EmbeddedPowBackend`` implements it over the
 bundled proof-of-work chain and also mines it; another chain (a Bitcoin node, say) can be

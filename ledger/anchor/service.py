@@ -4,7 +4,7 @@ One round (``step``):
 
 1. **discover**: ask the node (``heights``, ``dblock-by-height``) for directory blocks not
    anchored yet, in height order (at most ``max_heights_per_round``); check each block's
-   KeyMR by hashing its raw bytes; submit one anchor per block (formats 7.2) and one window
+   KeyMR by hashing its raw bytes; submit one anchor per block (docs/formats.md §7.2) and one window
    commitment (7.3) over the last ``window_blocks`` KeyMRs up to the newest block; save them.
 2. **record**: for every anchor whose transaction has ``confirmations`` blocks, write a
    signed ``AnchorRecord`` (7.4 v2) into ChainID(["FactomAnchorChain"]); for every confirmed

@@ -2,7 +2,7 @@
 
 Commits are composed here (``ledger.core.commit``) and paid with the configured entry
 credit key; the wallet is not needed. A commit answered with Repeated Commit (-32011) is
-treated as paid (the reveal follows), as the spec's sequence rules say.
+treated as paid (the reveal follows), as the sequence rules of docs/jsonrpc.md §4.3 say.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The publishing REST API (spec ``publishing-rest-api.md``): FastAPI on ``/v1``.
+"""The publishing REST API (docs/rest-api.md): FastAPI on ``/v1``.
 
 Build with ``create_app(settings, gateway=..., clock=...)``; run with ``python -m ledger.api``
 (``--sandbox`` for the sandbox); manage accounts with ``ledger.api.accounts_cli``.

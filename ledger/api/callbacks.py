@@ -1,4 +1,5 @@
-"""Status callbacks (spec "Events"): target URLs, the durable queue, signing and delivery.
+"""Status callbacks (docs/rest-api.md §6 (Events)): target URLs, the durable queue,
+signing and delivery.
 
 Delivery: ``POST <callback_url with stage parameters>`` with the JSON body ``{}``.
 

@@ -1,6 +1,6 @@
 """Request plumbing: authentication, JSON bodies, body size limit, path identifiers.
 
-Authentication (spec "Authentication"): the key is the ``user-key`` header, or the
+Authentication (docs/rest-api.md §2): the key is the ``user-key`` header, or the
 ``app_key`` header of an ``app_id`` + ``app_key`` pair (``app_id`` must be present and
 non-empty but is not checked further). No key: 403 Authentication Parameters Missing;
 unknown or revoked key: 403 Authentication Failed. Keys are resolved through the

@@ -2,9 +2,9 @@
 
 Every error response has the body::
 
-    {"error": {"code": <HTTP status>, "name": "<spec error name>", "message": "<detail>"}}
+    {"error": {"code": <HTTP status>, "name": "<error name>", "message": "<detail>"}}
 
-Exception tree (names are the spec's "Errors" table; statuses it does not name carry HTTP's
+Exception tree (names as in docs/rest-api.md §7; statuses it does not name carry HTTP's
 own reason phrase)::
 
     ApiError (Exception)                 .status_code, .name, .message

@@ -6,7 +6,7 @@ result or an ``RpcFailure`` (an error object answered by the wallet or node for 
 An outage (connection refused, timeout, malformed reply) raises ``GatewayUnavailable``
 for the whole call; the worker then leaves its rows as they are and tries again later.
 
-Wire calls (spec ``node-wallet-jsonrpc.md``), each batch sent as JSON-RPC batches of at
+Wire calls (docs/jsonrpc.md), each batch sent as JSON-RPC batches of at
 most ``max_batch_items`` calls and about ``max_batch_bytes`` bytes, in order:
 
 ==========================  ============  ==========================================

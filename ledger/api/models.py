@@ -53,7 +53,7 @@ _Id = BigInteger().with_variant(Integer(), "sqlite")
 
 
 class Stage(enum.StrEnum):
-    """Durability stage of a chain or entry (spec "States and transitions")."""
+    """Durability stage of a chain or entry (docs/rest-api.md §4 (States and transitions))."""
 
     ACCEPTED = "accepted"
     MULTI_AZ = "multi_az"

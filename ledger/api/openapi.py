@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document of the publishing API, served at ``GET /v1/openapi.json``.
 
-Decision: the document needs the key like every other route (spec "Authentication":
+Decision: the document needs the key like every other route (docs/rest-api.md §2 (Authentication):
 all calls carry ``user-key``); without one it is 403 Authentication Parameters Missing.
 Tools fetch it with the header, for instance
 ``schemathesis run -H "user-key: $KEY" http://127.0.0.1:8090/v1/openapi.json``.

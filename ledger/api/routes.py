@@ -1,4 +1,5 @@
-"""The eleven operations of the REST interface (spec "Endpoints"), mounted at ``/v1``.
+"""The eleven operations of the REST interface (docs/rest-api.md §5 (Endpoints)),
+mounted at ``/v1``.
 
 Writes (operations 2 and 6) answer HTTP 202 only after the row is committed to the
 database: the handler hands the prepared write to the group-commit writer
@@ -9,7 +10,7 @@ The worker then puts the row on the ledger. Write handlers are ``async`` (no thr
 hop); reads run in the thread pool with one database session each and answer with
 ``orjson``-encoded bodies.
 
-Status codes beyond the spec's table, chosen here:
+Status codes beyond the original interface's table (docs/rest-api.md §11), chosen here:
 
 * Search with no match (operations 4 and 10): 404 Page Not Found.
 * Chain creation when the chain ID exists: 422 (the same first entry posted again by its

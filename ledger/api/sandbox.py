@@ -1,4 +1,4 @@
-"""Sandbox mode (spec "What the service does": a sandbox for development).
+"""Sandbox mode (docs/rest-api.md §9).
 
 ``python -m ledger.api --sandbox`` (or ``NOTARY_API_SANDBOX=true``) runs the same API with:
 

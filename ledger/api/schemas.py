@@ -1,9 +1,11 @@
-"""Request and response bodies of the REST interface (spec "Resources and their fields").
+"""Request and response bodies of the REST interface (docs/rest-api.md §3 (Resources and
+their fields)).
 
 Every ``external_ids`` value and every ``content`` is Base64 on the wire, both ways.
-Chain and Entry responses carry extra fields beyond the spec: ``stage``, ``created_at``
-(ISO 8601 UTC), ``dblock_keymr`` and ``dblock_height`` (``null`` until the entry is in a
-directory block). List responses add ``count`` (total), ``offset`` and ``limit``.
+Chain and Entry responses carry extra fields beyond the original interface
+(docs/rest-api.md §11): ``stage``, ``created_at`` (ISO 8601 UTC), ``dblock_keymr`` and
+``dblock_height`` (``null`` until the entry is in a directory block). List responses add
+``count`` (total), ``offset`` and ``limit``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Base58check address and key strings, RCD type 1 (formats sections 3.1 and 3.2).
+"""Base58check address and key strings, RCD type 1 (docs/formats.md §3.1 and §3.2).
 
 A string is ``Base58(prefix || payload32 || checksum4)`` with
 ``checksum = SHA256d(prefix || payload32)[:4]`` and the Bitcoin alphabet.

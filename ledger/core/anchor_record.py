@@ -1,4 +1,4 @@
-"""Anchor payloads and signed anchor records (factom-formats sections 7.2, 7.3, 7.4).
+"""Anchor payloads and signed anchor records (docs/formats.md §7.2, §7.3, §7.4).
 
 Proof-of-work anchor payload (7.2), carried by an ``OP_RETURN`` output ``6a 28 <payload>``::
 
@@ -74,7 +74,7 @@ _MAX_HEIGHT = 1 << 48
 
 
 def anchor_chain_first_entry() -> Entry:
-    """First entry of the proof-of-work anchor chain (factomd's, formats 1.5)."""
+    """First entry of the proof-of-work anchor chain (factomd's, docs/formats.md §1.5)."""
     return Entry.first_entry([POW_ANCHOR_EXT_ID], _POW_CHAIN_TEXT)
 
 

@@ -1,4 +1,4 @@
-"""Commit-entry and commit-chain messages: the signed EC payments (formats section 2).
+"""Commit-entry and commit-chain messages: the signed EC payments (docs/formats.md §2).
 
 Commit-entry, 136 bytes (section 2.1)::
 

@@ -1,4 +1,4 @@
-"""Entries: binary layout, entry hash, chain ID and EC cost (formats section 1).
+"""Entries: binary layout, entry hash, chain ID and EC cost (docs/formats.md §1).
 
 Layout (section 1.1)::
 

@@ -52,15 +52,15 @@ class DecodeError(LedgerFormatError):
 
 
 class AddressError(LedgerFormatError):
-    """An address or key string with a wrong prefix, length or checksum (formats section 3.1)."""
+    """An address or key string with a wrong prefix, length or checksum (docs/formats.md §3.1)."""
 
 
 class SignatureError(LedgerFormatError):
-    """An ed25519 signature that does not verify canonically (formats section 0.6)."""
+    """An ed25519 signature that does not verify canonically (docs/formats.md §0.6)."""
 
 
 class LimitError(LedgerFormatError):
-    """A size, count or amount outside the protocol's limits (formats sections 1.4, 4.3)."""
+    """A size, count or amount outside the protocol's limits (docs/formats.md §1.4, §4.3)."""
 
 
 class PositionError(LedgerFormatError, IndexError):

@@ -1,4 +1,4 @@
-"""Hash primitives of the protocol (formats section 0.3). All take and return raw bytes."""
+"""Hash primitives of the protocol (docs/formats.md §0.3). All take and return raw bytes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ed25519 keys and canonical signature checks (formats section 0.6).
+"""Ed25519 keys and canonical signature checks (docs/formats.md §0.6).
 
 The only module that imports PyNaCl. Keys are 32-byte seeds, public keys are 32 bytes and
 signatures are 64 bytes ``R || S``. Verification is canonical the way factomd's

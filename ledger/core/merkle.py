@@ -1,4 +1,4 @@
-"""Factom Merkle trees: root, branch building and branch checking (formats section 5.1).
+"""Factom Merkle trees: root, branch building and branch checking (docs/formats.md §5.1).
 
 Rules (factomd ``common/primitives/merkle.go``)::
 

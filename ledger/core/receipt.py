@@ -1,4 +1,4 @@
-"""Entry receipts: Merkle proof from an entry hash to a directory block KeyMR (formats 6).
+"""Entry receipts: Merkle proof from an entry hash to a directory block KeyMR (docs/formats.md §6).
 
 Construction (factomd ``receipts/receipts.go`` ``CreateReceipt``):
 

@@ -1,4 +1,4 @@
-"""Coin (factoid) transactions: layout, hashes, fees and RCD1 signatures (formats section 4).
+"""Coin (factoid) transactions: layout, hashes, fees and RCD1 signatures (docs/formats.md §4).
 
 Layout (factomd ``common/factoid/transaction.go``)::
 

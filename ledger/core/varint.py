@@ -1,4 +1,4 @@
-"""varInt_F: unsigned big-endian base-128 integers (formats section 0.4)."""
+"""varInt_F: unsigned big-endian base-128 integers (docs/formats.md §0.4)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """JSON-RPC 2.0 error codes by name: the protocol's own and the Factom application codes.
 
 The first five are JSON-RPC 2.0's reserved codes (https://www.jsonrpc.org/specification,
-section 5.1); the others are factomd's and factom-walletd's (their ``wsapi/errors.go``),
+docs/formats.md §5.1); the others are factomd's and factom-walletd's (their ``wsapi/errors.go``),
 which the node, the wallet and the anchoring service answer with the same meaning.
 
 ==========================  ======  ==========================================

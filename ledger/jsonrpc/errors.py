@@ -184,7 +184,7 @@ class ReceiptCreationError(_FixedCodeError):
 
 
 class RepeatedCommit(JsonRpcError):
-    """-32011: a commit with equal or greater payment already exists (formats section 2.4).
+    """-32011: a commit with equal or greater payment already exists (docs/formats.md §2.4).
 
     Args:
         entry_hash: the committed entry hash, raw 32 bytes; rendered as hex in ``data``.

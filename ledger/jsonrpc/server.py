@@ -1,6 +1,6 @@
 """The JSON-RPC 2.0 HTTP endpoint (Starlette) shared by the ledger node and the wallet.
 
-Wire rules (spec ``node-wallet-jsonrpc.md`` "Wire format"/"Errors", formats section 9.1/9.2):
+Wire rules (docs/jsonrpc.md §2 (Wire format), §7 (Errors), docs/formats.md §9.1/§9.2):
 
 1. ``POST`` or ``GET`` on ``path`` (``/v2``); a GET may carry the request in its body, as factom
    clients do. Any content type is accepted (``application/json``, ``text/plain``, none, ...).

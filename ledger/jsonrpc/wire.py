@@ -3,7 +3,7 @@
 Pure: bytes and decoded JSON in, bytes and results out; no HTTP library, no server. The
 clients (``ledger.jsonrpc.client``) and the servers (``ledger.jsonrpc.server``, the node's
 own HTTP front) encode with it, so every request and response object has one shape
-(JSON-RPC 2.0 specification, https://www.jsonrpc.org/specification, sections 4 and 5).
+(JSON-RPC 2.0 specification, https://www.jsonrpc.org/specification, docs/formats.md §4 and §5).
 
 Request: ``{"jsonrpc": "2.0", "id": <int>, "method": <str>, "params": <object>}``; ``params``
 is left out when the caller passes ``None`` (an empty mapping is sent as ``{}``). Pydantic

@@ -4,8 +4,8 @@
 (it runs in a worker thread while the event loop goes on); the returned
 ``BlockSet`` carries the exact block bytes and ``save(conn)``, which writes every block,
 entry index row, chain head and balance change of the height in one transaction, with the
-journal floor and carry list that tell a restarted node what to replay (factom-formats
-section 5; ``ledger.node.store`` for the tables).
+journal floor and carry list that tell a restarted node what to replay (docs/formats.md
+§5; ``ledger.node.store`` for the tables).
 """
 
 from __future__ import annotations

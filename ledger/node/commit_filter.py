@@ -1,6 +1,6 @@
 """The node's commit replay filter over its store: loaded at start-up, snapshotted while running.
 
-Commit rule 3 (a commit txid accepted before is refused, formats 2.4) asks whether a txid
+Commit rule 3 (a commit txid accepted before is refused, docs/formats.md §2.4) asks whether a txid
 is in the journal; ``CommitFilter`` answers "surely not" without a database read for
 almost every new commit (a ``TxidFilter``, see ``ledger.node.txfilter``).
 

@@ -31,7 +31,7 @@ class NodeError(Exception):
 
 
 class RuleViolation(NodeError):
-    """A message that parses but breaks a ledger rule (factom-formats sections 1.4, 2.4, 4.3)."""
+    """A message that parses but breaks a ledger rule (docs/formats.md §1.4, §2.4, §4.3)."""
 
 
 class HeldRevealLimit(RuleViolation):
@@ -57,7 +57,7 @@ class HeldRevealLimit(RuleViolation):
 
 class DuplicateCommit(NodeError):
     """A commit for the same entry hash with equal or greater credits is already pending,
-    or this exact commit (same txid) was accepted before (formats 2.4).
+    or this exact commit (same txid) was accepted before (docs/formats.md §2.4).
 
     Attributes:
         entry_hash: raw 32-byte entry hash of the repeated commit.

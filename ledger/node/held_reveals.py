@@ -1,4 +1,5 @@
-"""Reveals the node holds while they wait for their commit or their chain (formats 1.4, 2.2).
+"""Reveals the node holds while they wait for their commit or their chain
+(docs/formats.md §1.4, §2.2).
 
 A reveal that arrives before its commit (or, for an entry, before its chain exists) is held
 and recorded once they arrive. Held reveals cost memory and nothing else (no credits), so

@@ -1,4 +1,4 @@
-"""Params models of the node's JSON-RPC methods (spec: node-wallet-jsonrpc.md "Node methods").
+"""Params models of the node's JSON-RPC methods (docs/jsonrpc.md §4 (Node methods)).
 
 Hex on the wire, raw bytes inside: ``HashHex`` fields arrive as 64 hex characters and are
 handed to handlers as 32 raw bytes; ``HexBytes`` fields as arbitrary even-length hex.

@@ -1,7 +1,7 @@
 """The process list: what the node has accepted for the directory block being built.
 
 Items are kept in arrival order, split by minute (ten minutes per block), exactly as the
-blocks will record them (factom-formats sections 5.4, 5.6, 5.7):
+blocks will record them (docs/formats.md §5.4, §5.6, §5.7):
 
 - entry credit block objects: commits in order, a minute marker object after each minute;
 - per chain, entry block items: entry hashes, a minute marker ``00..0m`` after a minute in

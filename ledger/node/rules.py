@@ -1,4 +1,4 @@
-"""Acceptance rules for commits, reveals and coin transactions (factom-formats 1.4, 2.4, 4.3).
+"""Acceptance rules for commits, reveals and coin transactions (docs/formats.md §1.4, §2.4, §4.3).
 
 ``LedgerRules`` holds the in-memory view that the rules need (acknowledged balances, open
 commits, held reveals) and the current ``ProcessList``. Every ``accept_*`` method either
@@ -80,13 +80,13 @@ def _never(_key: bytes) -> bool:
 
 
 #: A commit message ends with the payer's public key (32) and the signature (64) over all
-#: that precedes them (formats 2.1, 2.2).
+#: that precedes them (docs/formats.md §2.1, §2.2).
 _KEY_AND_SIGNATURE = 32 + 64
 
 
 def commit_txid(raw: bytes) -> bytes:
-    """The txid of a marshalled commit: SHA256 of its signed part (formats 2.3), the same as
-    ``commit.txid()`` without marshalling the signed part again."""
+    """The txid of a marshalled commit: SHA256 of its signed part (docs/formats.md §2.3),
+    the same as ``commit.txid()`` without marshalling the signed part again."""
     return sha256(raw[:-_KEY_AND_SIGNATURE])
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-#: Network IDs of the directory block header (factom-formats section 0.7).
+#: Network IDs of the directory block header (docs/formats.md §0.7).
 MAINNET_ID = 0xFA92E5A2
 TESTNET_ID = 0xFA92E5A3
 LOCAL_NETWORK_ID = 0xFA92E5A4

@@ -9,7 +9,7 @@ group commit): a ``ThreadPoolExecutor`` costs several times more event-loop CPU 
 check (a ``concurrent.futures.Future`` with its condition variable, a wrapping future and a
 wake-up per result). ``preverify`` checks every commit of a JSON-RPC batch in one job
 before the batch is dispatched (so the items still take effect in request order). The
-checks themselves are the canonical ones of ``ledger.core`` (formats 0.6).
+checks themselves are the canonical ones of ``ledger.core`` (docs/formats.md §0.6).
 """
 
 from __future__ import annotations

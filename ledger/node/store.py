@@ -13,7 +13,7 @@ Tables (all hashes are raw 32-byte BLOBs):
   acceptance sequence number ``seq``; ``kind`` 1 commit (``key`` = txid), 2 reveal (entry
   hash), 3 coin transaction (txid). It is also where entry and commit bytes live.
 - ``dblocks``, ``ablocks``, ``ecblocks``, ``fblocks``: one row per height with both lookup
-  keys (factom-formats 9.3 "Block lookup keys") and the exact block bytes; ``dblocks.floor_seq``
+  keys (docs/formats.md §9.3 "Block lookup keys") and the exact block bytes; ``dblocks.floor_seq``
   is the journal floor of that height: every journal row with ``seq <= floor_seq`` was
   accepted before the block was cut, so it is recorded in that height or an earlier one, or
   is listed in ``carry``.

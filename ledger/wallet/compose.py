@@ -1,4 +1,4 @@
-"""Pure composition of the node calls that publish entries (formats sections 2.6, 9.4).
+"""Pure composition of the node calls that publish entries (docs/formats.md §2.6, §9.4).
 
 ``compose_chain`` and ``compose_entry`` sign a commit with an entry credit key and return
 ``{"commit": request, "reveal": request}`` where each request is a ready JSON-RPC object for

@@ -115,7 +115,7 @@ class ChainNotFoundError(WalletError):
 
 
 class NotAnIdentityError(WalletError):
-    """The chain's first entry is not an identity chain entry of formats section 8.1."""
+    """The chain's first entry is not an identity chain entry of docs/formats.md §8.1."""
 
 
 class TransactionError(WalletError):
@@ -131,7 +131,7 @@ class TransactionError(WalletError):
 
 
 class FeeError(TransactionError):
-    """The fee paid is below the required fee, or at least 10 times it (formats 4.3).
+    """The fee paid is below the required fee, or at least 10 times it (docs/formats.md §4.3).
 
     Attributes:
         paid: inputs minus outputs, minor units (may be negative).

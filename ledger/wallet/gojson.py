@@ -1,6 +1,6 @@
 """JSON text byte-identical to Go's ``encoding/json.Marshal`` for the values walletd signs.
 
-Identity entries (formats section 8.1) carry JSON built by Go: compact, map keys sorted,
+Identity entries (docs/formats.md §8.1) carry JSON built by Go: compact, map keys sorted,
 ``<``, ``>``, ``&``, U+2028 and U+2029 escaped as ``\\u003c``-style sequences, non-ASCII
 text kept as UTF-8, and every number printed as a float64 the way Go prints it (integers
 beyond 2^53 lose precision exactly as in Go). Pure functions, no I/O.

@@ -1,4 +1,4 @@
-"""Deterministic wallet keys: BIP39 mnemonic and BIP32/BIP44 derivation (formats section 3.3).
+"""Deterministic wallet keys: BIP39 mnemonic and BIP32/BIP44 derivation (docs/formats.md §3.3).
 
 The wallet seed is 16 random bytes shown as a 12-word English BIP39 mnemonic; the BIP39
 seed (64 bytes) uses an empty passphrase. Keys are derived with BIP32 over secp256k1

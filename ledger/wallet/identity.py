@@ -1,4 +1,4 @@
-"""Application-identity entries built by walletd's ``compose-identity-*`` (formats section 8.1).
+"""Application-identity entries built by walletd's ``compose-identity-*`` (docs/formats.md §8.1).
 
 Pure builders of ``Entry`` values; the signed messages are ASCII texts (hex chain IDs,
 idpub strings) except the attribute hash, which is raw SHA-256 bytes:

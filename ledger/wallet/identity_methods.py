@@ -1,4 +1,4 @@
-"""``active-identity-keys`` and ``sign-data`` (formats 8.1 and 9.4).
+"""``active-identity-keys`` and ``sign-data`` (docs/formats.md §8.1 and §9.4).
 
 | method | params | result |
 |---|---|---|

@@ -1,4 +1,4 @@
-"""Active keys of an application identity: replay of its chain (formats section 8.1).
+"""Active keys of an application identity: replay of its chain (docs/formats.md §8.1).
 
 Pure: ``active_identity_keys(chain_id, entries)`` takes the chain's entries oldest first
 (those of blocks up to the height wanted) and applies, in order:

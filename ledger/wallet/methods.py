@@ -1,4 +1,4 @@
-"""The wallet's JSON-RPC methods (spec ``node-wallet-jsonrpc.md`` "Wallet methods", formats 9.4).
+"""The wallet's JSON-RPC methods (docs/jsonrpc.md §5 (Wallet methods), docs/formats.md §9.4).
 
 ``build_registry(keyring, clock=..., heights=..., node=..., book=...)`` returns a
 ``MethodRegistry`` whose handlers are small closures over those objects: keys, addresses,

@@ -1,6 +1,6 @@
 """The wallet's questions to the ledger node, over its JSON-RPC client.
 
-| question | node methods (spec node-wallet-jsonrpc.md) |
+| question | node methods (docs/jsonrpc.md) |
 |---|---|
 | ``height()`` (``get-height``, ``active-identity-keys``) | ``heights`` |
 | ``ec_rate()`` (fees, transaction objects) | ``entry-credit-rate`` |

@@ -1,4 +1,5 @@
-"""Wallet errors as JSON-RPC errors, in one place (formats 9.2; walletd ``wsapi/errors.go``).
+"""Wallet errors as JSON-RPC errors, in one place (docs/formats.md §9.2; walletd
+``wsapi/errors.go``).
 
 | raised | JSON-RPC error |
 |---|---|

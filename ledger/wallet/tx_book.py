@@ -1,4 +1,5 @@
-"""The wallet's named transactions, durable in its store (``new-transaction`` ... formats 9.4).
+"""The wallet's named transactions, durable in its store (``new-transaction`` ...
+docs/formats.md §9.4).
 
 Each transaction is stored under its name as ``keyring.seal_record(to_record(tx))``: an
 encrypted wallet keeps even addresses and amounts of its transactions under the passphrase,

@@ -1,4 +1,4 @@
-"""Steps of a named coin transaction, as factom-walletd takes them (formats 4.3 and 9.4).
+"""Steps of a named coin transaction, as factom-walletd takes them (docs/formats.md §4.3 and §9.4).
 
 Pure functions over the immutable ``ledger.core.transaction.Transaction``; every step
 returns a new, unsigned transaction (any change drops earlier signatures):
@@ -149,7 +149,8 @@ def sub_fee(tx: Transaction, address: bytes, rate: int, *, name: str, ec: bool) 
 
 
 def check_fee(tx: Transaction, rate: int, *, name: str) -> None:
-    """Fee safeguard of ``sign-transaction`` without ``force`` (formats 4.3, walletd checkFee).
+    """Fee safeguard of ``sign-transaction`` without ``force`` (docs/formats.md §4.3, walletd
+    checkFee).
 
     Raises:
         FeeError: "wallet: Insufficient Fee" when paid < required (or paid <= 0),

@@ -1,4 +1,5 @@
-"""Transaction methods of the wallet (formats 4.3 and 9.4; spec "Wallet methods").
+"""Transaction methods of the wallet (docs/formats.md §4.3 and §9.4; docs/jsonrpc.md §5
+(Wallet methods)).
 
 | method | params | result |
 |---|---|---|

@@ -26,7 +26,7 @@ def h(label: str) -> str:
 
 
 def receipt_for(entry_hash: str) -> dict[str, Any]:
-    """A receipt result in the shape of formats section 6."""
+    """A receipt result in the shape of docs/formats.md §6."""
     return {
         "receipt": {
             "entry": {"entryhash": entry_hash, "timestamp": 1_700_000_060},

@@ -29,7 +29,7 @@ KEY = "test-key"
 
 
 class FakeApi:
-    """Just enough of the REST spec: chains, entries, user-key auth, 404s."""
+    """Just enough of the REST API (docs/rest-api.md): chains, entries, user-key auth, 404s."""
 
     def __init__(self) -> None:
         self.chains: dict[str, dict[str, Any]] = {}

@@ -13,7 +13,7 @@ What is proven, for a jump forward by hours and back by minutes (also across a r
 * a backward jump makes the open block wait until the clock is past its end again;
 * commits whose timestamp is more than 60 minutes from the node clock are refused with
   JSON-RPC error -32602 (the node's rendering of the network's time-window rule,
-  factom-formats 2.4), commits inside the window are accepted;
+  docs/formats.md §2.4), commits inside the window are accepted;
 * every entry acknowledged before, during and after the jumps is in a saved block with a
   receipt.
 """

@@ -70,7 +70,7 @@ class Server:
     max_body_bytes: int
     cheap_method: str  # a method without params, to check the server still answers
     # The wallet answers its own refusals (unknown transaction name, fee too low, node
-    # unreachable) as walletd does: -32603 with the reason in ``data`` (formats 9.2,
+    # unreachable) as walletd does: -32603 with the reason in ``data`` (docs/formats.md §9.2,
     # ``ledger/wallet/rpc_errors.py``). Those are answers, not crashes; a crash is an
     # exception the registry had to catch and log, which ``Harness.crashes`` records.
     reasoned_internal_errors: bool = False

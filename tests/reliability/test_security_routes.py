@@ -4,9 +4,9 @@ Routes are read from the app (``Target.routes()``), so a route added later is ch
 without editing this file; a route of a kind this file does not know fails
 ``test_every_route_is_classified`` until it is given its expected answers.
 
-Statuses are the spec's (``publishing-rest-api.md``, Authentication and Errors): a request
+Statuses are those of docs/rest-api.md (§2 Authentication, §7 Errors): a request
 without a key is 403 "Authentication Parameters Missing", a wrong key 403 "Authentication
-Failed" (the spec keeps 401 for a login or session that cannot be created, which this API
+Failed" (docs/rest-api.md §7 keeps 401 for a login or session that cannot be created, which this API
 does not have). Another account's chain or entry is 404 "Page Not Found", exactly like an
 unknown one, and appending to it is 422 (``ledger/api/routes.py`` module doc); neither
 answer may carry the owner's data, and the owner's chain must not change.
@@ -92,7 +92,7 @@ def error_name(response: Any) -> str:
 def test_every_route_is_classified(target: Target) -> None:
     """A new route needs its expected answers to a foreign account in ``FOREIGN``."""
     routes = set(target.routes())
-    assert len(routes) >= 11  # the spec's eleven operations at least
+    assert len(routes) >= 11  # the eleven operations of docs/rest-api.md §5 at least
     assert routes <= set(FOREIGN), f"unclassified routes: {sorted(routes - set(FOREIGN))}"
 
 

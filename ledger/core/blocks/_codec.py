@@ -64,7 +64,7 @@ class Reader:
         return self.take(HASH_BYTES)
 
     def varint(self) -> int:
-        """One varInt_F (formats section 0.4)."""
+        """One varInt_F (docs/formats.md §0.4)."""
         value, self._pos = decode_varint(self._data, self._pos)
         return value
 

@@ -1,4 +1,4 @@
-"""Admin block (ABlock): header, body, LookupHash, BackReferenceHash (formats 5.5).
+"""Admin block (ABlock): header, body, LookupHash, BackReferenceHash (docs/formats.md §5.5).
 
 Header (factomd ``common/adminBlock/adminBlockHeader.go``)::
 

@@ -1,4 +1,4 @@
-"""Admin block entries: the kinds, their payloads and JSON (formats 5.5).
+"""Admin block entries: the kinds, their payloads and JSON (docs/formats.md §5.5).
 
 Each entry starts with its AdminID byte (table in section 5.5); ``read_entry`` reads one
 from a block body and ``marshal_entry`` writes one. Kinds above 0x0E are kept verbatim as

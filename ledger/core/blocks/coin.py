@@ -1,4 +1,5 @@
-"""Coin (factoid) block (FBlock): layout, BodyMR, LedgerMR, KeyMR, LedgerKeyMR (formats 5.7).
+"""Coin (factoid) block (FBlock): layout, BodyMR, LedgerMR, KeyMR, LedgerKeyMR
+(docs/formats.md §5.7).
 
 Header (factomd ``common/factoid/fblock.go`` ``MarshalHeader``)::
 

@@ -1,4 +1,5 @@
-"""Directory block (DBlock): layout, BodyMR, KeyMR, full hash, node JSON (formats 5.2, 5.3).
+"""Directory block (DBlock): layout, BodyMR, KeyMR, full hash, node JSON
+(docs/formats.md §5.2, §5.3).
 
 Header, 113 bytes (factomd ``common/directoryBlock/directoryBlockHeader.go``)::
 

@@ -1,4 +1,4 @@
-"""Entry block (EBlock): layout, minute markers, hashes, node JSON (formats 5.2, 5.4).
+"""Entry block (EBlock): layout, minute markers, hashes, node JSON (docs/formats.md §5.2, §5.4).
 
 Header, 140 bytes (factomd ``common/entryBlock/eblockHeader.go``)::
 

@@ -1,4 +1,4 @@
-"""Entry credit block (ECBlock): header, body objects, HeaderHash, full hash (formats 5.6).
+"""Entry credit block (ECBlock): header, body objects, HeaderHash, full hash (docs/formats.md §5.6).
 
 Header (factomd ``common/entryCreditBlock/ecblockHeader.go``)::
 

@@ -44,7 +44,7 @@ Node = tuple[bytes, bytes, bytes]
 
 @dataclass(frozen=True)
 class ReceiptPart:
-    """The receipt (formats 6) without its unbound timestamp; bytes as read."""
+    """The receipt (docs/formats.md §6) without its unbound timestamp; bytes as read."""
 
     entry_hash: bytes
     branch: tuple[Node, ...]

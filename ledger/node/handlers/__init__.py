@@ -8,7 +8,7 @@ from ledger.node.service import NodeService
 
 
 def build_registry(service: NodeService) -> MethodRegistry:
-    """Every node method of the spec (and factomd's aliases), bound to ``service``."""
+    """Every node method of docs/jsonrpc.md §4 (and factomd's aliases), bound to ``service``."""
     registry = MethodRegistry()
     for group in (status, balances, write, entries, blocks, transactions, anchors):
         group.register(registry, service)

@@ -1,6 +1,6 @@
 """Ack results: ``ack`` (entry, commit ``c`` and coin ``f`` forms), ``entry-ack``, ``coin-ack``.
 
-Shapes of factom-formats 9.3: ``*date`` fields in milliseconds with ``*datestring`` beside
+Shapes of docs/formats.md §9.3: ``*date`` fields in milliseconds with ``*datestring`` beside
 them, except the commit form of ``ack`` whose ``transactiondate`` is in seconds (factomd's
 quirk). Status values: ``DBlockConfirmed``, ``TransactionACK``, ``NotConfirmed``, ``Unknown``.
 """

@@ -1,4 +1,4 @@
-"""The ``anchors`` method (spec node methods; factom-formats 7.1, 7.4).
+"""The ``anchors`` method (docs/jsonrpc.md §4; docs/formats.md §7.1, §7.4).
 
 Params ``{"height": n}`` or ``{"hash": h}``, ``h`` being a directory block KeyMR (or full
 hash), an entry hash, an entry block KeyMR, an admin block lookup hash, an entry credit

@@ -1,7 +1,7 @@
 """Balance methods: entry-credit-balance, coin-balance, multiple-ec-balances, multiple-fct-balances.
 
 Addresses are human strings (``EC...`` / ``FA...``) or the raw 32-byte value in 64 hex
-(factom-formats 3.1, last paragraph). Balances reported are the acknowledged ones
+(docs/formats.md §3.1, last paragraph). Balances reported are the acknowledged ones
 (saved blocks plus the process list); ``saved`` in the multiple-* forms is as of the last block.
 """
 

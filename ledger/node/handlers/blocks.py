@@ -1,7 +1,7 @@
 """Block methods: directory, admin, entry credit, coin and entry blocks by height or key; raw-data.
 
 Every block is stored as its exact bytes and rendered by the ``ledger.core.blocks`` classes;
-lookups try the primary key then the secondary key (factom-formats 9.3 "Block lookup keys").
+lookups try the primary key then the secondary key (docs/formats.md §9.3 "Block lookup keys").
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Entry methods: entry, chain-head, receipt, ack, entry-ack, pending-entries, raw-data (entries).
 
-Shapes follow the spec's node methods table and factom-formats 9.3; receipts section 6.
+Shapes follow the node methods table of docs/jsonrpc.md §4 and docs/formats.md §9.3;
+receipts section 6.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rendering of node rule errors as JSON-RPC errors (spec "Errors"; factom-formats 9.2)."""
+"""Rendering of node rule errors as JSON-RPC errors (docs/jsonrpc.md §7; docs/formats.md §9.2)."""
 
 from __future__ import annotations
 

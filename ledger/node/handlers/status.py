@@ -16,7 +16,8 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
 
     @registry.method("properties", blocking=False)
     def properties() -> dict[str, Any]:
-        # factomd's names are kept beside the spec's so that existing clients work.
+        # factomd's names are kept beside the neutral ones (docs/jsonrpc.md §9) so that
+        # existing clients work.
         return {
             "nodeversion": NODE_VERSION,
             "nodeapiversion": API_VERSION,

@@ -1,7 +1,7 @@
 """Transaction methods: transaction, coin-ack, pending-transactions, send-raw-message.
 
 ``send-raw-message`` takes a network message: one type byte then the payload
-(factom-formats 2.6: CommitChain=5, CommitEntry=6, FactoidTransaction=9, RevealEntry=13).
+(docs/formats.md §2.6: CommitChain=5, CommitEntry=6, FactoidTransaction=9, RevealEntry=13).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
 
 
 async def _dispatch_raw(service: NodeService, message: bytes) -> None:
-    """Apply one network message: type byte, then the payload (formats 2.6)."""
+    """Apply one network message: type byte, then the payload (docs/formats.md §2.6)."""
     if not message:
         raise InvalidParams("Invalid data passed: empty message")
     kind, payload = message[0], message[1:]

@@ -1,6 +1,6 @@
 """Write methods: commit-chain, commit-entry, reveal-chain, reveal-entry, coin-submit.
 
-Results follow factom-formats 9.3; each reply is sent only after the message is journaled.
+Results follow docs/formats.md §9.3; each reply is sent only after the message is journaled.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every error path answers the one JSON error shape with the spec's names."""
+"""Every error path answers the one JSON error shape with the names of docs/rest-api.md §7."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Load golden vectors from ``tests/vectors/`` (copied verbatim from factom-formats.md)."""
+"""Load golden vectors from ``tests/vectors/`` (vectors of docs/formats.md §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Base58check strings and RCD1 (formats sections 3.1, 3.2, 3.4)."""
+"""Base58check strings and RCD1 (docs/formats.md §3.1, §3.2, §3.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Anchor payloads, window commitments and signed anchor records (formats 7.2-7.4)."""
+"""Anchor payloads, window commitments and signed anchor records (docs/formats.md §7.2-7.4)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_anchor_chain_ids_and_first_entry_match_factomd() -> None:
 def test_anchor_payload_layout() -> None:
     keymr = sha256(b"k")
     payload = encode_anchor_payload(66332, keymr)
-    assert payload[:8].hex() == "466100000001031c"  # "Fa" + height 66332 (formats 7.2)
+    assert payload[:8].hex() == "466100000001031c"  # "Fa" + height 66332 (docs/formats.md §7.2)
     assert decode_anchor_payload(payload) == (66332, keymr)
     for bad in (payload[:-1], b"Fb" + payload[2:], payload + b"\x00"):
         with pytest.raises(DecodeError):

@@ -1,4 +1,4 @@
-"""Admin blocks (formats sections 5.5, 5.8)."""
+"""Admin blocks (docs/formats.md §5.5, §5.8)."""
 
 from __future__ import annotations
 

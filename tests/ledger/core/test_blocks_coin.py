@@ -1,4 +1,4 @@
-"""Coin (factoid) blocks (formats sections 5.7, 5.8)."""
+"""Coin (factoid) blocks (docs/formats.md §5.7, §5.8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Directory blocks (formats sections 5.2, 5.3, 5.8)."""
+"""Directory blocks (docs/formats.md §5.2, §5.3, §5.8)."""
 
 from __future__ import annotations
 

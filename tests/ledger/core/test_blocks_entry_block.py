@@ -1,4 +1,4 @@
-"""Entry blocks (formats sections 5.2, 5.4, 5.8)."""
+"""Entry blocks (docs/formats.md §5.2, §5.4, §5.8)."""
 
 from __future__ import annotations
 

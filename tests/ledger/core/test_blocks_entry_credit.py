@@ -1,4 +1,4 @@
-"""Entry credit blocks (formats sections 5.6, 5.8)."""
+"""Entry credit blocks (docs/formats.md §5.6, §5.8)."""
 
 from __future__ import annotations
 

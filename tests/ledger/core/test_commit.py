@@ -1,4 +1,4 @@
-"""Commit-entry and commit-chain messages (formats section 2)."""
+"""Commit-entry and commit-chain messages (docs/formats.md §2)."""
 
 from __future__ import annotations
 

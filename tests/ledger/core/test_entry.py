@@ -1,4 +1,4 @@
-"""Entries: layout, hash, chain ID, cost, limits (formats section 1)."""
+"""Entries: layout, hash, chain ID, cost, limits (docs/formats.md §1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ed25519 keys and canonical verification (formats section 0.6)."""
+"""Ed25519 keys and canonical verification (docs/formats.md §0.6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Merkle root, branch and walk (formats section 5.1)."""
+"""Merkle root, branch and walk (docs/formats.md §5.1)."""
 
 from __future__ import annotations
 

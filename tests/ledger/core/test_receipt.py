@@ -1,4 +1,4 @@
-"""Receipts (formats section 6): construction, numbered verification steps, tampering, JSON."""
+"""Receipts (docs/formats.md §6): construction, numbered verification steps, tampering, JSON."""
 
 from __future__ import annotations
 

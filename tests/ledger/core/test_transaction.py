@@ -1,4 +1,4 @@
-"""Coin transactions (formats section 4): vectors of 4.4, fees, signatures, codec properties."""
+"""Coin transactions (docs/formats.md §4): vectors of 4.4, fees, signatures, codec properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""varInt_F (formats section 0.4)."""
+"""varInt_F (docs/formats.md §0.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Blocks as the node saves them (factom-formats section 5), read back through JSON-RPC.
+"""Blocks as the node saves them (docs/formats.md §5), read back through JSON-RPC.
 
 Every saved block's ``rawdata`` must unmarshal to a block that marshals to the same bytes
 and hashes to the key it is stored under; the links between heights (previous KeyMR, full
@@ -89,7 +89,7 @@ async def check_height(
         assert ecblock.prev_full_hash == prev["e"].full_hash()
         assert fblock.prev_key_mr == prev["f"].key_mr()
         assert fblock.prev_ledger_key_mr == prev["f"].ledger_key_mr()
-        # the leader signs the previous directory block's header (formats 5.3, 5.5)
+        # the leader signs the previous directory block's header (docs/formats.md §5.3, §5.5)
         (sig,) = ablock.db_signatures()
         assert verify_signature(sig.public_key, prev["d"].header(), sig.signature)
 
@@ -150,7 +150,7 @@ async def check_entry_block(
 async def check_lookup_keys(
     node: NodeHarness, d: DirectoryBlock, a: AdminBlock, e: EntryCreditBlock, f: FactoidBlock
 ) -> None:
-    """Every block is found by its primary and its secondary key (formats 9.3)."""
+    """Every block is found by its primary and its secondary key (docs/formats.md §9.3)."""
     for method, keys, result_key in (
         ("admin-block", (a.lookup_hash(), a.back_reference_hash()), "ablock"),
         ("entrycredit-block", (e.header_hash(), e.full_hash()), "ecblock"),

@@ -1,6 +1,6 @@
-"""Every node method of the spec (and factomd's aliases): params, result fields, errors.
+"""Every node method of docs/jsonrpc.md §4 (and factomd's aliases): params, result fields, errors.
 
-Shapes: spec ``node-wallet-jsonrpc.md`` "Node methods" and factom-formats 9.3; errors are
+Shapes: docs/jsonrpc.md §4 (Node methods) and docs/formats.md §9.3; errors are
 JSON-RPC error objects with factomd's codes, sent with HTTP 400.
 """
 

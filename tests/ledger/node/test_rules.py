@@ -1,4 +1,4 @@
-"""Ledger rules of factom-formats 1.4, 2.4 and 4.3, on ``LedgerRules`` alone (no I/O).
+"""Ledger rules of docs/formats.md §1.4, §2.4 and §4.3, on ``LedgerRules`` alone (no I/O).
 
 Every rule has a positive and a negative case; refused messages must leave the state as
 it was, and ``undo`` must revert an accepted one.

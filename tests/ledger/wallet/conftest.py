@@ -23,7 +23,7 @@ from ledger.wallet.store import WalletStore
 
 YELLOW = " ".join(["yellow"] * 12)
 PASSPHRASE = "correct horse battery staple"
-START_S = 1467708291.898  # 0x0155ba3b3b3a ms, the timestamp of the formats 2.5 vectors
+START_S = 1467708291.898  # 0x0155ba3b3b3a ms, the timestamp of the docs/formats.md §2.5 vectors
 FAST_KDF = {
     "kdf_opslimit": nacl.pwhash.argon2id.OPSLIMIT_MIN,
     "kdf_memlimit_bytes": nacl.pwhash.argon2id.MEMLIMIT_MIN,

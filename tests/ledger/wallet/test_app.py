@@ -41,7 +41,7 @@ ID0 = {
     "secret": "idsec2VZ2EJ1hoUeQYmFPeFthWts3xsGiPpRdfL4zABjzuHQshX4qvY",
 }
 TEST_CHAIN = "954d5a49fd70d9b8bcdb35d252267829957f7ef7fa6c74f88419bdc5e82209f4"
-# formats 2.5 (derived): zero-seed EC key, timestamp 0x0155ba3b3b3a
+# docs/formats.md §2.5 (derived): zero-seed EC key, timestamp 0x0155ba3b3b3a
 CHAIN_COMMIT = (
     "000155ba3b3b3a516870d4c0e1ee2d5f0d415e51fc10ae6b8d895561e9314afdc33048194d76f0cbce3a01007d9f"
     "b35aeb5700ba8cc6aac8e12ef13bb7361fa757e78d31a5b8e0be705a58aea4230e99881f625e74cd085b6ef455b9"

@@ -1,4 +1,4 @@
-"""BIP39/BIP32 derivation against the formats section 3.4 vectors (mnemonic "yellow" x12)."""
+"""BIP39/BIP32 derivation against the docs/formats.md §3.4 vectors (mnemonic "yellow" x12)."""
 
 from __future__ import annotations
 

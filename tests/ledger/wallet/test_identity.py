@@ -1,4 +1,4 @@
-"""Identity entries (formats section 8.1) and Go-compatible JSON."""
+"""Identity entries (docs/formats.md §8.1) and Go-compatible JSON."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Replay rules of identity keys (formats 8.1), one negative test per rule."""
+"""Replay rules of identity keys (docs/formats.md §8.1), one negative test per rule."""
 
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ ZERO_FA = "FA1zT4aFpEvcnPqPCigB3fvGu4Q4mTXY22iiuV69DqE1pNhdF2MC"
 SAND_FA = "FA2jK2HcLnRdS94dEcU27rF3meoJfpUcZPSinpb7AwQvPRY6RL1Q"
 ZERO_EC = "EC2DKSYyRcNWf7RS963VFYgMExoHRYLHVeCfQ9PGPmNzwrcmgm2r"
 COIN = 10**8
-# formats 4.4 (derived): 1 coin from the zero-seed address to sand, ts 0x0155ba3b3b3a, R=1000
+# docs/formats.md §4.4 (derived): 1 coin from the zero-seed address to sand, ts
+# 0x0155ba3b3b3a, R=1000
 DERIVED_HEX = (
     "020155ba3b3b3a010100afd89f60031cce24bcc43b596af105167de2c03603c20ada3314a7cfb47befcad4883e6f"
     "afd7c200646f3e8750c550e4582eca5047546ffef89c13a175985e320232bacac81cc428013b6a27bcceb6a42d62"

@@ -1,4 +1,4 @@
-"""Pure transaction steps (formats 4.3): records, fee safeguard bounds, names."""
+"""Pure transaction steps (docs/formats.md §4.3): records, fee safeguard bounds, names."""
 
 from __future__ import annotations
 

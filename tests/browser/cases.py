@@ -1,4 +1,4 @@
-"""Bundles for the verification page's tests, each with the Python verifier's verdict.
+"""Bundles for the verification page's browser tests, each with the Python verifier's verdict.
 
 Every case is the bundle's JSON text (bytes, as a person would drop the file), the
 document (or None) and the policy; ``python_verdict`` runs ``verify_bundle`` on it exactly
@@ -171,6 +171,9 @@ def _named_forgeries(forged: Forged, good: dict[str, Any], case: Any) -> Iterato
         ("deeper policy", PowParams(p.chain, p.difficulty_bits, p.confirmations + 1)),
         ("other chain policy", PowParams("bitcoin-mainnet", p.difficulty_bits, p.confirmations)),
         ("default policy", PowParams()),
+        ("policy one bit harder", PowParams(p.chain, p.difficulty_bits + 1, p.confirmations)),
+        ("policy one bit easier", PowParams(p.chain, p.difficulty_bits - 1, p.confirmations)),
+        ("policy of the exact depth", PowParams(p.chain, p.difficulty_bits, p.confirmations)),
     ]:
         yield case(name, good, policy=other)
     wrong = forge_bundle(anchored_height=2)

@@ -22,10 +22,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.anchor.pow.header import BlockHeader
+from ledger.anchor.pow.header import BlockHeader, mine
+from ledger.anchor.pow.merkle import merkle_path, merkle_root
 from ledger.anchor.pow.params import PowParams
+from ledger.anchor.pow.tx import anchor_transaction, coinbase_transaction, op_return_script
+from ledger.core.anchor_record import WindowCommitment, encode_anchor_payload, window_root
+from ledger.core.entry import Entry
+from ledger.core.hashing import sha256d
+from ledger.core.merkle import merkle_branch
 from ledger.core.proof import ProofBundle, ProofError, StepReport, verify_bundle
-from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
+from tests.ledger.anchor.bundles import (
+    CHAIN_ID,
+    CONTRACT,
+    DOCUMENT,
+    Forged,
+    _dblocks,
+    document_entry,
+    forge_bundle,
+)
 from tests.ledger.core.test_proof import flipped, get, hex_fields, put
 
 #: Reasons that name Python's JSON decoder's own wording; only their prefix is compared.
@@ -188,7 +202,9 @@ def _named_forgeries(forged: Forged, good: dict[str, Any], case: Any) -> Iterato
     yield case("headers short", put(good, ("anchor", "headers"), headers[:2]))
     yield case("another file", good, DOCUMENT + b" ")
     other = forge_bundle(document=b"something else", with_contract=False)
-    yield case("another document's bundle", put(other.bundle.to_json(), ("document",), good["document"]))
+    yield case(
+        "another document's bundle", put(other.bundle.to_json(), ("document",), good["document"])
+    )
 
 
 def _missed(good: dict[str, Any]) -> str:
@@ -270,7 +286,10 @@ def reading_cases(forged: Forged) -> Iterator[Case]:
             f'"directoryblockheight": {height}', f'"directoryblockheight": {height}.0'
         ).encode(),
     )
-    yield raw("height -0", text.replace(f'"directoryblockheight": {height}', '"directoryblockheight": -0').encode())
+    yield raw(
+        "height -0",
+        text.replace(f'"directoryblockheight": {height}', '"directoryblockheight": -0').encode(),
+    )
     yield obj("height 2**32", put(good, ("receipt", "directoryblockheight"), 1 << 32))
     yield obj("height 2**32-1", put(good, ("receipt", "directoryblockheight"), (1 << 32) - 1))
     yield obj("tx_index 2**64", put(good, ("anchor", "tx_index"), 1 << 64))
@@ -279,13 +298,27 @@ def reading_cases(forged: Forged) -> Iterator[Case]:
     yield obj("dbheightmax 2**48", put(good, ("contract", "dbheightmax"), 1 << 48))
     yield obj("dbheightmin 2**50", put(good, ("contract", "dbheightmin"), 1 << 50))
     yield obj("dbheightmin above max", put(good, ("contract", "dbheightmin"), 3))
-    yield raw("integer of 4300 digits", text.replace('"version": 1', '"version": ' + "9" * 4300).encode())
-    yield raw("integer of 4301 digits", text.replace('"version": 1', '"version": ' + "9" * 4301).encode())
+    yield raw(
+        "integer of 4300 digits", text.replace('"version": 1', '"version": ' + "9" * 4300).encode()
+    )
+    yield raw(
+        "integer of 4301 digits", text.replace('"version": 1', '"version": ' + "9" * 4301).encode()
+    )
     yield obj("upper-case hex", put(good, ("entry", "raw"), good["entry"]["raw"].upper()))
-    yield obj("0x hex", put(good, ("directory_block", "raw"), "0x" + good["directory_block"]["raw"]))
-    yield obj("0X hex", put(good, ("directory_block", "raw"), "0X" + good["directory_block"]["raw"]))
-    yield obj("contract address without 0x", put(good, ("contract", "contractaddress"), good["contract"]["contractaddress"][2:]))
-    yield obj("contract address of 19 bytes", put(good, ("contract", "contractaddress"), good["contract"]["contractaddress"][:-2]))
+    yield obj(
+        "0x hex", put(good, ("directory_block", "raw"), "0x" + good["directory_block"]["raw"])
+    )
+    yield obj(
+        "0X hex", put(good, ("directory_block", "raw"), "0X" + good["directory_block"]["raw"])
+    )
+    yield obj(
+        "contract address without 0x",
+        put(good, ("contract", "contractaddress"), good["contract"]["contractaddress"][2:]),
+    )
+    yield obj(
+        "contract address of 19 bytes",
+        put(good, ("contract", "contractaddress"), good["contract"]["contractaddress"][:-2]),
+    )
     yield obj("empty document hash", put(good, ("document", "sha256"), ""))
     yield obj("empty merkle path", put(good, ("anchor", "merkle_path"), []))
     yield obj("no headers", put(good, ("anchor", "headers"), []))
@@ -294,21 +327,39 @@ def reading_cases(forged: Forged) -> Iterator[Case]:
     no_contract.pop("contract")
     yield obj("contract missing", no_contract)
     yield obj("contract false", put(good, ("contract",), False))
-    yield obj("chain with quote", put(good, ("anchor", "chain"), "it's \"x\"\n\u00e9\u200b"))
+    yield obj("chain with quote", put(good, ("anchor", "chain"), 'it\'s "x"\n\u00e9\u200b'))
     yield obj("chain number", put(good, ("anchor", "chain"), 7))
     yield obj("unknown keys", {**good, "comment": {"nested": [1, 2.5, None, True]}})
-    yield raw("duplicate key, last wins", text.replace('"version": 1', '"version": 2, "version": 1').encode())
-    yield raw("duplicate key, last bad", text.replace('"version": 1', '"version": 1, "version": 2').encode())
+    yield raw(
+        "duplicate key, last wins",
+        text.replace('"version": 1', '"version": 2, "version": 1').encode(),
+    )
+    yield raw(
+        "duplicate key, last bad",
+        text.replace('"version": 1', '"version": 1, "version": 2').encode(),
+    )
     yield raw("UTF-8 BOM", b"\xef\xbb\xbf" + text.encode())
     yield raw("UTF-16 with BOM", text.encode("utf-16"))
     yield raw("UTF-16-LE", text.encode("utf-16-le"))
     yield raw("UTF-32-BE", text.encode("utf-32-be"))
     yield raw("UTF-32 with BOM", text.encode("utf-32"))
-    yield raw("latin-1 byte", text.replace('"version": 1', '"x": "\xe9", "version": 1').encode("latin-1"))
-    yield raw("escaped chain", text.replace('"notary-devnet-pow"', '"notary\\u002ddevnet\\u002dpow"').encode())
-    yield raw("lone surrogate", text.replace('"version": 1', '"x": "\\ud800", "version": 1').encode())
-    yield raw("surrogate pair", text.replace('"version": 1', '"x": "\\ud83d\\ude00", "version": 1').encode())
-    yield raw("control character", text.replace('"version": 1', '"x": "a\tb", "version": 1').encode())
+    yield raw(
+        "latin-1 byte", text.replace('"version": 1', '"x": "\xe9", "version": 1').encode("latin-1")
+    )
+    yield raw(
+        "escaped chain",
+        text.replace('"notary-devnet-pow"', '"notary\\u002ddevnet\\u002dpow"').encode(),
+    )
+    yield raw(
+        "lone surrogate", text.replace('"version": 1', '"x": "\\ud800", "version": 1').encode()
+    )
+    yield raw(
+        "surrogate pair",
+        text.replace('"version": 1', '"x": "\\ud83d\\ude00", "version": 1').encode(),
+    )
+    yield raw(
+        "control character", text.replace('"version": 1', '"x": "a\tb", "version": 1').encode()
+    )
     yield raw("bad escape", text.replace('"version": 1', '"x": "\\q", "version": 1').encode())
     yield raw("trailing comma", (text.rstrip()[:-1].rstrip() + ",\n}").encode())
     yield raw("leading zero", text.replace('"version": 1', '"version": 01').encode())
@@ -316,15 +367,15 @@ def reading_cases(forged: Forged) -> Iterator[Case]:
     yield raw("whitespace", b" \n\t")
     yield raw("a list", b"[1, 2]")
     yield raw("null", b"null")
-    yield raw("nested 500", text.replace('"version": 1', '"x": ' + "[" * 500 + "]" * 500 + ', "version": 1').encode())
+    yield raw(
+        "nested 500",
+        text.replace('"version": 1', '"x": ' + "[" * 500 + "]" * 500 + ', "version": 1').encode(),
+    )
     yield from _entry_cases(forged)
 
 
 def _entry_cases(forged: Forged) -> Iterator[Case]:
     """Entries whose content carries the hash (JSON ``sha256``) rather than an ExtID."""
-    from ledger.core.entry import Entry
-    from tests.ledger.anchor.bundles import CHAIN_ID
-
     digest = hashlib.sha256(DOCUMENT).hexdigest()
     contents = {
         "content json": json.dumps({"sha256": digest}).encode(),
@@ -332,7 +383,11 @@ def _entry_cases(forged: Forged) -> Iterator[Case]:
         "content json utf-16": json.dumps({"sha256": digest}).encode("utf-16"),
         "content json list": json.dumps([{"sha256": digest}]).encode(),
         "content json nan": b'{"sha256": "' + digest.encode() + b'", "x": NaN}',
-        "content json 4301 digits": b'{"sha256": "' + digest.encode() + b'", "x": ' + b"1" * 4301 + b"}",
+        "content json 4301 digits": b'{"sha256": "'
+        + digest.encode()
+        + b'", "x": '
+        + b"1" * 4301
+        + b"}",
         "content bad utf-8": b'{"sha256": "' + digest.encode() + b'", "x": "\xff"}',
         "content surrogate utf-8": b'{"sha256": "' + digest.encode() + b'", "x": "\xed\xa0\x80"}',
         "content extra data": json.dumps({"sha256": digest}).encode() + b" x",
@@ -340,9 +395,16 @@ def _entry_cases(forged: Forged) -> Iterator[Case]:
     good = forged.bundle.to_json()
     for name, content in contents.items():
         entry = Entry(CHAIN_ID, (b"notary:document:v1",), content)
-        yield Case(name, _text(put(good, ("entry", "raw"), entry.marshal().hex())), DOCUMENT, forged.policy)
+        yield Case(
+            name, _text(put(good, ("entry", "raw"), entry.marshal().hex())), DOCUMENT, forged.policy
+        )
     raw_ext = Entry(CHAIN_ID, (hashlib.sha256(DOCUMENT).digest(),), b"")
-    yield Case("raw ExtID", _text(put(good, ("entry", "raw"), raw_ext.marshal().hex())), DOCUMENT, forged.policy)
+    yield Case(
+        "raw ExtID",
+        _text(put(good, ("entry", "raw"), raw_ext.marshal().hex())),
+        DOCUMENT,
+        forged.policy,
+    )
 
 
 # -- random mutations ------------------------------------------------------------------------
@@ -354,7 +416,22 @@ def fuzz_cases(forged: Forged, count: int, seed: int = 18) -> Iterator[Case]:
     good = forged.bundle.to_json()
     text = forged.bundle.dumps().encode()
     leaves = list(_paths(good))
-    odd_values: list[Any] = [None, True, 0, 1, -1, 1.5, "", "00", "0x", [], {}, "zz", 1 << 40, ["00"]]
+    odd_values: list[Any] = [
+        None,
+        True,
+        0,
+        1,
+        -1,
+        1.5,
+        "",
+        "00",
+        "0x",
+        [],
+        {},
+        "zz",
+        1 << 40,
+        ["00"],
+    ]
     for i in range(count):
         kind = i % 4
         if kind == 0:
@@ -364,7 +441,12 @@ def fuzz_cases(forged: Forged, count: int, seed: int = 18) -> Iterator[Case]:
             yield Case(f"fuzz {i}: bytes", bytes(data), DOCUMENT, forged.policy)
         elif kind == 1:
             cut = rng.randrange(len(text))
-            yield Case(f"fuzz {i}: cut", text[:cut] + text[cut + rng.randint(1, 40) :], DOCUMENT, forged.policy)
+            yield Case(
+                f"fuzz {i}: cut",
+                text[:cut] + text[cut + rng.randint(1, 40) :],
+                DOCUMENT,
+                forged.policy,
+            )
         elif kind == 2:
             path = rng.choice(leaves)
             bad = put(good, path, rng.choice(odd_values))
@@ -373,7 +455,12 @@ def fuzz_cases(forged: Forged, count: int, seed: int = 18) -> Iterator[Case]:
             path = rng.choice([p for p in leaves if isinstance(get(good, p), str)])
             value = get(good, path)
             cut = rng.randrange(len(value) + 1) // 2 * 2
-            bad = put(good, path, value[:cut] + "".join(rng.choice("0123456789abcdef") for _ in range(rng.choice([0, 2, 64]))))
+            bad = put(
+                good,
+                path,
+                value[:cut]
+                + "".join(rng.choice("0123456789abcdef") for _ in range(rng.choice([0, 2, 64]))),
+            )
             yield Case(f"fuzz {i}: {path} resized", _text(bad), DOCUMENT, forged.policy)
 
 
@@ -386,3 +473,164 @@ def _paths(obj: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[str | i
         for i, value in enumerate(obj):
             yield (*path, i)
             yield from _paths(value, (*path, i))
+
+
+# -- codec corners: anchor blocks rebuilt around chosen transactions ------------------------
+
+
+def rebuilt(
+    forged: Forged,
+    *,
+    anchor_tx: bytes | None = None,
+    contract_tx: bytes | None = None,
+    contract_header: int = 0,
+    window: dict[str, Any] | None = None,
+    count: int = 3,
+) -> dict[str, Any]:
+    """The forged bundle with its anchor blocks mined anew around the given transactions.
+
+    Block 0 holds a coinbase and ``anchor_tx``; the contract transaction goes into block
+    ``contract_header``; every header meets the forged policy and links to the previous one.
+    ``window`` replaces fields of the contract section (a window over other KeyMRs).
+    """
+    good = forged.bundle.to_json()
+    anchor_raw = anchor_tx or bytes.fromhex(good["anchor"]["transaction"])
+    contract_raw = contract_tx or bytes.fromhex(good["contract"]["transaction"])
+    blocks = [[coinbase_transaction(7 + i).marshal()] for i in range(count)]
+    blocks[0].append(anchor_raw)
+    blocks[contract_header].append(contract_raw)
+    headers: list[bytes] = []
+    prev = sha256d(b"the block before")
+    for i, block in enumerate(blocks):
+        root = merkle_root([sha256d(tx) for tx in block])
+        header = mine(BlockHeader(1, prev, root, 1_700_000_000 + i, forged.policy.bits, 0))
+        headers.append(header.marshal())
+        prev = header.hash()
+
+    def place(raw: bytes, block: list[bytes]) -> dict[str, Any]:
+        txids = [sha256d(tx) for tx in block]
+        index = block.index(raw)
+        return {
+            "transaction": raw.hex(),
+            "txid": txids[index][::-1].hex(),
+            "tx_index": index,
+            "merkle_path": [h.hex() for h in merkle_path(txids, index)],
+        }
+
+    bundle = json.loads(json.dumps(good))
+    bundle["anchor"].update(place(anchor_raw, blocks[0]), headers=[h.hex() for h in headers])
+    bundle["contract"].update(place(contract_raw, blocks[contract_header]))
+    bundle["contract"].update(header_index=contract_header, **(window or {}))
+    return bundle
+
+
+def codec_cases(forged: Forged) -> Iterator[Case]:
+    """Corners of the transaction, header, entry and receipt codecs and of the window."""
+    good = forged.bundle.to_json()
+    p = forged.policy
+    keymr = forged.bundle.receipt.directory_block_keymr
+    payload = encode_anchor_payload(1, keymr)
+
+    def obj(name: str, value: Any, policy: PowParams = p) -> Case:
+        return Case(name, _text(value), DOCUMENT, policy)
+
+    def anchored(*scripts: bytes) -> bytes:
+        return anchor_transaction(scripts).marshal()
+
+    yield obj(
+        "contract in header 1",
+        rebuilt(forged, contract_header=1),
+        PowParams(p.chain, p.difficulty_bits, 2),
+    )
+    yield obj("contract in header 1, 3 confirmations", rebuilt(forged, contract_header=1))
+    yield obj("header_index = header count", put(good, ("contract", "header_index"), 3))
+    yield obj(
+        "Fa payload of 41 bytes",
+        rebuilt(forged, anchor_tx=anchored(b"\x6a\x29" + payload + b"\x00")),
+    )
+    yield obj(
+        "Fa payload by OP_PUSHDATA1", rebuilt(forged, anchor_tx=anchored(b"\x6a\x4c\x28" + payload))
+    )
+    yield obj(
+        "Fa push longer than its data", rebuilt(forged, anchor_tx=anchored(b"\x6a\x29" + payload))
+    )
+    yield obj(
+        "Fa after another output",
+        rebuilt(forged, anchor_tx=anchored(b"\x6a\x01\x00", b"\x6a\x28" + payload)),
+    )
+    two_wrong = anchored(*(b"\x6a\x28" + encode_anchor_payload(h, keymr) for h in (2, 0)))
+    yield obj("Fa of heights 2 and 0", rebuilt(forged, anchor_tx=two_wrong))
+    yield obj(
+        "Fa of height 2 first",
+        rebuilt(
+            forged,
+            anchor_tx=anchored(
+                b"\x6a\x28" + encode_anchor_payload(2, keymr), b"\x6a\x28" + payload
+            ),
+        ),
+    )
+    keymrs = [k for k in _window_keymrs(forged)]
+    swapped = [keymrs[1], keymrs[0], keymrs[2]]
+    commitment = WindowCommitment(CONTRACT, 0, 2, window_root(swapped))
+    window = {
+        "windowmr": commitment.window_mr.hex(),
+        "merklebranch": [n.to_json() for n in merkle_branch(swapped, 0)],
+    }
+    contract_tx = anchored(op_return_script(commitment.payload()))
+    yield obj("window in the wrong order", rebuilt(forged, contract_tx=contract_tx, window=window))
+    later = WindowCommitment(CONTRACT, 2, 2, keymrs[2])
+    window = {"dbheightmin": 2, "dbheightmax": 2, "windowmr": keymrs[2].hex(), "merklebranch": []}
+    contract_tx = anchored(op_return_script(later.payload()))
+    cut_window = put(good, ("contract", "merklebranch"), good["contract"]["merklebranch"][:1])
+    yield obj("window branch cut", cut_window)
+    yield obj("hash just over its target", put(good, ("anchor", "headers", 2), _just_missed(good)))
+    yield obj("window after the height", rebuilt(forged, contract_tx=contract_tx, window=window))
+    branch = good["receipt"]["merklebranch"]
+    at = next(i for i, n in enumerate(branch) if n["top"] == good["receipt"]["entryblockkeymr"])
+    cut = put(good, ("receipt", "merklebranch"), branch[: at + 1])
+    cut = put(cut, ("receipt", "directoryblockkeymr"), good["receipt"]["entryblockkeymr"])
+    yield obj("receipt cut at the entry block", cut)
+    above = put(good, ("receipt", "merklebranch"), branch[: at + 2])
+    above = put(above, ("receipt", "directoryblockkeymr"), branch[at + 1]["top"])
+    yield obj("receipt cut one node above the entry block", above)
+    no_inputs = bytes.fromhex("010000000001" + "00" * 8 + "00" + "00000000")
+    long_count = bytes.fromhex("01000000fd0100") + bytes.fromhex(good["anchor"]["transaction"])[5:]
+    huge = anchor_transaction([b"\x6a" + b"\x00" * 100_000]).marshal()
+    for name, tx in [
+        ("tx without inputs", no_inputs),
+        ("tx count not shortest", long_count),
+        ("tx over 100000 bytes", huge),
+    ]:
+        yield obj(name, put(good, ("anchor", "transaction"), tx.hex()))
+    last = BlockHeader.unmarshal(bytes.fromhex(good["anchor"]["headers"][2]))
+    for name, bits in [
+        ("bits with the sign bit", 0x1D800000),
+        ("bits of target zero", 0x1D000000),
+        ("bits of a target over 2**256", 0x23000001),
+    ]:
+        weird = BlockHeader(last.version, last.prev_hash, last.merkle_root, last.timestamp, bits, 0)
+        yield obj(name, put(good, ("anchor", "headers", 2), weird.marshal().hex()))
+    big_entry = Entry(
+        CHAIN_ID, (hashlib.sha256(DOCUMENT).hexdigest().encode(),), b"x" * 10174
+    ).marshal()
+    yield obj("entry payload of 10241 bytes", put(good, ("entry", "raw"), (big_entry + b"y").hex()))
+    yield obj("entry payload of 10240 bytes", put(good, ("entry", "raw"), big_entry.hex()))
+
+
+def _just_missed(good: dict[str, Any]) -> str:
+    """The last header with a nonce whose hash is over its target, but under twice it."""
+    last = BlockHeader.unmarshal(bytes.fromhex(good["anchor"]["headers"][-1]))
+    target = last.target()
+    for nonce in range(1 << 32):
+        header = BlockHeader(
+            last.version, last.prev_hash, last.merkle_root, last.timestamp, last.bits, nonce
+        )
+        if target < int.from_bytes(header.hash(), "little") <= 2 * target:
+            return header.marshal().hex()
+    raise AssertionError("no nonce found")
+
+
+def _window_keymrs(forged: Forged) -> list[bytes]:
+    entry = document_entry(DOCUMENT)
+    blocks, _ = _dblocks(entry)
+    return [b.key_mr() for b in blocks]

@@ -22,6 +22,7 @@ from ledger.core.proof import Step, StepReport, verify_bundle
 from ledger.core.verify_page import content_security_policy, render_verify_page
 from tests.browser.cases import (
     Case,
+    codec_cases,
     comparable,
     fuzz_cases,
     page_verdict,
@@ -173,7 +174,12 @@ def test_every_tamper_case_fails_where_the_python_verifier_fails(
     page: Any, files: dict[str, Path], forged: Forged
 ) -> None:
     open_page(page, files["page"].as_uri())
-    cases = [*tamper_cases(forged), *reading_cases(forged), *fuzz_cases(forged, 600)]
+    cases = [
+        *tamper_cases(forged),
+        *reading_cases(forged),
+        *codec_cases(forged),
+        *fuzz_cases(forged, 600),
+    ]
     results = run_in_page(page, cases)
     mismatches = []
     by_step: Counter[str] = Counter()
@@ -197,7 +203,9 @@ def test_valid_bundle_passes_every_step_with_the_python_details(
     page.check("#full-values")
     shown = verify_in_ui(page, document=files["document"], bundle=files["bundle"])
     reports: list[StepReport] = []
-    verify_bundle(forged.bundle, document_bytes=DOCUMENT, policy=forged.policy, on_step=reports.append)
+    verify_bundle(
+        forged.bundle, document_bytes=DOCUMENT, policy=forged.policy, on_step=reports.append
+    )
     assert shown["verdict"] == "pass" and shown["text"] == "Verified: every step holds."
     assert shown["steps"] == [[int(r.step), "passed", r.detail] for r in reports]
     assert "by Web Crypto" in shown["note"] and "at least 3 confirmations" in shown["note"]
@@ -247,7 +255,9 @@ def test_tampered_bundles_fail_in_the_interface_at_the_python_step(
         assert shown["verdict"] == "fail", case.name
         assert shown["failedStep"] == str(want["step"]), (case.name, shown, want)
         assert shown["detail"] == want["reason"], case.name
-        assert (shown["expected"] is None) == (want["expected"] is None and want["computed"] is None)
+        assert (shown["expected"] is None) == (
+            want["expected"] is None and want["computed"] is None
+        )
         if want["expected"] is not None:
             assert shown["expected"] == want["expected"]
 
@@ -326,7 +336,9 @@ def test_the_page_works_from_the_keyboard(page: Any, files: dict[str, Path]) -> 
     order = []
     for _ in range(6):
         page.keyboard.press("Tab")
-        order.append(page.evaluate("() => document.activeElement.id || document.activeElement.tagName"))
+        order.append(
+            page.evaluate("() => document.activeElement.id || document.activeElement.tagName")
+        )
     assert order[:3] == ["A", "document-input", "bundle-input"]
     page.focus("#verify-button")
     page.keyboard.press("Enter")

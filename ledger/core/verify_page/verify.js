@@ -5,7 +5,7 @@
  * It mirrors ledger/core/proof.py `verify_bundle` step by step, so that a bundle passes
  * here exactly when it passes `notary verify`, and a bad one fails at the same numbered
  * step with the same reason and the same expected / computed values. The browser tests
- * hold the two to that on the tamper suite (tests/ledger/core/test_verify_page*.py).
+ * hold the two to that on the tamper suite (tests/browser/test_verify_page.py).
  *
  * Versions: each bundle version registers itself (bundle_v1.js) with `registerVersion`:
  * a parser (JSON object -> bundle; ProofError at step 0 for a malformed one), its numbered

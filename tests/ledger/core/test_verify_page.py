@@ -72,3 +72,11 @@ def test_a_proof_bundle_object_embeds_as_its_json() -> None:
     forged = forge_bundle()
     html = render_verify_page(forged.bundle)
     assert json_block(html, "notary-embedded-bundle") == forged.bundle.to_json()
+
+
+def test_exported_members_exist_and_are_listed_once() -> None:
+    import ledger.core.verify_page as module
+
+    assert len(module.__all__) == len(set(module.__all__))
+    assert [name for name in module.__all__ if not hasattr(module, name)] == []
+    assert {"render_verify_page", "content_security_policy"} <= set(module.__all__)

@@ -16,6 +16,7 @@ from ledger.api.gateway import LedgerGateway
 from ledger.api.routes import API_VERSION, router
 from ledger.api.services import Services, build_services
 from ledger.api.settings import ApiSettings
+from ledger.api.verify_page import router as verify_page_router
 from ledger.core.clock import Clock
 
 __all__ = ["create_app"]
@@ -72,6 +73,7 @@ def create_app(
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(verify_page_router)  # GET /verify, no key (issue 18)
     return app
 
 

@@ -1,0 +1,534 @@
+/*
+ * Bundle format version 1 (docs/proof-bundle.md): its parser and steps 1-9, each the
+ * twin of the check of the same number in ledger/core/proof.py (and of the receipt,
+ * directory block, transaction and header checks it calls), with the same reasons and
+ * the same reported details. Registers itself with NotaryVerify.registerVersion.
+ */
+(function (root) {
+  "use strict";
+
+  const {
+    FormatError,
+    ascii,
+    bitLength,
+    bitsHex,
+    bitsToTarget,
+    concat,
+    entryHash,
+    equal,
+    hex,
+    includesBytes,
+    merkleNode,
+    parseDirectoryBlock,
+    parseEntry,
+    parseHeader,
+    parseTransaction,
+    reversed,
+    rootFromPath,
+    sha256,
+    sha256d,
+    uintBE,
+    uintLE,
+    walkBranch,
+  } = root.NotaryCodecs;
+  const { loadsJson, reprStr } = root.NotaryPyJson;
+  const { ProofError, fields, registerVersion } = root.NotaryVerify;
+  const { hexField, hexList, nodeList, object, textField, uintField } = fields;
+
+  /** `ReceiptError`: a receipt check (its own step numbers 1-5) that failed. */
+  class ReceiptError extends FormatError {
+    constructor(message, { step, expected = null, computed = null }) {
+      super(`receipt step ${step}: ${message}`, { expected, computed });
+      this.receiptStep = step;
+      this.bare = `receipt step ${step}: ${message}`;
+    }
+  }
+
+  // -- the parser (step 0 after `format` and `version`) ------------------------------------
+
+  function txProof(obj) {
+    return {
+      transaction: hexField(obj, "transaction"),
+      txid: reversed(hexField(obj, "txid")),
+      txIndex: uintField(obj, "tx_index"),
+      merklePath: hexList(obj.get("merkle_path"), "merkle_path"),
+    };
+  }
+
+  /** Version 1's parser: raw bytes of whatever length the JSON held (steps check them). */
+  function parseV1(top) {
+    const receipt = object(top.get("receipt"), "receipt");
+    const anchor = object(top.get("anchor"), "anchor");
+    const contract = top.get("contract");
+    const bundle = {
+      documentSha256: hexField(object(top.get("document"), "document"), "sha256"),
+      entry: hexField(object(top.get("entry"), "entry"), "raw"),
+      receipt: {
+        entryHash: hexField(receipt, "entryhash"),
+        branch: nodeList(receipt.get("merklebranch"), "receipt merklebranch"),
+        entryBlockKeyMr: hexField(receipt, "entryblockkeymr"),
+        directoryBlockKeyMr: hexField(receipt, "directoryblockkeymr"),
+        directoryBlockHeight: uintField(receipt, "directoryblockheight"),
+      },
+      directoryBlock: hexField(object(top.get("directory_block"), "directory_block"), "raw"),
+      anchor: {
+        chain: textField(anchor, "chain"),
+        tx: txProof(anchor),
+        headers: hexList(anchor.get("headers"), "anchor headers"),
+      },
+      contract: null,
+    };
+    if (contract !== null && contract !== undefined) bundle.contract = contractPart(object(contract, "contract"));
+    return bundle;
+  }
+
+  function contractPart(obj) {
+    return {
+      contractAddress: hexField(obj, "contractaddress"),
+      heightMin: uintField(obj, "dbheightmin"),
+      heightMax: uintField(obj, "dbheightmax"),
+      windowMr: hexField(obj, "windowmr"),
+      branch: nodeList(obj.get("merklebranch"), "contract merklebranch"),
+      tx: txProof(obj),
+      headerIndex: uintField(obj, "header_index"),
+    };
+  }
+
+  // -- steps 1-9 ------------------------------------------------------------------------
+  //
+  // Each check takes the run's context {bundle, documentSha256, policy, state} and returns
+  // its report: `detail`, a list of text and {hex} parts (joined, it is the text that
+  // `notary verify` prints), and `skipped`. It throws ProofError to stop the run.
+
+  const H = (bytes) => ({ hex: hex(bytes) });
+
+  function checkFileHash(ctx) {
+    const computed = ctx.documentSha256;
+    if (computed === null) return { detail: ["no file given: not checked"], skipped: true };
+    if (!equal(computed, ctx.bundle.documentSha256)) {
+      throw new ProofError(1, "the file's SHA-256 is not the bundle's document hash", {
+        expected: ctx.bundle.documentSha256,
+        computed,
+      });
+    }
+    return { detail: ["SHA-256 ", H(computed), " matches the bundle"] };
+  }
+
+  function carries(entry, digest) {
+    if (includesBytes(entry.extIds, digest) || includesBytes(entry.extIds, ascii(hex(digest)))) {
+      return true;
+    }
+    let content;
+    try {
+      content = loadsJson(entry.content);
+    } catch (_) {
+      return false;
+    }
+    return content instanceof Map && content.get("sha256") === hex(digest);
+  }
+
+  function checkEntry(ctx) {
+    const b = ctx.bundle;
+    let entry;
+    try {
+      entry = parseEntry(b.entry);
+    } catch (exc) {
+      throw asProofError(exc, 2, "entry bytes do not parse: ");
+    }
+    if (!carries(entry, b.documentSha256)) throw new ProofError(2, "the entry does not carry the document hash");
+    const computed = entryHash(b.entry);
+    if (!equal(computed, b.receipt.entryHash)) {
+      throw new ProofError(2, "the entry does not hash to the receipt's entry hash", {
+        expected: b.receipt.entryHash,
+        computed,
+      });
+    }
+    return { detail: ["entry ", H(computed), " (chain ", H(entry.chainId), ") carries the hash"] };
+  }
+
+  function asProofError(exc, step, prefix) {
+    if (!(exc instanceof FormatError)) throw exc;
+    return new ProofError(step, prefix + exc.message);
+  }
+
+  function check32(value, what) {
+    if (value.length !== 32) throw new FormatError(`${what} must be exactly 32 bytes`);
+  }
+
+  /** Step 3: `verify_receipt` over the bundle's receipt and entry (formats 6). */
+  function checkReceipt(ctx) {
+    const b = ctx.bundle;
+    const r = b.receipt;
+    let nodes;
+    try {
+      nodes = r.branch.map(merkleNode);
+      check32(r.entryHash, "entry_hash");
+      check32(r.entryBlockKeyMr, "entry_block_keymr");
+      check32(r.directoryBlockKeyMr, "directory_block_keymr");
+      if (r.directoryBlockHeight >= 1n << 32n) {
+        throw new FormatError("directory_block_height must be a non-negative integer below 2**32");
+      }
+      verifyReceipt(r, nodes, b.entry);
+    } catch (exc) {
+      if (exc instanceof ReceiptError) {
+        throw new ProofError(3, exc.bare, { expected: exc.expected, computed: exc.computed });
+      }
+      throw asProofError(exc, 3, "malformed receipt: ");
+    }
+    return {
+      detail: [
+        `${nodes.length} nodes: entry -> entry block `,
+        H(r.entryBlockKeyMr),
+        " -> directory block KeyMR ",
+        H(r.directoryBlockKeyMr),
+      ],
+    };
+  }
+
+  function verifyReceipt(r, nodes, rawEntry) {
+    const computed = entryHash(rawEntry);
+    if (!equal(computed, r.entryHash)) {
+      throw new ReceiptError("raw entry does not hash to the entry hash", {
+        step: 1,
+        expected: r.entryHash,
+        computed,
+      });
+    }
+    let current = r.entryHash;
+    const tops = nodes.map((node, position) => {
+      if (!equal(current, node.left) && !equal(current, node.right)) {
+        throw new ReceiptError(`node ${position} does not contain the running hash`, {
+          step: 2,
+          expected: current,
+        });
+      }
+      const top = sha256(concat(node.left, node.right));
+      if (!equal(top, node.top)) {
+        throw new ReceiptError(`node ${position} top is not SHA256(left || right)`, {
+          step: 2,
+          expected: node.top,
+          computed: top,
+        });
+      }
+      current = node.top;
+      return current;
+    });
+    const at = tops.findIndex((t) => equal(t, r.entryBlockKeyMr));
+    if (at < 0) {
+      throw new ReceiptError("entry block KeyMR is not on the branch", {
+        step: 3,
+        expected: r.entryBlockKeyMr,
+      });
+    }
+    const chainId = rawEntry.subarray(1, 33);
+    if (at + 1 >= nodes.length) {
+      throw new ReceiptError("no directory block node above the entry block KeyMR", { step: 4 });
+    }
+    const node = nodes[at + 1];
+    if (!equal(node.right, r.entryBlockKeyMr) || !equal(node.left, chainId)) {
+      throw new ReceiptError("entry block is not paired with the entry's chain ID", {
+        step: 4,
+        expected: chainId,
+        computed: node.left,
+      });
+    }
+    const final = tops.length ? tops[tops.length - 1] : r.entryHash;
+    if (!equal(final, r.directoryBlockKeyMr)) {
+      throw new ReceiptError("branch does not end at the directory block KeyMR", {
+        step: 5,
+        expected: r.directoryBlockKeyMr,
+        computed: final,
+      });
+    }
+  }
+
+  const LAST_DATETIME_S = 253402300799; // 9999-12-31 23:59:59 UTC, Python's datetime limit
+
+  function checkDirectoryBlock(ctx) {
+    const b = ctx.bundle;
+    let dblock;
+    try {
+      dblock = parseDirectoryBlock(b.directoryBlock);
+    } catch (exc) {
+      throw asProofError(exc, 4, "directory block does not parse: ");
+    }
+    if (!equal(dblock.keyMr, b.receipt.directoryBlockKeyMr)) {
+      throw new ProofError(4, "the directory block's KeyMR is not the receipt's", {
+        expected: b.receipt.directoryBlockKeyMr,
+        computed: dblock.keyMr,
+      });
+    }
+    if (BigInt(dblock.height) !== b.receipt.directoryBlockHeight) {
+      throw new ProofError(
+        4,
+        `the directory block is at height ${dblock.height}, the receipt says ${b.receipt.directoryBlockHeight}`
+      );
+    }
+    ctx.state.dblock = dblock;
+    const when =
+      dblock.timestampS <= LAST_DATETIME_S
+        ? new Date(dblock.timestampS * 1000).toISOString().slice(0, 16).replace("T", " ") + " UTC"
+        : `${dblock.timestampS} s after the Unix epoch`;
+    return { detail: [`height ${dblock.height}, KeyMR `, H(dblock.keyMr), `, started ${when}`] };
+  }
+
+  function parseTx(raw, step) {
+    try {
+      return parseTransaction(raw);
+    } catch (exc) {
+      throw asProofError(exc, step, "transaction does not parse: ");
+    }
+  }
+
+  const ANCHOR_TAG = ascii("Fa");
+  const WINDOW_TAG = ascii("Fc");
+
+  function checkAnchorPayload(ctx) {
+    const dblock = ctx.state.dblock;
+    const tx = parseTx(ctx.bundle.anchor.tx.transaction, 5);
+    const anchors = tx.payloads
+      .filter((p) => p.length === 40 && equal(p.subarray(0, 2), ANCHOR_TAG))
+      .map((p) => ({ height: uintBE(p.subarray(2, 8)), keyMr: p.subarray(8) }));
+    if (anchors.some((a) => a.height === dblock.height && equal(a.keyMr, dblock.keyMr))) {
+      return { detail: [`"Fa" height ${dblock.height} KeyMR `, H(dblock.keyMr)] };
+    }
+    if (!anchors.length) throw new ProofError(5, 'the transaction has no "Fa" anchor output');
+    const first = anchors[0];
+    if (first.height !== dblock.height) {
+      throw new ProofError(5, `the anchor is for height ${first.height}, not ${dblock.height}`);
+    }
+    throw new ProofError(5, "the anchor names another directory block KeyMR", {
+      expected: dblock.keyMr,
+      computed: first.keyMr,
+    });
+  }
+
+  /** Shared by steps 6 and 9: txid, Merkle path, the header's Merkle root. */
+  function checkInclusion(tx, headerRaw, step, index) {
+    if (tx.transaction.length === 64) {
+      throw new ProofError(step, "a 64-byte transaction could pass for a Merkle node");
+    }
+    const txid = sha256d(tx.transaction);
+    if (!equal(txid, tx.txid)) {
+      throw new ProofError(step, "the stated txid is not SHA256d(transaction)", {
+        expected: tx.txid,
+        computed: txid,
+      });
+    }
+    let header, root;
+    try {
+      header = parseHeader(headerRaw);
+      root = rootFromPath(txid, tx.txIndex, tx.merklePath);
+    } catch (exc) {
+      if (!(exc instanceof FormatError)) throw exc;
+      throw new ProofError(step, `header ${index}: ${exc.message}`, { index });
+    }
+    if (!equal(root, header.merkleRoot)) {
+      throw new ProofError(step, `the Merkle path does not lead to the root of header ${index}`, {
+        index,
+        expected: header.merkleRoot,
+        computed: root,
+      });
+    }
+    return header;
+  }
+
+  function checkAnchorInclusion(ctx) {
+    const anchor = ctx.bundle.anchor;
+    if (!anchor.headers.length) throw new ProofError(6, "the bundle has no anchor block header");
+    const header = checkInclusion(anchor.tx, anchor.headers[0], 6, 0);
+    return {
+      detail: [
+        "transaction ",
+        H(reversed(anchor.tx.txid)),
+        ` is #${anchor.tx.txIndex} in block `,
+        H(reversed(header.hash)),
+      ],
+    };
+  }
+
+  function checkProofOfWork(ctx) {
+    const { bundle, policy } = ctx;
+    if (bundle.anchor.chain !== policy.chain) {
+      throw new ProofError(
+        7,
+        `anchored in chain ${reprStr(bundle.anchor.chain)}; the policy trusts ${reprStr(policy.chain)}`
+      );
+    }
+    ctx.state.headers = bundle.anchor.headers.map((raw, i) => {
+      let header, target;
+      try {
+        header = parseHeader(raw);
+        target = bitsToTarget(header.bits);
+      } catch (exc) {
+        if (!(exc instanceof FormatError)) throw exc;
+        throw new ProofError(7, `header ${i}: ${exc.message}`, { index: i });
+      }
+      if (target > policy.target) {
+        throw new ProofError(
+          7,
+          `header ${i}: work is short (bits ${bitsHex(header.bits)} are easier than` +
+            ` ${policy.difficultyBits} bits)`,
+          { index: i }
+        );
+      }
+      if (uintLE(header.hash) > target) {
+        throw new ProofError(7, `header ${i}: hash does not meet its target`, { index: i });
+      }
+      return header;
+    });
+    const n = ctx.state.headers.length;
+    return {
+      detail: [`${n} headers of chain ${reprStr(policy.chain)}, each >= ${policy.difficultyBits} bits`],
+    };
+  }
+
+  function checkLinks(ctx) {
+    const { headers } = ctx.state;
+    const { policy } = ctx;
+    for (let i = 1; i < headers.length; i++) {
+      const previous = headers[i - 1].hash;
+      if (!equal(headers[i].prevHash, previous)) {
+        throw new ProofError(8, `header ${i} does not link to header ${i - 1}`, {
+          index: i,
+          expected: previous,
+          computed: headers[i].prevHash,
+        });
+      }
+    }
+    if (headers.length < policy.confirmations) {
+      throw new ProofError(
+        8,
+        `${headers.length} confirmations, the policy needs ${policy.confirmations}`
+      );
+    }
+    return {
+      detail: [
+        `${headers.length} linked headers = ${headers.length} confirmations` +
+          ` (${policy.confirmations} required)`,
+      ],
+    };
+  }
+
+  function checkContract(ctx) {
+    const c = ctx.bundle.contract;
+    if (c === null) return { detail: ["no window anchor in this bundle"], skipped: true };
+    const { dblock, headers } = ctx.state;
+    checkWindowCommitment(c, dblock);
+    checkWindowBranch(c, dblock);
+    if (c.headerIndex >= BigInt(headers.length)) {
+      throw new ProofError(9, `header_index ${c.headerIndex} is not in the bundle`);
+    }
+    const at = Number(c.headerIndex);
+    checkInclusion(c.tx, ctx.bundle.anchor.headers[at], 9, at);
+    if (headers.length - at < ctx.policy.confirmations) {
+      throw new ProofError(9, "the contract block lacks confirmations");
+    }
+    return {
+      detail: [`window ${c.heightMin}..${c.heightMax} root `, H(c.windowMr), ` in header ${at}`],
+    };
+  }
+
+  const MAX_HEIGHT = 1n << 48n;
+
+  function height6(height) {
+    if (height < 0n || height >= MAX_HEIGHT) throw new FormatError(`height must fit 6 bytes, got ${height}`);
+    const out = new Uint8Array(6);
+    let v = height;
+    for (let i = 5; i >= 0; i--) {
+      out[i] = Number(v & 0xffn);
+      v >>= 8n;
+    }
+    return out;
+  }
+
+  function checkWindowCommitment(c, dblock) {
+    const tx = parseTx(c.tx.transaction, 9);
+    let stated;
+    try {
+      if (c.contractAddress.length !== 20) throw new FormatError("a contract address is 20 bytes");
+      const low = height6(c.heightMin);
+      const high = height6(c.heightMax);
+      if (c.heightMin > c.heightMax) throw new FormatError("window lowest height above its highest height");
+      if (c.windowMr.length !== 32) throw new FormatError("window Merkle root must be exactly 32 bytes");
+      stated = concat(WINDOW_TAG, c.contractAddress, low, high, c.windowMr);
+    } catch (exc) {
+      throw asProofError(exc, 9, "malformed window: ");
+    }
+    const committed = tx.payloads.filter((p) => p.length === 66 && equal(p.subarray(0, 2), WINDOW_TAG));
+    if (!includesBytes(committed, stated)) {
+      throw new ProofError(9, "the contract transaction does not commit to this window");
+    }
+    const height = BigInt(dblock.height);
+    if (!(c.heightMin <= height && height <= c.heightMax)) {
+      throw new ProofError(9, `height ${dblock.height} is outside ${c.heightMin}..${c.heightMax}`);
+    }
+  }
+
+  function checkWindowBranch(c, dblock) {
+    let nodes, top;
+    try {
+      nodes = c.branch.map(merkleNode);
+      top = walkBranch(dblock.keyMr, nodes);
+    } catch (exc) {
+      throw asProofError(exc, 9, "window branch: ");
+    }
+    if (!equal(top, c.windowMr)) {
+      throw new ProofError(9, "the branch does not end at the window root", {
+        expected: c.windowMr,
+        computed: top,
+      });
+    }
+    const depth = bitLength(c.heightMax - c.heightMin);
+    const position = branchIndex(dblock.keyMr, nodes);
+    const wanted = BigInt(dblock.height) - c.heightMin;
+    if (nodes.length !== depth || position !== wanted) {
+      throw new ProofError(
+        9,
+        `the branch proves position ${position} of ${nodes.length} levels; height` +
+          ` ${dblock.height} is position ${wanted} of ${depth}`
+      );
+    }
+  }
+
+  /** The leaf position a full-detail branch walks from (bit set: running hash on the right). */
+  function branchIndex(start, nodes) {
+    let index = 0n;
+    let current = start;
+    nodes.forEach((node, level) => {
+      if (equal(current, node.right) && !equal(current, node.left)) index |= 1n << BigInt(level);
+      current = node.top;
+    });
+    return index;
+  }
+
+  const step = (number, title, check) => ({ step: number, title, check });
+
+  registerVersion(1, {
+    parse: parseV1,
+    steps: [
+      step(1, "file hash", checkFileHash),
+      step(2, "entry", checkEntry),
+      step(3, "Merkle steps", checkReceipt),
+      step(4, "directory block", checkDirectoryBlock),
+      step(5, "anchor payload", checkAnchorPayload),
+      step(6, "anchor transaction", checkAnchorInclusion),
+      step(7, "proof of work", checkProofOfWork),
+      step(8, "header links", checkLinks),
+      step(9, "window anchor", checkContract),
+    ],
+    describe: (bundle) => ({
+      documentSha256: hex(bundle.documentSha256),
+      height: bundle.receipt.directoryBlockHeight.toString(),
+      chain: bundle.anchor.chain,
+    }),
+    facts: (bundle, state) => ({
+      documentSha256: hex(bundle.documentSha256),
+      height: state.dblock.height,
+      startedS: state.dblock.timestampS,
+      chain: bundle.anchor.chain,
+      confirmations: state.headers.length,
+      window: bundle.contract !== null,
+    }),
+  });
+})(globalThis);

@@ -1,0 +1,62 @@
+"""Screenshots of the verification page for the README: a passing and a failing check.
+
+Usage: ``python -m tests.browser.screenshots [--out docs]``. Writes
+``verify-page-pass.png`` (a file and its bundle: every step holds) and
+``verify-page-fail.png`` (a bundle whose last proof-of-work header was altered: step 7).
+Needs Chromium (see conftest.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+from ledger.core.verify_page import render_verify_page
+from tests.browser.conftest import CHROMIUM_ARGS, find_chromium
+from tests.ledger.anchor.bundles import DOCUMENT, forge_bundle
+from tests.ledger.core.test_proof import flipped, put
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("docs"))
+    out = parser.parse_args().out
+    forged = forge_bundle()
+    good = forged.bundle.dumps()
+    altered = forged.bundle.to_json()
+    altered = put(altered, ("anchor", "headers", 2), flipped(altered["anchor"]["headers"][2], 77))
+    with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
+        tmp = Path(folder)
+        (tmp / "verify.html").write_text(render_verify_page(policy=forged.policy), encoding="utf-8")
+        (tmp / "report.txt").write_bytes(DOCUMENT)
+        (tmp / "report.txt.proof.json").write_text(good)
+        (tmp / "altered").mkdir()
+        (tmp / "altered" / "report.txt.proof.json").write_text(json.dumps(altered, indent=2))
+        executable = find_chromium()
+        assert executable, "Chromium is needed (apt-get install chromium)"
+        browser = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=CHROMIUM_ARGS
+        )
+        for name, bundle in [
+            ("pass", tmp / "report.txt.proof.json"),
+            ("fail", tmp / "altered" / "report.txt.proof.json"),
+        ]:
+            page = browser.new_page(viewport={"width": 980, "height": 900})
+            page.goto((tmp / "verify.html").as_uri())
+            page.set_input_files("#bundle-input", str(bundle))
+            page.set_input_files("#document-input", str(tmp / "report.txt"))
+            page.wait_for_selector("#result[data-state=done]")
+            page.evaluate("() => document.activeElement.blur()")
+            path = out / f"verify-page-{name}.png"
+            page.screenshot(path=str(path), full_page=True)
+            print(f"wrote {path}")
+            page.close()
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -22,6 +22,7 @@ BENCHMARKS: list[tuple[str, list[str]]] = [
     ("node_ingest", ["bench/node_ingest.py", "--entries", "30000", "--single-entries", "3000"]),
     ("api_writes", ["bench/api_writes.py", "--seconds", "6", "--chain-entries", "50000"]),
     ("pipeline_e2e", ["-m", "bench.pipeline_e2e", "--small", "10000"]),
+    ("verify_page", ["-m", "bench.verify_page"]),
 ]
 
 

@@ -22,15 +22,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.anchor.pow.header import BlockHeader, mine
-from ledger.anchor.pow.merkle import merkle_path, merkle_root
-from ledger.anchor.pow.params import PowParams
-from ledger.anchor.pow.tx import anchor_transaction, coinbase_transaction, op_return_script
+from ledger.anchor.chain import mine
 from ledger.core.anchor_record import WindowCommitment, encode_anchor_payload, window_root
 from ledger.core.entry import Entry
 from ledger.core.hashing import sha256d
 from ledger.core.merkle import merkle_branch
-from ledger.core.proof import ProofBundle, ProofError, StepReport, verify_bundle
+from ledger.core.pow.header import BlockHeader
+from ledger.core.pow.merkle import merkle_path, merkle_root
+from ledger.core.pow.params import PowParams
+from ledger.core.pow.tx import anchor_transaction, coinbase_transaction, op_return_script
+from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.steps import ProofError, StepReport
+from ledger.core.proof.verify import verify_bundle
 from tests.ledger.anchor.bundles import (
     CHAIN_ID,
     CONTRACT,

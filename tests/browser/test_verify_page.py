@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from ledger.anchor.pow.params import PowParams
-from ledger.core.proof import Step, StepReport, verify_bundle
+from ledger.core.pow.params import PowParams
+from ledger.core.proof.steps import Step, StepReport
+from ledger.core.proof.verify import verify_bundle
 from ledger.core.verify_page import content_security_policy, render_verify_page
 from tests.browser.cases import (
     Case,

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from ledger.api.verify_page import VERIFY_PAGE_PATH, router
+from tests.harness.servers import AppServer
 from tests.ledger.anchor.bundles import DOCUMENT, forge_bundle
 
 pytestmark = pytest.mark.timeout(900)  # the first test may install Chromium
@@ -24,19 +21,8 @@ def base_url() -> Iterator[str]:
     """The page's router alone, on a loopback port (what ``create_app`` includes)."""
     app = FastAPI()
     app.include_router(router)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "the page server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with AppServer(app, name="verify-page") as server:
+        yield server.url
 
 
 def test_served_page_verifies_with_nothing_sent_back(

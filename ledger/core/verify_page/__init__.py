@@ -38,8 +38,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ledger.anchor.pow.params import PowParams
-from ledger.core.proof import ProofBundle
+from ledger.core.pow.params import PowParams
+from ledger.core.proof.bundle import ProofBundle
 
 __all__ = ["DEFAULT_TITLE", "IN_MEMORY_MAX_BYTES", "content_security_policy", "render_verify_page"]
 

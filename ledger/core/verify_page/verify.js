@@ -87,7 +87,7 @@
 
   function decodeHex(text, what) {
     if (typeof text !== "string") throw fail(`${what} must be a hex string`);
-    const digits = text.startsWith("0x") ? text.slice(2) : text;
+    const digits = /^0[xX]/.test(text) ? text.slice(2) : text;
     if (digits.length % 2 || !HEX_DIGITS.test(digits)) throw fail(`${what} is not valid hex`);
     return fromHexDigits(digits);
   }
@@ -107,7 +107,7 @@
   }
 
   function hexList(value, what) {
-    if (!Array.isArray(value)) throw fail(`${what} must be a list`);
+    if (!Array.isArray(value)) throw fail(`${what} must be a list of hex strings`);
     return value.map((item, i) => decodeHex(item, `${what}[${i}]`));
   }
 

@@ -8,7 +8,7 @@ import hashlib
 import json
 import re
 
-from ledger.anchor.pow.params import PowParams
+from ledger.core.pow.params import PowParams
 from ledger.core.verify_page import (
     DEFAULT_TITLE,
     content_security_policy,

@@ -52,6 +52,15 @@ FOREIGN: dict[tuple[str, str], tuple[int, str] | None] = {
     ("GET", "/v1/chains/{chain_id}/entries/{entry_hash}"): (404, "Page Not Found"),
 }
 
+# Routes that need no key: they serve the same public bytes to anyone and hold no account's
+# data (the offline proof verifier page, docs/rest-api.md).
+PUBLIC: frozenset[tuple[str, str]] = frozenset({("GET", "/verify")})
+
+
+def keyed_routes(target: Target) -> list[tuple[str, str]]:
+    """The routes that need a key: every route but the ``PUBLIC`` ones."""
+    return [route for route in target.routes() if route not in PUBLIC]
+
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
@@ -93,7 +102,15 @@ def test_every_route_is_classified(target: Target) -> None:
     """A new route needs its expected answers to a foreign account in ``FOREIGN``."""
     routes = set(target.routes())
     assert len(routes) >= 11  # the eleven operations of docs/rest-api.md §5 at least
-    assert routes <= set(FOREIGN), f"unclassified routes: {sorted(routes - set(FOREIGN))}"
+    known = set(FOREIGN) | PUBLIC
+    assert routes <= known, f"unclassified routes: {sorted(routes - known)}"
+
+
+def test_public_routes_answer_anyone_and_show_no_account_data(target: Target) -> None:
+    for verb, path in sorted(PUBLIC):
+        response = call(target, verb, path, {})
+        assert response.status_code == 200, (verb, path, response.status_code)
+        assert OWNER_CONTENT not in response.text and target.chain_id not in response.text
 
 
 @pytest.mark.parametrize(
@@ -114,7 +131,7 @@ def test_every_route_refuses_a_missing_or_wrong_key(
     target: Target, headers: dict[str, Any], name: str
 ) -> None:
     before = entry_count(target)
-    for verb, path in target.routes():
+    for verb, path in keyed_routes(target):
         response = call(target, verb, path, headers)
         assert response.status_code == 403, (verb, path, response.status_code, response.text)
         assert error_name(response) == name, (verb, path)
@@ -125,7 +142,7 @@ def test_every_route_refuses_a_missing_or_wrong_key(
 def test_every_route_keeps_one_account_out_of_anothers_chains(target: Target) -> None:
     other = {"user-key": target.new_key("mallory")}
     before = entry_count(target)
-    for verb, path in target.routes():
+    for verb, path in keyed_routes(target):
         response = call(target, verb, path, other)
         expected = FOREIGN[(verb, path)]
         where = (verb, path, response.status_code, response.text[:300])

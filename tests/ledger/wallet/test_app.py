@@ -209,7 +209,9 @@ async def test_compose_chain_matches_the_derived_vector(make_rpc) -> None:
         first = Entry.first_entry([b"test"], b"PayloadHere")
         assert first.chain_id.hex() == TEST_CHAIN
         assert result == {
-            "commit": _request("commit-chain", {"message": CHAIN_COMMIT}),
+            "commit": _request(
+                "commit-chain", {"message": CHAIN_COMMIT, "chainid": first.chain_id.hex()}
+            ),
             "reveal": _request("reveal-chain", {"entry": first.marshal().hex()}),
         }
         assert list(result["commit"]) == ["jsonrpc", "id", "params", "method"]

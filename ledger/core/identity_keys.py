@@ -44,6 +44,7 @@ __all__ = [
     "identity_first_entry",
     "identity_key_history",
     "initial_keys",
+    "parse_replacement",
     "replacement_entry",
 ]
 
@@ -149,7 +150,7 @@ def identity_key_history(chain_id: bytes, entries: Iterable[Entry]) -> list[KeyT
         return []
     history = [KeyTenure(key, level, 0) for level, key in enumerate(initial_keys(first))]
     for index, entry in enumerate(iterator, start=1):
-        proposed = _replacement(entry.external_ids)
+        proposed = parse_replacement(entry.external_ids)
         if proposed is not None and check_replacement(chain_id, history, proposed) is None:
             _apply(history, proposed, index)
     return history
@@ -186,8 +187,8 @@ def check_replacement(
     return None
 
 
-def _replacement(ext_ids: Sequence[bytes]) -> Replacement | None:
-    """The replacement of a well-formed ReplaceKey entry, else None."""
+def parse_replacement(ext_ids: Sequence[bytes]) -> Replacement | None:
+    """The replacement an entry's ExtIDs propose (five, ``ReplaceKey`` first), else None."""
     if len(ext_ids) != 5 or ext_ids[0] != REPLACE_KEY_TAG:
         return None
     try:

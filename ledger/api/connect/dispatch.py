@@ -1,11 +1,13 @@
 """Which shapes a request gets, and the ASGI middleware that routes it accordingly.
 
 A request is in **Connect mode** when it authenticates the way the Harmony Connect SDKs
-do: both ``app_id`` and ``app_key`` headers, non-empty, and no ``user-key`` header. It is
-then answered by the Connect app (``create_connect_app``) in the hosted service's shapes.
-Every other request (``user-key``, the spec's header, or no key at all) is answered by the
-spec's app, whose shapes are exactly the spec's. The key itself is the same either way:
-``app_key`` carries the account's API key (``app_id`` is any non-empty name).
+do: an ``app_id`` or ``app_key`` header (the SDKs always send both) and no ``user-key``
+header. It is then answered by the Connect app (``create_connect_app``) in the hosted
+service's shapes; a pair with one half missing or empty is refused there with 403
+Authentication Parameters Missing, as in spec mode. Every other request (``user-key``, the
+spec's header, or no key at all) is answered by the spec's app, whose shapes are exactly
+the spec's. The key is the same either way: ``app_key`` carries the account's API key
+(``app_id`` is any non-empty name).
 """
 
 from __future__ import annotations
@@ -17,11 +19,9 @@ __all__ = ["ConnectDispatch", "is_connect_request"]
 
 def is_connect_request(headers: dict[bytes, bytes]) -> bool:
     """Whether raw ASGI headers (lowercase names) ask for the Connect shapes."""
-    return (
-        bool(headers.get(b"app_id"))
-        and bool(headers.get(b"app_key"))
-        and not headers.get(b"user-key")
-    )
+    if headers.get(b"user-key"):
+        return False
+    return b"app_id" in headers or b"app_key" in headers
 
 
 class ConnectDispatch:

@@ -129,17 +129,16 @@ def get_receipt(
 def get_anchors(
     object_identifier: str, account: AccountDep, svc: ServicesDep, reads: ReadsDep
 ) -> Response:
-    node = _require(reads)
     if object_identifier.isdecimal() and len(object_identifier) <= 10:
         height = int(object_identifier)
         if height > _MAX_HEIGHT:
             raise PageNotFound("No such directory block")
-        answer = node.anchors(height=height)
+        answer = _require(reads).anchors(height=height)
     else:
         key = path_hash(object_identifier)
         if _foreign(svc, account, key):
             raise PageNotFound("No such object")
-        answer = node.anchors(key=key)
+        answer = _require(reads).anchors(key=key)
     if answer is None:
         raise PageNotFound("No such directory block or object")
     return json_response(anchors_body(answer, sandbox=svc.settings.sandbox))

@@ -32,7 +32,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from ledger.api import writes
+from ledger.api import store, writes
 from ledger.api.auth import Principal
 from ledger.api.connect import queries, shapes
 from ledger.api.connect.common import json_response, owned_chain, paging
@@ -45,6 +45,7 @@ from ledger.api.services import Services
 from ledger.core.entry import Entry
 from ledger.core.errors import DecodeError
 from ledger.core.identity_keys import (
+    IDENTITY_CHAIN_TAG,
     KeyTenure,
     Replacement,
     check_replacement,
@@ -181,11 +182,26 @@ def _pending(chain: Chain, rows: list[EntryRow], history: list[KeyTenure]) -> di
     return None
 
 
-def _load(svc: Services, account: Principal, chain_id: str) -> IdentityView:
+def _identity_rows(
+    svc: Services, account: Principal, chain_id: str
+) -> tuple[Chain, list[EntryRow]]:
+    """The account's chain and its entries; 404 unless its first ExtID names an identity.
+
+    The first entry is looked at before the others are read, so asking a long chain that
+    is not an identity costs one row.
+    """
     with svc.db.read() as session:
         chain = owned_chain(session, account, chain_id)
-        rows = queries.chain_entries(session, chain)
-    return identity_view(chain, rows)
+        first = store.first_entry(session, chain)
+        if not first.external_ids or from_base64(first.external_ids[0], field="stored") != (
+            IDENTITY_CHAIN_TAG
+        ):
+            raise PageNotFound("No such identity")
+        return chain, queries.chain_entries(session, chain)
+
+
+def _load(svc: Services, account: Principal, chain_id: str) -> IdentityView:
+    return identity_view(*_identity_rows(svc, account, chain_id))
 
 
 @router.post("/identities", include_in_schema=False)
@@ -256,10 +272,8 @@ def _check_replacement(
         PageNotFound: no such identity of this account.
         Unprocessable: a rule refuses the replacement (the reason is in the message).
     """
-    with svc.db.read() as session:
-        chain = owned_chain(session, account, chain_id)
-        rows = queries.chain_entries(session, chain)
-    identity_view(chain, rows)  # 404 unless an identity
+    chain, rows = _identity_rows(svc, account, chain_id)
+    identity_view(chain, rows)  # 404 unless a valid identity
     chain_bytes = bytes.fromhex(chain.chain_id)
     history = identity_key_history(chain_bytes, [_entry(r) for r in rows])
     reason = check_replacement(chain_bytes, history, proposed)

@@ -417,3 +417,12 @@ def test_the_sandbox_reports_no_anchor(
         "anchor_contract": False,
     }
     assert Connect(box).get("/v1/anchors/3").json()["data"]["anchors"] == []
+
+
+def test_exported_members_exist_and_are_listed_once() -> None:
+    import ledger.api.connect as connect_package
+
+    names = connect_package.__all__
+    assert len(names) == len(set(names))
+    assert [n for n in names if not hasattr(connect_package, n)] == []
+    assert {"ConnectDispatch", "create_connect_app", "is_connect_request"} <= set(names)

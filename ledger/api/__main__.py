@@ -3,6 +3,8 @@
 Usage::
 
     python -m ledger.api [serve] [--sandbox]      # serve on NOTARY_API_HOST:NOTARY_API_PORT
+                                                  # (HTTPS with NOTARY_API_TLS_CERT_FILE and
+                                                  # NOTARY_API_TLS_KEY_FILE, else HTTP)
     python -m ledger.api accounts create NAME     # print the new key (shown once)
     python -m ledger.api accounts list [--json]
     python -m ledger.api accounts revoke ID
@@ -68,7 +70,12 @@ def _serve(settings: ApiSettings) -> int:
 
     from ledger.api.app import create_app
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        **settings.uvicorn_tls_options(),
+    )
     return 0
 
 

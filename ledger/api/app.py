@@ -9,6 +9,8 @@ import httpx
 from fastapi import FastAPI
 
 from ledger.api.callbacks import Resolver
+from ledger.api.connect import ConnectDispatch, LedgerReads, create_connect_app
+from ledger.api.connect.ledger_reads import JsonRpcLedgerReads
 from ledger.api.deps import BodySizeLimit
 from ledger.api.errors import install_error_handlers
 from ledger.api.fastpath import WriteFastPath
@@ -29,6 +31,7 @@ def create_app(
     clock: Clock | None = None,
     http_transport: httpx.BaseTransport | None = None,
     resolver: Resolver | None = None,
+    ledger_reads: LedgerReads | None = None,
 ) -> FastAPI:
     """Build the FastAPI application (routes under ``/v1``).
 
@@ -38,12 +41,17 @@ def create_app(
         clock: time source (default: the system clock).
         http_transport: httpx transport for callback POSTs (tests: ``httpx.MockTransport``).
         resolver: host name -> addresses, for the callback host policy (default: DNS).
+        ledger_reads: node reads of the Connect routes (receipts, anchors); default: the
+            node at ``node_url`` (``sandbox_node_url`` in the sandbox, none with the built-in
+            test ledger), or none when ``gateway`` is given.
 
     The lifespan creates the database schema, starts the group-commit writer, builds the
     worker and starts its thread (unless ``worker_enabled`` is false), and in sandbox mode
     the sandbox schedule; it stops them at shutdown (queued writes are committed first).
     Operations 2 and 6 are answered by the ``WriteFastPath`` middleware unless
-    ``write_fast_path`` is false. ``app.state.services``
+    ``write_fast_path`` is false. Requests that authenticate with ``app_id`` + ``app_key``
+    (the Harmony Connect SDKs) are answered by the Connect app (``ledger.api.connect``,
+    ``app.state.connect_app``) in the hosted service's shapes. ``app.state.services``
     holds the ``Services`` (``.db``, ``.worker``, ``.gateway``, ...).
     """
     settings = settings or ApiSettings()
@@ -71,10 +79,24 @@ def create_app(
     if settings.write_fast_path:
         app.add_middleware(WriteFastPath, services=svc)  # inner: runs after the size check
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    if ledger_reads is None and gateway is None:
+        ledger_reads = _default_reads(settings)
+    if ledger_reads is not None:
+        svc.owned.append(ledger_reads)
+    app.state.connect_app = create_connect_app(svc, reads=ledger_reads, spec_app=app)
+    app.add_middleware(ConnectDispatch, connect_app=app.state.connect_app)  # outermost
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(verify_page_router)  # GET /verify, no key (issue 18)
     return app
+
+
+def _default_reads(settings: ApiSettings) -> LedgerReads | None:
+    """The node the Connect routes read receipts and anchors from (module docstring)."""
+    if settings.sandbox:
+        url = settings.sandbox_node_url if settings.sandbox_wallet_url else None
+        return None if url is None else JsonRpcLedgerReads(url)
+    return JsonRpcLedgerReads(settings.node_url)
 
 
 def services_of(app: FastAPI) -> Services:

@@ -79,15 +79,22 @@ _CHAIN_ID = {"chain_id": "$response.body#/chain_id"}
 #: Where the IDs an operation answers with can be used next (OpenAPI links).
 _LINKS: dict[str, dict[str, Any]] = {
     "createChain": {
-        name: {"operationId": name, "parameters": _CHAIN_ID}
-        for name in (
-            "getChain",
-            "createEntry",
-            "listEntries",
-            "getFirstEntry",
-            "getLastEntry",
-            "searchEntries",
-        )
+        **{
+            name: {"operationId": name, "parameters": _CHAIN_ID}
+            for name in (
+                "getChain",
+                "createEntry",
+                "listEntries",
+                "getFirstEntry",
+                "getLastEntry",
+                "searchEntries",
+            )
+        },
+        # the answer names the chain's first entry too
+        "getEntry": {
+            "operationId": "getEntry",
+            "parameters": {**_CHAIN_ID, "entry_hash": "$response.body#/entry_hash"},
+        },
     },
     "createEntry": {
         "getEntry": {

@@ -9,8 +9,11 @@
   revocations are copied at least every ``ACCOUNT_SYNC_S`` seconds (and reads stop within
   ``auth_cache_ttl_s`` anyway, since the key look-up goes to the main database);
 * a test ledger without anchoring: a built-in in-memory ledger that closes a block every
-  ``sandbox_block_time_s`` (stages ``multi_az`` -> ``ledger``; never ``anchor``), or an
-  external test network named by ``sandbox_node_url`` + ``sandbox_wallet_url``;
+  ``sandbox_block_time_s``, or an external test network named by ``sandbox_node_url`` +
+  ``sandbox_wallet_url``. Either way the worker sees the ledger through ``WithoutAnchors``,
+  which reports no anchor for any block: writes move ``multi_az`` -> ``ledger`` and never
+  to ``anchor``, and no ``anchor`` callback is sent, even when the external network's
+  node anchors its blocks (spec: the sandbox has no anchoring);
 * a purge of every chain, entry and queued callback every ``sandbox_purge_interval_s``
   seconds (accounts stay). With the built-in ledger the data is also purged at start:
   that ledger lives in memory, so earlier sandbox entries could never reach a block.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +35,15 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
 from ledger.api.db import Database
+from ledger.api.gateway import (
+    AnchorInfo,
+    ComposedCalls,
+    Composition,
+    DirectoryBlockInfo,
+    LedgerGateway,
+    RpcCall,
+    RpcFailure,
+)
 from ledger.api.memory_gateway import InMemoryLedger
 from ledger.api.models import (
     Account,
@@ -43,11 +56,41 @@ from ledger.api.models import (
 from ledger.api.worker import LAST_HEIGHT_KEY, LedgerWorker
 from ledger.core.clock import Clock
 
-__all__ = ["ACCOUNT_SYNC_S", "PurgeReport", "Sandbox"]
+__all__ = ["ACCOUNT_SYNC_S", "PurgeReport", "Sandbox", "WithoutAnchors"]
 
 ACCOUNT_SYNC_S = 5.0
 _TICK_S = 0.25
 _log = logging.getLogger(__name__)
+
+
+class WithoutAnchors:
+    """A ``LedgerGateway`` that passes every call on except ``anchors``: never anchored.
+
+    Args:
+        inner: the sandbox's ledger (built-in test ledger or external test network).
+    """
+
+    def __init__(self, inner: LedgerGateway) -> None:
+        self.inner = inner
+
+    def compose(self, items: Sequence[Composition]) -> list[ComposedCalls | RpcFailure]:
+        return self.inner.compose(items)
+
+    def submit(self, calls: Sequence[RpcCall]) -> list[dict[str, Any] | RpcFailure]:
+        return self.inner.submit(calls)
+
+    def height(self) -> int:
+        return self.inner.height()
+
+    def directory_blocks(self, heights: Sequence[int]) -> list[DirectoryBlockInfo | RpcFailure]:
+        return self.inner.directory_blocks(heights)
+
+    def entry_blocks(self, keymrs: Sequence[str]) -> list[list[str] | RpcFailure]:
+        return self.inner.entry_blocks(keymrs)
+
+    def anchors(self, heights: Sequence[int]) -> list[AnchorInfo | None]:
+        """No anchor, for every height (the inner ledger is not asked)."""
+        return [None] * len(heights)
 
 
 @dataclass(frozen=True)

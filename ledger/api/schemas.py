@@ -50,7 +50,11 @@ class EntryCreate(_Request):
 
 
 class ChainCreate(EntryCreate):
-    """Body of operation 2: ``external_ids`` and ``content`` make the chain's first entry."""
+    """Body of operation 2: ``external_ids`` and ``content`` make the chain's first entry.
+
+    Without external IDs (absent, ``null`` or ``[]``) the service adds one, a random UUID
+    as text, so that every such request creates a new chain (its ID is in the answer).
+    """
 
 
 class ExternalIds(_Request):

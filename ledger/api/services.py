@@ -24,7 +24,7 @@ from ledger.api.db import Database
 from ledger.api.gateway import JsonRpcLedgerGateway, LedgerGateway
 from ledger.api.memory_gateway import InMemoryLedger
 from ledger.api.models import ServiceState
-from ledger.api.sandbox import Sandbox
+from ledger.api.sandbox import Sandbox, WithoutAnchors
 from ledger.api.settings import ApiSettings
 from ledger.api.worker import LedgerWorker
 from ledger.api.writer import GroupCommitWriter
@@ -135,7 +135,8 @@ def build_services(
     """Wire the services of one process (nothing is started; see ``Services.start``).
 
     In sandbox mode without an explicit ``gateway``: the sandbox test network when
-    ``sandbox_node_url`` and ``sandbox_wallet_url`` are set, else a built-in test ledger.
+    ``sandbox_node_url`` and ``sandbox_wallet_url`` are set, else a built-in test ledger;
+    either is wrapped in ``sandbox.WithoutAnchors`` (no anchoring in the sandbox).
     """
     clock = clock or SystemClock()
     owned: list[Any] = []
@@ -152,6 +153,7 @@ def build_services(
             block_time_s=settings.sandbox_block_time_s,
             purge_interval_s=settings.sandbox_purge_interval_s,
         )
+        gateway = WithoutAnchors(gateway)  # the sandbox has no anchoring, whatever the ledger
     keys = KeyCache(
         accounts_db,
         clock=clock,

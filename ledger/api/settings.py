@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Self
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["ApiSettings"]
@@ -18,6 +19,11 @@ class ApiSettings(BaseSettings):
 
     Attributes:
         host, port: where ``python -m ledger.api`` binds (default 127.0.0.1:8090).
+        tls_cert_file, tls_key_file: PEM certificate chain and private key; when both are set,
+            ``python -m ledger.api`` serves HTTPS only (TLS by uvicorn), as the spec's
+            transport is HTTPS. Neither (the default): plain HTTP, meant for loopback
+            development. One without the other is a configuration error.
+        tls_key_password: password of an encrypted ``tls_key_file``.
         data_dir: folder of the default SQLite database file.
         database_url: SQLAlchemy URL; ``None`` means ``sqlite:///<data_dir>/api.sqlite``.
             PostgreSQL: ``postgresql+psycopg://user:pass@host:5432/dbname``.
@@ -75,6 +81,9 @@ class ApiSettings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8090, ge=0, le=65535)
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_key_password: SecretStr | None = None
     data_dir: Path = Path(".notary/api")
     database_url: str | None = None
     node_url: str = "http://127.0.0.1:8088/v2"
@@ -110,6 +119,28 @@ class ApiSettings(BaseSettings):
     sandbox_wallet_url: str | None = None
     sandbox_block_time_s: float = Field(default=10.0, gt=0)
     sandbox_purge_interval_s: float = Field(default=86_400.0, gt=0)
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> Self:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("set both tls_cert_file and tls_key_file, or neither")
+        return self
+
+    @property
+    def tls_enabled(self) -> bool:
+        """Whether the API serves HTTPS (a certificate and key are configured)."""
+        return self.tls_cert_file is not None
+
+    def uvicorn_tls_options(self) -> dict[str, Any]:
+        """The ``uvicorn.Config`` / ``uvicorn.run`` keyword arguments of the TLS settings."""
+        if self.tls_cert_file is None or self.tls_key_file is None:
+            return {}
+        password = self.tls_key_password
+        return {
+            "ssl_certfile": str(self.tls_cert_file),
+            "ssl_keyfile": str(self.tls_key_file),
+            "ssl_keyfile_password": None if password is None else password.get_secret_value(),
+        }
 
     def resolved_database_url(self) -> str:
         """The SQLAlchemy URL to use: ``database_url`` or the SQLite file under ``data_dir``."""

@@ -4,11 +4,19 @@ Shared by the FastAPI routes (``ledger.api.routes``) and the ASGI fast path
 (``ledger.api.fastpath``), so both answer exactly alike. The request is validated and
 the entry built and hashed here, on the event loop; only the database work goes to the
 group-commit writer, and the answer is given once the write is committed.
+
+A chain created with no external IDs (``external_ids`` absent, ``null`` or ``[]``) gets one
+generated external ID, a random UUID as text (36 ASCII bytes, ``GENERATED_ID_BYTES`` with
+its length prefix counted in the payload): a chain ID is the hash of its first entry's
+external IDs, so without it every such chain would have the same ID and only the first
+one could ever be created. Each such request therefore makes a new chain (posting it again
+is not idempotent); the answer's ``chain_id`` names it, and reads show the generated ID.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,18 +46,31 @@ from ledger.api.writer import WriterClosed
 from ledger.core.entry import MAX_ENTRY_PAYLOAD_BYTES, Entry
 from ledger.core.errors import LimitError
 
-__all__ = ["create_chain", "create_entry", "decode_all", "decode_content"]
+__all__ = [
+    "GENERATED_ID_BYTES",
+    "create_chain",
+    "create_entry",
+    "decode_all",
+    "decode_content",
+    "generated_chain_id_tag",
+]
+
+#: Payload bytes a generated external ID takes: 36 ASCII bytes plus its 2-byte length.
+GENERATED_ID_BYTES = 38
 
 
 async def create_chain(svc: Services, account: Principal, body: ChainCreate) -> dict[str, Any]:
     """Operation 2: the 202 body ``{"chain_id", "entry_hash", "stage"}`` once stored.
+
+    No external IDs: one is generated (module docstring).
 
     Raises:
         BadRequest: invalid Base64.
         Unprocessable: payload above 10240 bytes, callback refused, chain ID taken.
         AuthenticationFailed: the account was revoked. TemporarilyUnavailable: stopping.
     """
-    ext_ids, content = decode_all(body.external_ids, "external_ids"), decode_content(body.content)
+    ext_ids = decode_all(body.external_ids, "external_ids") or [generated_chain_id_tag()]
+    content = decode_content(body.content)
     callback = _callback(body, svc)
     entry = _build_entry(lambda: Entry.first_entry(ext_ids, content))
     done = await _submit(svc, store.write_request("chain", account, entry, callback))
@@ -71,6 +92,11 @@ async def create_entry(
     entry = _build_entry(lambda: Entry(chain_bytes, tuple(ext_ids), content))
     done = await _submit(svc, store.write_request("entry", account, entry, callback))
     return {"entry_hash": done.entry_hash, "chain_id": done.chain_id, "stage": done.stage}
+
+
+def generated_chain_id_tag() -> bytes:
+    """The external ID given to a chain created without any: a random UUID as ASCII text."""
+    return str(uuid.uuid4()).encode("ascii")
 
 
 def decode_all(values: Sequence[str] | None, field: str) -> list[bytes]:

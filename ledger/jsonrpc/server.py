@@ -8,7 +8,7 @@ Wire rules (docs/jsonrpc.md §2 (Wire format), §7 (Errors), docs/formats.md §9
    after reading at most ``max_body_bytes + one chunk``.
 3. Invalid UTF-8, invalid JSON or JSON nested too deeply -> Parse error (-32700), id null.
 4. A single request gets one response object: HTTP 200 on success, ``error_http_status`` on error
-   (400 like factomd for the node, 200 like walletd for the wallet).
+   (400 for the node and the wallet, as factomd and factom-walletd answer).
 5. A batch (non-empty array) gets an array of responses in request order, HTTP 200; an empty array
    is one Invalid Request error. Notifications (no ``id`` member) get no response entry; when
    nothing is left to answer the reply is HTTP 204 with an empty body. Items run one after the
@@ -73,7 +73,7 @@ class JsonRpcEndpoint:
 
     Args:
         registry: the methods to serve.
-        error_http_status: HTTP status of a single error response (node 400, wallet 200).
+        error_http_status: HTTP status of a single error response (400 for node and wallet).
         max_body_bytes: largest accepted request body in bytes; larger -> HTTP 413.
         concurrent_batches: run the items of a batch concurrently instead of one after the
             other. Each item is started, in request order, before the first one is awaited,
@@ -209,7 +209,7 @@ def create_jsonrpc_app(
     Args:
         registry: the methods to serve.
         path: the JSON-RPC route (``/v2`` for node and wallet).
-        error_http_status: HTTP status of a single error response (node 400, wallet 200).
+        error_http_status: HTTP status of a single error response (400 for node and wallet).
         max_body_bytes: largest accepted request body in bytes; larger -> HTTP 413.
         concurrent_batches: run a batch's items concurrently (see :class:`JsonRpcEndpoint`).
         batch_scope: context entered around each batch (see :data:`BatchScope`).

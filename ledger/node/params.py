@@ -47,6 +47,17 @@ class MessageParams(_Params):
     message: HexBytes
 
 
+class CommitChainParams(MessageParams):
+    """``commit-chain``: ``message`` (hex) and, optionally, ``chainid`` (64 hex).
+
+    A commit carries only the chain ID's hash; a caller that knows the chain ID (the
+    wallet's ``compose-chain`` puts it in the composed call) may send it, and the node
+    checks it against the commit before echoing it in the result.
+    """
+
+    chainid: HashHex | None = None
+
+
 class EntryParams(_Params):
     """``reveal-chain`` / ``reveal-entry``: ``entry`` (hex entry bytes)."""
 

@@ -1,6 +1,8 @@
 """Composition root of the wallet service: ``create_app(settings)`` -> Starlette app.
 
-Serves JSON-RPC 2.0 at ``/v2`` (GET and POST), errors with HTTP 200 as factom-walletd does.
+Serves JSON-RPC 2.0 at ``/v2`` (GET and POST), errors with HTTP 400 as factom-walletd does
+(its ``wsapi/errors.go`` ``httpBad``): clients such as the ``factom-api`` package treat only
+a status of 400 or more as an error reply.
 The wallet file is opened (and created on first start) when the app is built; the node
 client and the file are closed by the app's lifespan.
 """
@@ -123,7 +125,7 @@ def create_app(
     app = create_jsonrpc_app(
         registry,
         path="/v2",
-        error_http_status=200,
+        error_http_status=400,
         max_body_bytes=settings.max_body_bytes,
         lifespan=lifespan,
     )

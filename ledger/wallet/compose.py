@@ -4,8 +4,13 @@
 ``{"commit": request, "reveal": request}`` where each request is a ready JSON-RPC object for
 the node, keys in walletd's order::
 
-    {"jsonrpc": "2.0", "id": 0, "params": {"message": hex}, "method": "commit-chain"}
+    {"jsonrpc": "2.0", "id": 0, "params": {"message": hex, "chainid": hex},
+     "method": "commit-chain"}
     {"jsonrpc": "2.0", "id": 0, "params": {"entry": hex},   "method": "reveal-chain"}
+
+A composed commit-chain also carries the new chain's ``chainid`` (walletd sends only
+``message``): the node checks it against the commit and names the chain in its result,
+which it cannot do from the commit alone (that holds only the chain ID's hash).
 
 No I/O: the caller supplies the key and the commit timestamp (Unix milliseconds).
 """
@@ -35,7 +40,10 @@ def compose_chain(key: SigningKey, first_entry: Entry, *, timestamp_ms: int) -> 
     """
     commit = CommitChain.create(key, first_entry, timestamp_ms=timestamp_ms)
     return {
-        "commit": rpc_request("commit-chain", {"message": commit.marshal().hex()}),
+        "commit": rpc_request(
+            "commit-chain",
+            {"message": commit.marshal().hex(), "chainid": first_entry.chain_id.hex()},
+        ),
         "reveal": rpc_request("reveal-chain", {"entry": first_entry.marshal().hex()}),
     }
 

@@ -17,24 +17,21 @@ Pure: ``active_identity_keys(chain_id, entries)`` takes the chain's entries olde
 
    Any other entry (attributes, endorsements, malformed replacements) is skipped, as the
    Go client's ``GetKeysAtHeight`` does.
+
+The replay itself is ``ledger.core.identity_keys`` (shared with the publishing API's
+identity routes); this module gives it the wallet's error type.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
-from ledger.core.addresses import public_key_from_identity
 from ledger.core.entry import Entry
-from ledger.core.errors import AddressError
-from ledger.core.keys import verify_signature
+from ledger.core.errors import DecodeError
+from ledger.core.identity_keys import active_keys, identity_key_history, initial_keys
 from ledger.wallet.errors import NotAnIdentityError
 
 __all__ = ["active_identity_keys", "initial_identity_keys"]
-
-_IDENTITY_CHAIN = b"IdentityChain"
-_REPLACE_KEY = b"ReplaceKey"
-_SIGNATURE_BYTES = 64
 
 
 def initial_identity_keys(first: Entry) -> list[str]:
@@ -44,17 +41,10 @@ def initial_identity_keys(first: Entry) -> list[str]:
         NotAnIdentityError: wrong first ExtID, content not JSON with a non-empty ``keys``
             list of valid idpub strings, or a key listed twice.
     """
-    if not first.external_ids or first.external_ids[0] != _IDENTITY_CHAIN:
-        raise NotAnIdentityError("the chain is not an identity chain (first ExtID)")
     try:
-        keys = json.loads(first.content)["keys"]
-        if not isinstance(keys, list) or not keys or len(set(keys)) != len(keys):
-            raise ValueError("keys must be a non-empty list of distinct keys")
-        for key in keys:
-            public_key_from_identity(key)
-    except (ValueError, KeyError, TypeError, AddressError) as exc:
-        raise NotAnIdentityError("the identity chain's first entry holds no valid keys") from exc
-    return list(keys)
+        return initial_keys(first)
+    except DecodeError as exc:
+        raise NotAnIdentityError(str(exc)) from exc
 
 
 def active_identity_keys(chain_id: bytes, entries: Iterable[Entry]) -> list[str]:
@@ -65,44 +55,7 @@ def active_identity_keys(chain_id: bytes, entries: Iterable[Entry]) -> list[str]
     Raises:
         NotAnIdentityError: the first entry is not an identity chain entry (rule 1).
     """
-    iterator = iter(entries)
-    first = next(iterator, None)
-    if first is None:
-        return []
-    keys = initial_identity_keys(first)
-    used = set(keys)
-    chain_hex = chain_id.hex()
-    for entry in iterator:
-        replacement = _replacement(entry.external_ids)
-        if replacement is not None:
-            _apply(keys, used, replacement, chain_hex=chain_hex)
-    return keys
-
-
-def _replacement(ext_ids: Sequence[bytes]) -> tuple[str, str, bytes, str] | None:
-    """``(old, new, signature, signer)`` of a well-formed ReplaceKey entry, else None."""
-    if len(ext_ids) != 5 or ext_ids[0] != _REPLACE_KEY or len(ext_ids[3]) != _SIGNATURE_BYTES:
-        return None
     try:
-        old, new, signer = (ext_ids[i].decode("ascii") for i in (1, 2, 4))
-        for key in (old, new, signer):
-            public_key_from_identity(key)
-    except (UnicodeDecodeError, AddressError):
-        return None
-    return old, new, ext_ids[3], signer
-
-
-def _apply(
-    keys: list[str], used: set[str], replacement: tuple[str, str, bytes, str], *, chain_hex: str
-) -> None:
-    old, new, signature, signer = replacement
-    if old not in keys or new in used or signer not in keys:  # rules a, b
-        return
-    level = keys.index(old)
-    if keys.index(signer) > level:  # rule c: the signer must rank at least as high
-        return
-    message = (chain_hex + old + new).encode("ascii")
-    if not verify_signature(public_key_from_identity(signer), message, signature):  # rule d
-        return
-    keys[level] = new
-    used.add(new)
+        return active_keys(identity_key_history(chain_id, entries))
+    except DecodeError as exc:
+        raise NotAnIdentityError(str(exc)) from exc

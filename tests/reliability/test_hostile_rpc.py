@@ -66,7 +66,7 @@ class Server:
     name: str
     app: Any  # an ASGI app whose ``state.jsonrpc`` is the JSON-RPC endpoint
     client: httpx.AsyncClient
-    error_status: int  # HTTP status of a single error reply (node/anchor 400, wallet 200)
+    error_status: int  # HTTP status of a single error reply (400 for every server)
     max_body_bytes: int
     cheap_method: str  # a method without params, to check the server still answers
     # The wallet answers its own refusals (unknown transaction name, fee too low, node
@@ -146,7 +146,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     async def start() -> None:
         for name, app, status, limit, cheap in [
             ("node", node_app, 400, node_settings.max_body_bytes, "properties"),
-            ("wallet", wallet_app, 200, wallet_settings.max_body_bytes, "properties"),
+            ("wallet", wallet_app, 400, wallet_settings.max_body_bytes, "properties"),
             ("anchor", anchor_app, 400, anchor_settings.max_body_bytes, "pow-info"),
         ]:
             await stack.enter_async_context(asgi_lifespan(app))

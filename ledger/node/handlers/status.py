@@ -1,4 +1,10 @@
-"""Status methods: properties, heights, current-minute, entry-credit-rate, diagnostics, tps-rate."""
+"""Status methods: properties, heights, current-minute, entry-credit-rate, diagnostics, tps-rate,
+authorities.
+
+``leaderheight`` is one rule everywhere (``heights``, ``current-minute``, ``diagnostics``):
+the saved height, one more in minute 0 of a block (spec "heights": a synced node shows the
+same number for all heights except between minute 0 and 1).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,13 @@ from ledger.node.service import NodeService
 
 NODE_VERSION = "0.1.0"
 API_VERSION = "2.0"
+_NO_HASH = "00" * 32
+
+
+def leader_height(service: NodeService) -> int:
+    """The leader height of ``heights``: the saved height, one more in minute 0."""
+    saved = service.tip.height
+    return saved + 1 if service.process_list.minute == 0 else saved
 
 
 def register(registry: MethodRegistry, service: NodeService) -> None:
@@ -28,10 +41,9 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
     @registry.method("heights", blocking=False)
     def heights() -> dict[str, Any]:
         saved = service.tip.height
-        leader = saved + 1 if service.process_list.minute == 0 else saved
         return {
             "directoryblockheight": saved,
-            "leaderheight": leader,
+            "leaderheight": leader_height(service),
             "entryblockheight": saved,
             "entryheight": saved,
         }
@@ -42,7 +54,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
         now = service.clock.now()
         minute_start = pl.start_s + min(pl.minute, 9) * service.minute_s
         return {
-            "leaderheight": pl.height,
+            "leaderheight": leader_height(service),
             "directoryblockheight": service.tip.height,
             "minute": pl.minute,
             "currentblockstarttime": int(pl.start_s * 1e9),
@@ -71,6 +83,27 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
     def diagnostics() -> dict[str, Any]:
         return _diagnostics(service)
 
+    @registry.method("authorities", blocking=False)
+    def authorities() -> dict[str, Any]:
+        return {"authorities": [_authority(service)]}
+
+
+def _authority(service: NodeService) -> dict[str, Any]:
+    """The one authority of this network, in factomd's JSON form of an authority.
+
+    The node is the only (federated) server; it has no management chain, Matryoshka hash
+    or anchor keys, so those are the zero hash and an empty list.
+    """
+    identity = service.identity_hex()
+    return {
+        "chainid": identity["chain_id"],
+        "manageid": _NO_HASH,
+        "matroyshka": _NO_HASH,
+        "signingkey": identity["public_key"],
+        "status": "federated",
+        "anchorkeys": [],
+    }
+
 
 def _diagnostics(service: NodeService) -> dict[str, Any]:
     pl = service.process_list
@@ -81,7 +114,7 @@ def _diagnostics(service: NodeService) -> dict[str, Any]:
         "id": identity["chain_id"],
         "publickey": identity["public_key"],
         "role": "Leader",
-        "leaderheight": pl.height,
+        "leaderheight": leader_height(service),
         "currentheight": service.tip.height,
         "currentminute": pl.minute,
         "currentminuteduration": minute_s,

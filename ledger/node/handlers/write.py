@@ -9,32 +9,35 @@ from typing import Any, TypeVar
 
 from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.errors import LedgerFormatError
+from ledger.core.hashing import sha256d
 from ledger.core.transaction import Transaction
 from ledger.jsonrpc.errors import InvalidParams
 from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.handlers.errors import node_errors
-from ledger.node.params import EntryParams, MessageParams, TransactionParams
+from ledger.node.params import CommitChainParams, EntryParams, MessageParams, TransactionParams
 from ledger.node.service import NodeService
 
 
 def register(registry: MethodRegistry, service: NodeService) -> None:
     """Add the write methods, bound to ``service``, to ``registry``."""
 
-    @registry.method("commit-chain", params=MessageParams, blocking=False)
-    async def commit_chain(params: MessageParams) -> dict[str, Any]:
+    @registry.method("commit-chain", params=CommitChainParams, blocking=False)
+    async def commit_chain(params: CommitChainParams) -> dict[str, Any]:
         commit = _commit(service, CommitChain, params.message, "Invalid Commit Chain")
+        if params.chainid is not None and sha256d(params.chainid) != commit.chain_id_hash:
+            raise InvalidParams("Invalid Commit Chain: chainid does not match the commit")
         with node_errors():
             txid = await service.submit_commit(commit)
-        result = {
+        chain_id = params.chainid or service.chain_of_entry(commit.entry_hash)
+        return {
             "message": "Chain Commit Success",
             "txid": txid.hex(),
             "entryhash": commit.entry_hash.hex(),
             "chainidhash": commit.chain_id_hash.hex(),
+            # The commit alone names only the chain ID's hash: null unless the caller sent
+            # the chain ID or the node has already seen the first entry's reveal.
+            "chainid": None if chain_id is None else chain_id.hex(),
         }
-        chain_id = service.chain_of_entry(commit.entry_hash)
-        if chain_id is not None:  # the commit alone names only the chain id's hash
-            result["chainid"] = chain_id.hex()
-        return result
 
     @registry.method("commit-entry", params=MessageParams, blocking=False)
     async def commit_entry(params: MessageParams) -> dict[str, Any]:

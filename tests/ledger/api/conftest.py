@@ -120,6 +120,7 @@ def make_api(tmp_path: Path, sqlite_url: str) -> Iterator[ApiFactory]:
         http_transport: httpx.BaseTransport | None = None,
         resolver: Any = None,
         key: str | None = None,
+        ledger_reads: Any = None,
         **overrides: Any,
     ) -> Api:
         values: dict[str, Any] = {
@@ -135,7 +136,12 @@ def make_api(tmp_path: Path, sqlite_url: str) -> Iterator[ApiFactory]:
         ledger = ledger or InMemoryLedger()
         clock = clock or ManualClock(1_700_000_000.0)
         app = create_app(
-            settings, gateway=ledger, clock=clock, http_transport=http_transport, resolver=resolver
+            settings,
+            gateway=ledger,
+            clock=clock,
+            http_transport=http_transport,
+            resolver=resolver,
+            ledger_reads=ledger_reads,
         )
         client = TestClient(app)
         client.__enter__()

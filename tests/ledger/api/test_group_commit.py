@@ -13,6 +13,7 @@ from sqlalchemy.exc import OperationalError
 
 from ledger.api import intake, writer
 from ledger.api.accounts import create_account, revoke_account
+from ledger.api.connect import ConnectDispatch
 from ledger.api.db import Database
 from ledger.api.deps import BodySizeLimit
 from ledger.api.fastpath import WriteFastPath
@@ -301,8 +302,13 @@ def test_fast_path_and_routes_answer_the_same(make_api: ApiFactory, tmp_path: Pa
     for api in (fast, slow):  # the same key and account id in both databases
         with api.services.db.write() as session:
             api.key = create_account(session, "same", clock=api.clock, key=key[:42] + "A")[1]
-    assert [m.cls for m in fast.app.user_middleware] == [BodySizeLimit, WriteFastPath]
-    assert [m.cls for m in slow.app.user_middleware] == [BodySizeLimit]
+    # ConnectDispatch, outermost, only takes app_id + app_key requests (Connect shapes)
+    assert [m.cls for m in fast.app.user_middleware] == [
+        ConnectDispatch,
+        BodySizeLimit,
+        WriteFastPath,
+    ]
+    assert [m.cls for m in slow.app.user_middleware] == [ConnectDispatch, BodySizeLimit]
     assert _exchanges(fast) == _exchanges(slow)
     statuses = [status for status, _ in _exchanges(fast)]
     assert {202, 400, 403, 413, 415, 422} <= set(statuses)

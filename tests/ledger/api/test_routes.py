@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import uuid
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -96,9 +97,10 @@ def test_missing_fields_mean_empty(api: Api) -> None:
     response = api.client.post("/v1/chains", json={}, headers=api.headers)
     assert response.status_code == 202
     chain_id = response.json()["chain_id"]
-    assert chain_id == chain_id_from_external_ids([]).hex()
     body = api.get(f"/v1/chains/{chain_id}/entries/first").json()
-    assert body["external_ids"] == [] and body["content"] == ""
+    (tag,) = [base64.b64decode(x) for x in body["external_ids"]]  # generated: a UUID
+    assert str(uuid.UUID(tag.decode("ascii"))) == tag.decode("ascii")
+    assert chain_id == chain_id_from_external_ids([tag]).hex() and body["content"] == ""
     nulls = {"external_ids": None, "content": None, "callback_url": None}
     assert (
         api.client.post(
@@ -106,6 +108,22 @@ def test_missing_fields_mean_empty(api: Api) -> None:
         ).status_code
         == 202
     )
+
+
+def test_chains_without_external_ids_are_distinct_for_every_account(api: Api) -> None:
+    """Every chain created without external IDs is a new chain, whoever creates it."""
+    other = api.new_key()
+    bodies = [{}, {"external_ids": None}, {"external_ids": []}, {"content": b64(b"same")}]
+    answers = []
+    for key in (api.key, other):
+        for body in bodies:
+            response = api.client.post("/v1/chains", json=body, headers={"user-key": key})
+            assert response.status_code == 202, response.text
+            answers.append(response.json()["chain_id"])
+    assert len(set(answers)) == len(answers) == 8
+    assert chain_id_from_external_ids([]).hex() not in answers
+    listed = api.get("/v1/chains").json()["items"]
+    assert {item["chain_id"] for item in listed} == set(answers[:4])
 
 
 @settings(

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
+import httpx
 from sqlalchemy import func, select
 
 from ledger.api.accounts import revoke_account, verify_key
@@ -24,7 +27,7 @@ def _sandbox(make_api: ApiFactory, tmp_path: Path, **overrides: object):
     main_url = f"sqlite:///{tmp_path / 'api.sqlite'}"
     sandbox_url = f"sqlite:///{tmp_path / 'sandbox.sqlite'}"
     live = make_api(database_url=main_url)  # the production service and its account
-    ledger = InMemoryLedger()
+    ledger = overrides.pop("ledger", None) or InMemoryLedger()
     settings = {
         "sandbox": True,
         "sandbox_database_url": sandbox_url,
@@ -72,7 +75,51 @@ def test_test_ledger_reaches_ledger_stage_but_never_anchor(
         sandbox.run_due()
         box.run_worker()
     assert box.get(f"/v1/chains/{chain_id}").json()["stage"] == "ledger"
-    assert box.ledger.calls["anchors"] >= 1  # asked, never anchored
+    assert box.ledger.calls["anchors"] == 0  # never even asked
+
+
+class ExternalTestNetwork:
+    """An external test network's node and wallet (not the built-in ledger) that anchors."""
+
+    def __init__(self) -> None:
+        self.ledger = InMemoryLedger()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ledger, name)
+
+
+def test_external_test_network_anchors_reach_neither_stage_nor_callback(
+    make_api: ApiFactory, tmp_path: Path
+) -> None:
+    hooks: list[httpx.Request] = []
+
+    def receive(request: httpx.Request) -> httpx.Response:
+        hooks.append(request)
+        return httpx.Response(200)
+
+    network = ExternalTestNetwork()
+    _, box = _sandbox(
+        make_api,
+        tmp_path,
+        ledger=network,
+        callback_allowed_hosts=["127.0.0.1"],
+        http_transport=httpx.MockTransport(receive),
+    )
+    assert box.services.sandbox is not None and box.services.sandbox.ledger is None  # external
+    hook = "http://127.0.0.1:9/hook"
+    stages = ["ledger", "anchor"]
+    chain_id = box.post_chain([b"ext"], callback_url=hook, callback_stages=stages).json()
+    box.run_worker()
+    block = network.ledger.mine_block()
+    box.run_worker()
+    network.ledger.anchor_block(block.height, "ab" * 32)  # the external node anchors it
+    for _ in range(3):
+        box.clock.advance(60.0)
+        box.run_worker()
+    assert box.get(f"/v1/chains/{chain_id['chain_id']}").json()["stage"] == "ledger"
+    sent = [dict(parse_qsl(urlsplit(str(r.url)).query))["stage"] for r in hooks]
+    assert sent == ["ledger"]  # the anchor callback is never sent
+    assert network.ledger.calls["anchors"] == 0
 
 
 def test_purge_deletes_chains_and_entries_but_keeps_accounts(

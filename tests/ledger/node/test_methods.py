@@ -58,10 +58,33 @@ async def test_heights_and_current_minute(node: NodeHarness) -> None:
         "currentminutestarttime", "currenttime", "directoryblockinseconds", "stalldetected",
         "faulttimeout", "roundtimeout",
     }  # fmt: skip
-    assert minute["minute"] == 1 and minute["leaderheight"] == 1
+    assert minute["minute"] == 1 and minute["leaderheight"] == 0  # agrees with heights
     assert minute["currentminutestarttime"] > minute["currentblockstarttime"]
     assert minute["currenttime"] == int(node.clock.now() * 1e9)
     assert minute["stalldetected"] is False
+
+
+async def test_leader_height_agrees_in_every_minute(node: NodeHarness) -> None:
+    """heights, current-minute and diagnostics name one leader height in minutes 0 to 9."""
+    for _ in range(12):  # through a block boundary
+        heights = await node.call("heights")
+        minute = await node.call("current-minute")
+        diag = await node.call("diagnostics")
+        expected = heights["directoryblockheight"] + (1 if minute["minute"] == 0 else 0)
+        assert heights["leaderheight"] == minute["leaderheight"] == expected
+        assert diag["leaderheight"] == expected
+        await node.next_minute()
+
+
+async def test_authorities_names_the_node_identity(node: NodeHarness) -> None:
+    result = await node.call("authorities")
+    diag = await node.call("diagnostics")
+    (authority,) = result["authorities"]
+    assert keys(authority) == {
+        "chainid", "manageid", "matroyshka", "signingkey", "status", "anchorkeys",
+    }  # fmt: skip
+    assert authority["chainid"] == diag["id"] and authority["signingkey"] == diag["publickey"]
+    assert authority["status"] == "federated" and authority["anchorkeys"] == []
 
 
 async def test_diagnostics_and_rates(node: NodeHarness) -> None:
@@ -146,6 +169,22 @@ async def test_commit_and_reveal_results(node: NodeHarness) -> None:
     assert (await node.call("reveal-entry", {"entry": entry.marshal().hex()}))["chainid"] == (
         first.chain_id.hex()
     )
+
+
+async def test_commit_chain_names_the_chain_in_every_order(node: NodeHarness) -> None:
+    """``chainid`` is always in the result: from the caller's ``chainid``, else null."""
+    first = Entry.first_entry([b"commit", b"first"], b"")
+    commit = CommitChain.create(node.ec_key, first, timestamp_ms=node.service.now_ms())
+    bare = await node.call("commit-chain", {"message": commit.marshal().hex()})
+    assert bare["chainid"] is None  # commit before reveal: only the hash is known
+    assert bare["chainidhash"] == commit.chain_id_hash.hex()
+    other = Entry.first_entry([b"commit", b"second"], b"")
+    commit2 = CommitChain.create(node.ec_key, other, timestamp_ms=node.service.now_ms())
+    wrong = {"message": commit2.marshal().hex(), "chainid": first.chain_id.hex()}
+    err = await node.error("commit-chain", wrong)
+    assert err["code"] == -32602 and "chainid" in err["data"]
+    named = {"message": commit2.marshal().hex(), "chainid": other.chain_id.hex()}
+    assert (await node.call("commit-chain", named))["chainid"] == other.chain_id.hex()
 
 
 async def test_repeated_commit_error_carries_data(node: NodeHarness) -> None:

@@ -53,8 +53,10 @@ class Rpc:
         if params is not None:
             body["params"] = params
         response = await self.client.post("/v2", json=body)
-        assert response.status_code == 200  # walletd answers errors with HTTP 200 too
-        return response.json()
+        reply = response.json()
+        # walletd answers errors with HTTP 400 (clients tell errors apart by the status)
+        assert response.status_code == (400 if "error" in reply else 200), reply
+        return reply
 
     async def result(self, method: str, params: Any = None) -> Any:
         reply = await self.call(method, params)

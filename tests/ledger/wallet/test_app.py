@@ -96,11 +96,11 @@ async def test_get_height_asks_the_node_heights(make_rpc) -> None:
     await down.aclose()
 
 
-async def test_envelope_errors_use_http_200(make_rpc) -> None:
+async def test_envelope_errors_use_http_400(make_rpc) -> None:
     async with make_rpc() as rpc:
         assert (await rpc.error("no-such-method"))["code"] == -32601
         response = await rpc.client.post("/v2", content=b"{not json")
-        assert response.status_code == 200 and response.json()["error"]["code"] == -32700
+        assert response.status_code == 400 and response.json()["error"]["code"] == -32700
         got = await rpc.client.request(
             "GET", "/v2", content=b'{"jsonrpc":"2.0","id":3,"method":"properties"}'
         )
@@ -211,7 +211,9 @@ async def test_compose_chain_matches_the_derived_vector(make_rpc) -> None:
         first = Entry.first_entry([b"test"], b"PayloadHere")
         assert first.chain_id.hex() == TEST_CHAIN
         assert result == {
-            "commit": _request("commit-chain", {"message": CHAIN_COMMIT}),
+            "commit": _request(
+                "commit-chain", {"message": CHAIN_COMMIT, "chainid": first.chain_id.hex()}
+            ),
             "reveal": _request("reveal-chain", {"entry": first.marshal().hex()}),
         }
         assert list(result["commit"]) == ["jsonrpc", "id", "params", "method"]

@@ -1,0 +1,74 @@
+"""Fixtures of the client interoperability tests: one real stack for the whole package.
+
+The four services run as ``notary up`` runs them (``ledger.stack``), on free loopback
+ports, with short blocks so that entries reach ``ledger`` (the hosted service's
+``factom``) and ``anchor`` stages in seconds. The clients under test are the published
+packages, unchanged (dev dependencies of the project): the Harmony Connect SDK
+(``factom-harmony-connect``), ``factom-api``, ``factom-core`` and ``factom-keys``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from ledger.stack import Stack, StackSettings, StackThread
+from tests.harness.ports import free_port
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunningStack:
+    """The running services: their addresses and the development account's API key."""
+
+    stack: Stack
+    api_key: str
+
+    @property
+    def settings(self) -> StackSettings:
+        return self.stack.settings
+
+    def origin(self, port: int) -> str:
+        return f"http://{self.settings.host}:{port}"
+
+    @property
+    def api_base(self) -> str:
+        """Base URL as the Harmony Connect SDK takes it (``.../v1/``)."""
+        return self.origin(self.settings.api_port) + "/v1/"
+
+    @property
+    def node_host(self) -> str:
+        """``http://host:port`` as ``factom-api`` takes it (it appends ``/v2``)."""
+        return self.origin(self.settings.node_port)
+
+    @property
+    def wallet_host(self) -> str:
+        return self.origin(self.settings.wallet_port)
+
+
+@pytest.fixture(scope="package")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
+    root: Path = tmp_path_factory.mktemp("interop")
+    settings = StackSettings(
+        data_dir=root / "data",
+        node_port=free_port(),
+        wallet_port=free_port(),
+        api_port=free_port(),
+        anchor_port=free_port(),
+        block_time_s=0.5,
+        pow_block_time_s=0.5,
+        sqlite_synchronous="NORMAL",
+    )
+    stack = Stack(settings)
+    key = stack.prepare()
+    thread = StackThread(stack)
+    thread.start()
+    try:
+        yield RunningStack(stack, key)
+    finally:
+        thread.stop()

@@ -1,0 +1,76 @@
+"""factom.js (npm ``factom``), unchanged, against the node and the wallet, where it can run.
+
+CI installs the project with pip only, so this check needs what only a developer machine
+may have: Node.js and ``npm ci`` run in ``tests/interop/js`` (which installs the version
+pinned in ``package-lock.json``). Without them it is skipped, saying which is missing.
+``js/check.js`` makes the calls (chains and entries signed by factom.js itself and by the
+wallet's key, blocks of every kind, coin and entry credit transactions, errors) and prints
+what each answered; the assertions are here.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ledger import devnet
+from tests.interop.conftest import RunningStack
+
+pytestmark = pytest.mark.e2e
+
+JS = Path(__file__).with_name("js")
+NODE = shutil.which("node")
+
+
+def _skip_reason() -> str | None:
+    if NODE is None:
+        return "factom.js needs Node.js (not installed here; CI has Python only)"
+    if not (JS / "node_modules" / "factom" / "package.json").exists():
+        return "factom.js is not installed: run `npm ci` in tests/interop/js"
+    return None
+
+
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+def test_factom_js_against_node_and_wallet(running: RunningStack) -> None:
+    s = running.settings
+    config = {
+        "node": {"host": s.host, "port": s.node_port},
+        "wallet": {"host": s.host, "port": s.wallet_port},
+        "ec": {"public": devnet.DEV_EC_ADDRESS, "secret": devnet.DEV_EC_SECRET},
+        "fct": {"public": devnet.DEV_FCT_ADDRESS, "secret": devnet.DEV_FCT_SECRET},
+    }
+    assert NODE is not None
+    done = subprocess.run(
+        [NODE, "check.js", json.dumps(config)],
+        cwd=JS,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = json.loads(done.stdout)
+    assert out["properties"]["factomdapiversion"] == "2.0"
+    assert out["walletProperties"]["walletapiversion"] == "2.0"
+    assert out["rate"] > 0 and out["ecBalance"] > 0 and out["fctBalance"] > 0
+    assert (
+        out["addChain"]["chainId"] == out["chainId"] and out["addChain"]["repeatedCommit"] is False
+    )
+    assert out["addEntry"]["entryHash"] == out["entryHashes"][1]
+    assert out["recordedContent"] == "two" and out["chainExists"] is True
+    assert out["firstEntry"] == "first" and out["allEntries"] == ["first", "two"]
+    assert out["chainHead"]["keyMR"] == out["blockContext"]["entryBlockKeyMR"]
+    assert out["dblockByKey"] == out["dblock"]["keyMR"]
+    assert out["entryBlock"] == out["blockContext"]["entryBlockKeyMR"]
+    for key in ("adminBlock", "ecBlock", "factoidBlock"):
+        assert isinstance(out[key], str) and len(out[key]) == 64, key
+    assert out["txId"] == out["tx"] == out["fetchedTx"]["id"]
+    assert out["fetchedTx"]["outputs"] == [100_000_000]
+    assert out["received"] == 100_000_000 and out["credits"] == 7
+    assert out["nodeError"] == {"name": "ApiError", "code": -32008}
+    assert out["walletError"] == {"name": "ApiError", "code": -32602}
+    assert out["unknownMethod"] == {"name": "ApiError", "code": -32601}

@@ -16,8 +16,11 @@ Exception tree (defined here unless another module is named)::
     ├── NotInBlockError (also LookupError)
     │                          the entry or block to prove is not in the block given
     ├── MerkleProofError       a Merkle branch or root that does not lead where it must
-    │   └── ReceiptError       (``ledger.core.receipt``) a receipt failing one of its
-    │                          numbered checks (``.step`` 1-7)
+    │   ├── ReceiptError       (``ledger.core.receipt``) a receipt failing one of its
+    │   │                      numbered checks (``.step`` 1-7)
+    │   └── AggregationProofError
+    │                          (``ledger.core.aggregation``) an audit path that does not
+    │                          lead to the batch root for its leaf index and tree size
     └── ProofError             (``ledger.core.proof.steps``) a proof bundle failing one of
                                the numbered ``Step`` s, Merkle or not (file hash, entry,
                                proof of work, ...)

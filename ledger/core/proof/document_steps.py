@@ -37,7 +37,9 @@ __all__ = ["check_aggregation", "check_commitment", "check_entry", "check_file_h
 
 _V1_SKIPPED = "version 1: the entry carries the document hash itself"
 _HASH_HEX = re.compile(rb"[0-9a-f]{64}")
-_SIZE = re.compile(rb"[1-9][0-9]*")
+#: A batch size in decimal, no leading zero; 40 digits bound what ``int()`` reads (a tree
+#: holds at most 2**40 leaves, 13 digits, so nothing valid is cut off).
+_SIZE = re.compile(rb"[1-9][0-9]{0,39}")
 
 
 def check_file_hash(

@@ -188,7 +188,7 @@ def _sweep_batch(
 
 def _directory_block(node: NodeClient, height: int) -> TrustedDirectoryBlock | str:
     """The block the node serves at ``height``, parsed once for every receipt naming it, or
-    why it cannot be trusted: such a block rejects those receipts (step 4), not the sweep."""
+    why it cannot be trusted: such a block rejects those receipts (step 6), not the sweep."""
     rawdata = node.dblock_by_height(height).get("rawdata")
     try:
         raw = bytes.fromhex(rawdata) if isinstance(rawdata, str) else None

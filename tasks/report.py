@@ -207,8 +207,8 @@ def reverify_receipts(
     """Verify a random sample of stored receipts again, against the node's directory blocks.
 
     Per sampled receipt: (0) the stored columns and the notarization agree with the stored
-    raw receipt; then ``verify_node_receipt`` (the proof steps 2 entry hash, 3 Merkle
-    path, 4 directory block at the receipt's height) with the bytes
+    raw receipt; then ``verify_node_receipt`` (the proof steps 4 entry hash, 5 Merkle
+    path, 6 directory block at the receipt's height) with the bytes
     ``fetch_dblock(height)`` returns (called once per height).
 
     Args:

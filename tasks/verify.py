@@ -6,11 +6,11 @@ numbered steps (``ledger.core.proof.steps.Step``, docs/proof-bundle.md), checked
 same order, so a receipt rejected here names the step ``notary verify`` would name:
 
 - ``Step.FORMAT`` (0): the receipt object parses (hex fields, hash lengths, integers);
-- ``Step.ENTRY`` (2): it is about the entry we published (its entry hash is the one
+- ``Step.ENTRY`` (4): it is about the entry we published (its entry hash is the one
   computed from the document's entry bytes);
-- ``Step.RECEIPT`` (3): every Merkle step, from the entry hash through the entry block
+- ``Step.RECEIPT`` (5): every Merkle step, from the entry hash through the entry block
   KeyMR to the directory block KeyMR it names (``ledger.core.receipt.verify_receipt``);
-- ``Step.DIRECTORY_BLOCK`` (4): that KeyMR and the receipt's height are those of the
+- ``Step.DIRECTORY_BLOCK`` (6): that KeyMR and the receipt's height are those of the
   directory block the node serves at that height (parsed exactly, header + body hashed).
 
 A sweep verifies many receipts against few directory blocks: ``TrustedDirectoryBlock``

@@ -78,7 +78,7 @@ def verify_command(
 
 
 def _line(step: Step, mark: str, text: str) -> str:
-    return f"  {int(step)} {mark} [bold]{step.title:<{_TITLE_WIDTH}}[/bold]  {escape(text)}"
+    return f"  {int(step):>2} {mark} [bold]{step.title:<{_TITLE_WIDTH}}[/bold]  {escape(text)}"
 
 
 def _passed(out: Console, report: StepReport) -> None:

@@ -1,8 +1,9 @@
 """Screenshots of the verification page for the README: a passing and a failing check.
 
-Usage: ``python -m tests.browser.screenshots [--out docs]``. Writes
+Usage: ``python -m tests.browser.screenshots [--out docs]``. With a version-2 bundle (the
+document's commitment aggregated in a batch of five), writes
 ``verify-page-pass.png`` (a file and its bundle: every step holds) and
-``verify-page-fail.png`` (a bundle whose last proof-of-work header was altered: step 7).
+``verify-page-fail.png`` (a bundle whose last proof-of-work header was altered: step 9).
 Needs Chromium (see conftest.py).
 """
 
@@ -25,7 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs"))
     out = parser.parse_args().out
-    forged = forge_bundle()
+    forged = forge_bundle(private="aggregated")
     good = forged.bundle.dumps()
     altered = forged.bundle.to_json()
     altered = put(altered, ("anchor", "headers", 2), flipped(altered["anchor"]["headers"][2], 77))

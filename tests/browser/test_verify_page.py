@@ -31,6 +31,12 @@ from tests.browser.cases import (
     reading_cases,
     tamper_cases,
 )
+from tests.browser.cases_v2 import (
+    duplicated_position_cases,
+    v2_bundles,
+    v2_cases,
+    v2_fuzz_cases,
+)
 from tests.browser.conftest import write_page
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
 
@@ -67,6 +73,11 @@ UI_STATE_JS = """
 @pytest.fixture(scope="module")
 def forged() -> Forged:
     return forge_bundle()
+
+
+@pytest.fixture(scope="module")
+def v2() -> dict[str, Forged]:
+    return v2_bundles()
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +131,7 @@ def test_page_loads_with_its_csp_and_makes_no_request(page: Any, files: dict[str
     meta = page.get_attribute('meta[http-equiv="Content-Security-Policy"]', "content")
     assert meta == content_security_policy()
     assert "connect-src 'none'" in meta and "'unsafe-inline'" not in meta
-    assert page.evaluate("() => [...NotaryVerify.VERSIONS.keys()]") == [1]
+    assert page.evaluate("() => [...NotaryVerify.VERSIONS.keys()]") == [1, 2]
     verify_in_ui(page, document=files["document"], bundle=files["bundle"])
     assert requests == [files["page"].as_uri()]
     assert page.errors == []
@@ -159,8 +170,9 @@ def test_the_page_mirrors_the_python_defaults() -> None:
 
 def test_step_titles_are_the_python_ones(page: Any, files: dict[str, Path]) -> None:
     open_page(page, files["page"].as_uri())
-    titles = page.evaluate("() => NotaryVerify.stepsOf(1)")
-    assert [(t["step"], t["title"]) for t in titles] == [(int(s), s.title) for s in Step]
+    for version in (1, 2):
+        titles = page.evaluate(f"() => NotaryVerify.stepsOf({version})")
+        assert [(t["step"], t["title"]) for t in titles] == [(int(s), s.title) for s in Step]
     assert page.evaluate("() => NotaryVerify.DEFAULT_POLICY") == {
         "chain": PowParams().chain,
         "difficultyBits": PowParams().difficulty_bits,
@@ -172,7 +184,7 @@ def test_step_titles_are_the_python_ones(page: Any, files: dict[str, Path]) -> N
 
 
 def test_every_tamper_case_fails_where_the_python_verifier_fails(
-    page: Any, files: dict[str, Path], forged: Forged
+    page: Any, files: dict[str, Path], forged: Forged, v2: dict[str, Forged]
 ) -> None:
     open_page(page, files["page"].as_uri())
     cases = [
@@ -180,6 +192,9 @@ def test_every_tamper_case_fails_where_the_python_verifier_fails(
         *reading_cases(forged),
         *codec_cases(forged),
         *fuzz_cases(forged, 600),
+        *v2_cases(v2),
+        *duplicated_position_cases(),
+        *v2_fuzz_cases(v2, 400),
     ]
     results = run_in_page(page, cases)
     mismatches = []
@@ -193,8 +208,8 @@ def test_every_tamper_case_fails_where_the_python_verifier_fails(
             mismatches.append((case.name, want, got))
     assert mismatches == [], f"{len(mismatches)} of {len(cases)} differ; first: {mismatches[:3]}"
     # The suite reaches every step, passes included (not a suite that fails everything early).
-    assert {f"step {s}" for s in range(10)} <= set(by_step) and by_step["pass"] >= 5, by_step
-    assert len(cases) > 2500
+    assert {f"step {s}" for s in range(12)} <= set(by_step) and by_step["pass"] >= 10, by_step
+    assert len(cases) > 6000
 
 
 def test_valid_bundle_passes_every_step_with_the_python_details(
@@ -208,7 +223,10 @@ def test_valid_bundle_passes_every_step_with_the_python_details(
         forged.bundle, document_bytes=DOCUMENT, policy=forged.policy, on_step=reports.append
     )
     assert shown["verdict"] == "pass" and shown["text"] == "Verified: every step holds."
-    assert shown["steps"] == [[int(r.step), "passed", r.detail] for r in reports]
+    assert shown["steps"] == [
+        [int(r.step), "skipped" if r.skipped else "passed", r.detail] for r in reports
+    ]
+    assert "its SHA-256 is recorded in directory block 1" in shown["detail"]
     assert "by Web Crypto" in shown["note"] and "at least 3 confirmations" in shown["note"]
     assert page.evaluate("() => document.activeElement.id") == "verdict-title"
 
@@ -223,31 +241,31 @@ def test_wrong_file_fails_at_step_one_with_both_hashes(
     assert shown["expected"] == forged.bundle.document_sha256.hex()
     assert shown["computed"] == hashlib.sha256(DOCUMENT + b" ").hexdigest()
     statuses = [status for _, status, _ in shown["steps"]]
-    assert statuses == ["passed", "failed"] + ["unreached"] * 8
+    assert statuses == ["passed", "failed"] + ["unreached"] * 10
 
 
 def test_bundle_without_a_file_is_only_partly_verified(page: Any, files: dict[str, Path]) -> None:
     open_page(page, files["page"].as_uri())
     shown = verify_in_ui(page, document=None, bundle=files["bundle"])
     assert shown["verdict"] == "partial"
-    assert [s[1] for s in shown["steps"]] == ["passed", "skipped"] + ["passed"] * 8
+    assert [s[1] for s in shown["steps"]] == ["passed"] + ["skipped"] * 3 + ["passed"] * 8
 
 
-def one_case_per_step(forged: Forged) -> list[Case]:
-    """The first tamper case failing at each step 0-9, under the forged bundle's policy."""
+def one_case_per_step(forged: Forged, v2: dict[str, Forged]) -> list[Case]:
+    """The first tamper case failing at each step 0-11, under the forged bundle's policy."""
     chosen: dict[int, Case] = {}
-    for case in tamper_cases(forged):
+    for case in [*tamper_cases(forged), *v2_cases(v2)]:
         failure = python_verdict(case)["failure"]
         if failure and failure["step"] not in chosen and case.policy == forged.policy:
             chosen[failure["step"]] = case
-    assert sorted(chosen) == list(range(10))
-    return [chosen[s] for s in range(10)]
+    assert sorted(chosen) == list(range(12))
+    return [chosen[s] for s in range(12)]
 
 
 def test_tampered_bundles_fail_in_the_interface_at_the_python_step(
-    page: Any, files: dict[str, Path], forged: Forged, tmp_path: Path
+    page: Any, files: dict[str, Path], forged: Forged, v2: dict[str, Forged], tmp_path: Path
 ) -> None:
-    for case in one_case_per_step(forged):
+    for case in one_case_per_step(forged, v2):
         want = python_verdict(case)["failure"]
         bundle = tmp_path / "tampered.proof.json"
         bundle.write_bytes(case.text)
@@ -269,11 +287,37 @@ def test_policy_changed_on_the_page_is_applied(page: Any, files: dict[str, Path]
     page.click("#policy summary")
     page.fill("#policy-confirmations", "4")
     page.dispatch_event("#policy-confirmations", "change")
-    page.wait_for_function("() => document.getElementById('verdict').dataset.failedStep === '8'")
+    page.wait_for_function("() => document.getElementById('verdict').dataset.failedStep === '10'")
     assert "4 required" not in page.inner_text("#steps")
     assert "at least 4 confirmations" in page.inner_text("#run-note")
     page.fill("#policy-bits", "0")
     assert page.is_visible("#policy-error") and page.is_disabled("#verify-button")
+
+
+@pytest.mark.parametrize("kind", ["aggregated", "document"])
+def test_a_version_2_bundle_passes_with_the_python_details_and_says_how(
+    page: Any, files: dict[str, Path], v2: dict[str, Forged], tmp_path: Path, kind: str
+) -> None:
+    forged = v2[kind]
+    bundle = tmp_path / "report.txt.proof.json"
+    bundle.write_text(forged.bundle.dumps())
+    open_page(page, files["page"].as_uri())
+    page.check("#full-values")
+    shown = verify_in_ui(page, document=files["document"], bundle=bundle)
+    reports: list[StepReport] = []
+    verify_bundle(
+        forged.bundle, document_bytes=DOCUMENT, policy=forged.policy, on_step=reports.append
+    )
+    assert shown["verdict"] == "pass", shown
+    assert shown["steps"] == [
+        [int(r.step), "skipped" if r.skipped else "passed", r.detail] for r in reports
+    ]
+    how = "as leaf 3 of a batch of 5" if kind == "aggregated" else "in its own entry"
+    assert (
+        f"its commitment (its SHA-256 sealed with the bundle's nonce) is recorded {how}"
+        in (shown["detail"])
+    )
+    assert page.errors == []
 
 
 # -- one bundle built into the page ------------------------------------------------------------
@@ -305,7 +349,7 @@ def test_embedded_bundle_cannot_break_out_of_its_script_block(
     page.wait_for_selector("#result[data-state=done]")
     shown = page.evaluate(UI_STATE_JS)
     want = python_verdict(Case("hostile", json.dumps(hostile).encode(), DOCUMENT, forged.policy))
-    assert shown["failedStep"] == "7" and shown["detail"] == want["failure"]["reason"]
+    assert shown["failedStep"] == "9" and shown["detail"] == want["failure"]["reason"]
     assert page.evaluate("() => window.owned === undefined")
 
 

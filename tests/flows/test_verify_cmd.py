@@ -41,9 +41,28 @@ def test_every_step_is_printed_in_order_and_the_exit_code_is_zero(
 ) -> None:
     code, text = run(*files, forged)
     assert code == ExitCode.OK
-    numbers = [int(m) for m in re.findall(r"^\s+(\d) ✓", text, flags=re.MULTILINE)]
-    assert numbers == list(range(10))
+    numbers = [int(m) for m in re.findall(r"^\s+(\d+) ✓", text, flags=re.MULTILINE)]
+    assert numbers == [0, 1, *range(4, 12)]
+    skipped = re.findall(r"^\s+(\d+) - (\w+)\s+(.*)$", text, flags=re.MULTILINE)
+    version_1 = "version 1: the entry carries the document hash itself"
+    assert skipped == [("2", "commitment", version_1), ("3", "aggregation", version_1)]
     assert "Verified" in text
+
+
+@pytest.mark.parametrize("private", ["aggregated", "document"])
+def test_a_version_2_bundle_shows_its_commitment_and_aggregation_steps(
+    tmp_path: Path, private: str
+) -> None:
+    v2 = forge_bundle(private=private)  # type: ignore[arg-type]
+    document = tmp_path / "report.txt"
+    document.write_bytes(DOCUMENT)
+    proof = tmp_path / "report.txt.proof.json"
+    proof.write_text(v2.bundle.dumps())
+    code, text = run(document, proof, v2)
+    assert code == ExitCode.OK, text
+    numbers = [int(m) for m in re.findall(r"^\s+(\d+) ✓", text, flags=re.MULTILINE)]
+    assert numbers == [s for s in range(12) if not (s == 3 and private == "document")]
+    assert re.search(r"^\s+2 ✓ commitment\s+commitment [0-9a-f]{64}", text, flags=re.MULTILINE)
 
 
 def test_another_file_fails_at_step_one(files: tuple[Path, Path], forged: Forged) -> None:
@@ -62,8 +81,9 @@ def test_a_forged_bundle_fails_at_its_step(files: tuple[Path, Path], forged: For
     proof.write_text(json.dumps(obj))
     code, text = run(document, proof, forged)
     assert code == ExitCode.INCOMPLETE
-    assert [int(m) for m in re.findall(r"^\s+(\d) ✓", text, flags=re.MULTILINE)] == list(range(6))
-    assert "failed at step 6" in text
+    passed = [int(m) for m in re.findall(r"^\s+(\d+) ✓", text, flags=re.MULTILINE)]
+    assert passed == [0, 1, 4, 5, 6, 7]
+    assert "failed at step 8" in text
 
 
 def test_a_bundle_that_is_not_json_fails_at_step_zero(

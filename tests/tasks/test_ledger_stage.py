@@ -127,7 +127,7 @@ def test_block_that_does_not_parse_rejects_only_its_receipts(store: AuditStore) 
     with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
         outcome = sweep_ledger(store, client, collection=COLLECTION, batch_size=3)
     assert (outcome.recorded, outcome.rejected, outcome.waiting) == (2, 2, 0)
-    assert all("step 4 (directory block)" in e for e in outcome.errors)
+    assert all("step 6 (directory block)" in e for e in outcome.errors)
     assert {k: v for k, v in store.summary(COLLECTION).items() if v} == {"ledger": 2, "failed": 2}
 
 

@@ -9,6 +9,14 @@ Rules::
 A path is the list of sibling hashes from the leaf up; the leaf's index says, bit by bit,
 on which side each sibling sits (bit ``i`` set: the sibling is on the left at level ``i``).
 Building (``merkle_path``) and checking (``root_from_path``) are separate pure pieces.
+
+Duplicating the odd last node makes the tree over ``[a, b, c]`` the same as over
+``[a, b, c, c]`` (CVE-2012-2459): a path can then claim a position one past a level's end,
+as the right twin of the last node, and still lead to the root. Such a step is the only
+one where a right-hand node equals its left sibling (distinct transactions never make
+equal subtrees), so ``root_from_path`` refuses exactly that, from the path alone, without
+knowing the block's transaction count. This is Bitcoin Core's "mutated" test
+(``ComputeMerkleRoot``: two equal nodes paired), applied to the one branch a proof walks.
 """
 
 from __future__ import annotations
@@ -64,7 +72,9 @@ def root_from_path(txid: bytes, index: int, path: Sequence[bytes]) -> bytes:
 
     Raises:
         MerkleProofError: ``index`` is negative or has bits above the path's length (those
-            bits would otherwise go unchecked), or a sibling is not 32 bytes.
+            bits would otherwise go unchecked), a sibling is not 32 bytes, or a step puts
+            the running node on the right of a sibling equal to it: ``index`` then names a
+            position that exists only through the duplicated last node (module docstring).
     """
     if index < 0 or index >> len(path):
         raise MerkleProofError(f"index {index} does not fit a path of {len(path)} levels")
@@ -72,5 +82,13 @@ def root_from_path(txid: bytes, index: int, path: Sequence[bytes]) -> bytes:
     for level, sibling in enumerate(path):
         if len(sibling) != 32:
             raise MerkleProofError(f"path element {level} is {len(sibling)} bytes, not 32")
-        current = _parent(sibling, current) if index >> level & 1 else _parent(current, sibling)
+        if index >> level & 1:
+            if sibling == current:
+                raise MerkleProofError(
+                    f"position {index} exists only through the duplicated last node"
+                    f" (path element {level} is the node's own copy)"
+                )
+            current = _parent(sibling, current)
+        else:
+            current = _parent(current, sibling)
     return current

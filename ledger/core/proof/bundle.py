@@ -1,10 +1,17 @@
-"""The proof bundle (format v1): typed parts, the JSON form, and assembly.
+"""The proof bundle (format versions 1 and 2): typed parts, the JSON form, and assembly.
 
 A bundle (``docs/proof-bundle.md``) holds the document's SHA-256, the entry bytes, the
 receipt (entry hash -> entry block KeyMR -> directory block KeyMR), the directory block
 (header + body, so its KeyMR is recomputed), the anchor transaction of that directory block
 with its Merkle path in the anchor block, and the anchor block headers from that block to
 the confirmation depth; optionally the window ("contract") anchor.
+
+Version 1 is for clear-text entries, which carry the document hash itself. Version 2 is for
+private entries (``ledger.core.notary_entry``): it adds the document's commitment nonce
+(``ledger.core.commitment``) and, when the entry carries the root of an aggregation tree
+rather than the document's own commitment, the document's leaf index, the tree size and the
+audit path (``ledger.core.aggregation``). ``ProofBundle.version`` follows from the parts: 2
+exactly when a nonce is present.
 
 Parsing checks shapes only (objects, lists, strict hex, non-negative integers) and raises
 ``ProofError`` at ``Step.FORMAT``; lengths and meanings are checked by the verification
@@ -25,7 +32,8 @@ from ledger.core.receipt import Receipt
 
 __all__ = [
     "BUNDLE_FORMAT",
-    "BUNDLE_VERSION",
+    "BUNDLE_VERSIONS",
+    "Aggregation",
     "AnchorPart",
     "ContractPart",
     "Node",
@@ -36,7 +44,8 @@ __all__ = [
 ]
 
 BUNDLE_FORMAT = "notary-proof-bundle"
-BUNDLE_VERSION = 1
+#: The versions this module reads and writes (docs/proof-bundle.md, "Versioning").
+BUNDLE_VERSIONS = (1, 2)
 
 #: A Merkle node as the bundle holds it: (left, right, top), raw bytes as read.
 Node = tuple[bytes, bytes, bytes]
@@ -90,9 +99,31 @@ class ContractPart:
 
 
 @dataclass(frozen=True)
+class Aggregation:
+    """Where a document's commitment sits in the aggregation tree its entry carries.
+
+    Attributes:
+        leaf_index: the commitment's leaf position, ``0 <= leaf_index < tree_size``.
+        tree_size: the number of leaves, as the batch entry states it.
+        audit_path: sibling hashes (raw 32 bytes each), leaf level first (RFC 9162
+            section 2.1.3; ``ledger.core.aggregation.AggregationTree.audit_path``).
+
+    Ranges and lengths are checked by the verifier's step 3, not here.
+    """
+
+    leaf_index: int
+    tree_size: int
+    audit_path: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
 class ProofBundle:
     """A parsed bundle. Byte fields are raw and of whatever length the JSON held: lengths
-    are checked by the verification step that uses them."""
+    are checked by the verification step that uses them.
+
+    ``commitment_nonce`` (32 bytes when well formed) makes it a version-2 bundle;
+    ``aggregation`` is only allowed with a nonce (``ProofError`` at step 0 otherwise).
+    """
 
     document_sha256: bytes
     entry: bytes
@@ -100,14 +131,34 @@ class ProofBundle:
     directory_block: bytes
     anchor: AnchorPart
     contract: ContractPart | None = None
+    commitment_nonce: bytes | None = None
+    aggregation: Aggregation | None = None
+
+    def __post_init__(self) -> None:
+        if self.aggregation is not None and self.commitment_nonce is None:
+            raise ProofError(
+                Step.FORMAT, "an aggregation needs a commitment nonce (bundle version 2)"
+            )
+
+    @property
+    def version(self) -> int:
+        """1 for a clear-text entry's bundle, 2 when the entry publishes a commitment."""
+        return 1 if self.commitment_nonce is None else 2
 
     def to_json(self) -> dict[str, Any]:
-        """The bundle's JSON object (format v1)."""
+        """The bundle's JSON object (its ``version``'s layout, docs/proof-bundle.md)."""
         r = self.receipt
+        private: dict[str, Any] = {}
+        if self.commitment_nonce is not None:
+            private = {
+                "commitment": {"nonce": self.commitment_nonce.hex()},
+                "aggregation": _aggregation_json(self.aggregation),
+            }
         return {
             "format": BUNDLE_FORMAT,
-            "version": BUNDLE_VERSION,
+            "version": self.version,
             "document": {"sha256": self.document_sha256.hex()},
+            **private,
             "entry": {"raw": self.entry.hex()},
             "receipt": {
                 "entryhash": r.entry_hash.hex(),
@@ -131,8 +182,10 @@ class ProofBundle:
         top = _object(obj, "bundle")
         if top.get("format") != BUNDLE_FORMAT:
             raise ProofError(Step.FORMAT, f"not a {BUNDLE_FORMAT} document")
-        if top.get("version") != BUNDLE_VERSION:
-            raise ProofError(Step.FORMAT, f"unsupported bundle version {top.get('version')!r}")
+        version = top.get("version")
+        if version not in BUNDLE_VERSIONS:
+            raise ProofError(Step.FORMAT, f"unsupported bundle version {version!r}")
+        nonce, aggregation = _private_parts(top) if version == 2 else (None, None)
         receipt = _object(top.get("receipt"), "receipt")
         anchor = _object(top.get("anchor"), "anchor")
         contract = top.get("contract")
@@ -153,6 +206,8 @@ class ProofBundle:
                 headers=_hex_list(anchor.get("headers"), "anchor headers"),
             ),
             contract=None if contract is None else _contract_part(_object(contract, "contract")),
+            commitment_nonce=nonce,
+            aggregation=aggregation,
         )
 
     def dumps(self) -> str:
@@ -168,6 +223,32 @@ class ProofBundle:
             # RecursionError: nesting deeper than the parser's stack (a hostile file)
             raise ProofError(Step.FORMAT, f"not valid JSON: {exc}") from exc
         return cls.from_json(obj)
+
+
+def _aggregation_json(aggregation: Aggregation | None) -> dict[str, Any] | None:
+    if aggregation is None:
+        return None
+    return {
+        "leaf_index": aggregation.leaf_index,
+        "tree_size": aggregation.tree_size,
+        "audit_path": [h.hex() for h in aggregation.audit_path],
+    }
+
+
+def _private_parts(top: Mapping[str, Any]) -> tuple[bytes, Aggregation | None]:
+    """Version 2's ``commitment`` and ``aggregation`` (present; ``null`` for one document)."""
+    nonce = _hex(_object(top.get("commitment"), "commitment"), "nonce")
+    if "aggregation" not in top:
+        raise _fail("aggregation must be present (null for a per-document entry)")
+    value = top["aggregation"]
+    if value is None:
+        return nonce, None
+    obj = _object(value, "aggregation")
+    return nonce, Aggregation(
+        leaf_index=_uint(obj, "leaf_index"),
+        tree_size=_uint(obj, "tree_size"),
+        audit_path=_hex_list(obj.get("audit_path"), "audit_path"),
+    )
 
 
 def _node_json(node: Node) -> dict[str, str]:
@@ -273,6 +354,8 @@ def build_bundle(
     receipt: Mapping[str, Any] | Receipt,
     directory_block: bytes,
     anchor_proof: Mapping[str, Any],
+    commitment_nonce: bytes | None = None,
+    aggregation: Aggregation | None = None,
 ) -> ProofBundle:
     """Assemble a bundle from what the services answer (it is not verified here).
 
@@ -283,18 +366,33 @@ def build_bundle(
         directory_block: exact bytes of the directory block (``dblock-by-height`` rawdata).
         anchor_proof: the anchor service's ``anchor-proof`` result:
             ``{"anchor": {...}, "contract": {...} | null}`` (docs/proof-bundle.md).
+        commitment_nonce: the document's 32-byte nonce (``ledger.core.commitment``) when
+            the entry publishes a commitment: the bundle is then version 2. None: a
+            clear-text entry that carries the document hash, version 1.
+        aggregation: where the document's commitment sits in the tree whose root and size
+            the entry carries (version 2 only); None for a per-document entry.
 
     Raises:
-        ProofError: (step 0) the parts do not form a well-shaped bundle.
+        ProofError: (step 0) the parts do not form a well-shaped bundle, or an
+            ``aggregation`` was given without a ``commitment_nonce``.
     """
     data = receipt.to_json() if isinstance(receipt, Receipt) else dict(receipt)
     data = data.get("receipt", data) if "entry" not in data else data
     entry_obj = _object(data.get("entry"), "receipt entry")
+    private: dict[str, Any] = {}
+    if commitment_nonce is not None:
+        private = {
+            "commitment": {"nonce": bytes(commitment_nonce).hex()},
+            "aggregation": _aggregation_json(aggregation),
+        }
+    elif aggregation is not None:
+        raise _fail("an aggregation needs a commitment nonce (bundle version 2)")
     return ProofBundle.from_json(
         {
             "format": BUNDLE_FORMAT,
-            "version": BUNDLE_VERSION,
+            "version": 1 if commitment_nonce is None else 2,
             "document": {"sha256": bytes(document_sha256).hex()},
+            **private,
             "entry": {"raw": bytes(entry).hex()},
             "receipt": {
                 "entryhash": entry_obj.get("entryhash"),

@@ -5,6 +5,9 @@ that module's docstring and in ``docs/proof-bundle.md``). The pipeline's own rec
 (``tasks.verify``) names its failures with the same steps, so a receipt rejected while
 collecting and a bundle rejected by ``notary verify`` say the same thing.
 
+Steps 2 (commitment) and 3 (aggregation) exist for bundle version 2; a version-1 bundle
+reports them as skipped, so every bundle shows the same numbers.
+
 ``ProofError`` is a direct ``LedgerFormatError``: a bundle can fail at the file hash or at
 the proof of work, which are not Merkle proofs (see ``ledger.core.errors``).
 """
@@ -24,14 +27,16 @@ class Step(IntEnum):
 
     FORMAT = 0
     FILE_HASH = 1
-    ENTRY = 2
-    RECEIPT = 3
-    DIRECTORY_BLOCK = 4
-    ANCHOR_PAYLOAD = 5
-    ANCHOR_INCLUSION = 6
-    PROOF_OF_WORK = 7
-    HEADER_LINKS = 8
-    CONTRACT = 9
+    COMMITMENT = 2
+    AGGREGATION = 3
+    ENTRY = 4
+    RECEIPT = 5
+    DIRECTORY_BLOCK = 6
+    ANCHOR_PAYLOAD = 7
+    ANCHOR_INCLUSION = 8
+    PROOF_OF_WORK = 9
+    HEADER_LINKS = 10
+    CONTRACT = 11
 
     @property
     def title(self) -> str:
@@ -42,6 +47,8 @@ class Step(IntEnum):
 _TITLES = {
     Step.FORMAT: "bundle format",
     Step.FILE_HASH: "file hash",
+    Step.COMMITMENT: "commitment",
+    Step.AGGREGATION: "aggregation",
     Step.ENTRY: "entry",
     Step.RECEIPT: "Merkle steps",
     Step.DIRECTORY_BLOCK: "directory block",

@@ -4,7 +4,7 @@ A person opens the page (a file on disk, or ``GET /verify`` of the publishing AP
 a document and its proof bundle (``docs/proof-bundle.md``), and sees every step of
 ``notary verify`` with what it checked and a verdict. The file is hashed in the browser
 (Web Crypto, or the inlined ``@noble/hashes`` streaming SHA-256 for large files) and the
-steps are the JavaScript twins of ``ledger.core.proof.verify_bundle``: same numbers,
+steps are the JavaScript twins of ``ledger.core.proof.verify.verify_bundle``: same numbers,
 titles, reasons and details.
 
 The page makes no network request: every script and style is inline, and its
@@ -19,7 +19,9 @@ Assets (this package's data files)::
     pyjson.js                     JSON read as Python's json.loads reads it; repr()
     codecs.js                     entry, directory block, transaction, header, Merkle rules
     verify.js                     step 0, the trust policy, the version registry, the run
-    bundle_v1.js                  bundle version 1: its parser and steps 1-9
+    bundle_v1.js                  bundle version 1: its parser and steps 1-11 (2-3 skipped)
+    bundle_v2.js                  bundle version 2: its parser and steps 2-4 (commitment,
+                                  aggregation, entry); version 1's checks for the rest
     ui.js                         files in, hashing with progress, steps and verdict out
 
 Pure: reading the package's own files is its only I/O.
@@ -53,6 +55,7 @@ _SCRIPTS = (
     "codecs.js",
     "verify.js",
     "bundle_v1.js",
+    "bundle_v2.js",
     "ui.js",
 )
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")

@@ -1,8 +1,10 @@
 /*
- * Bundle format version 1 (docs/proof-bundle.md): its parser and steps 1-9, each the
- * twin of the check of the same number in ledger/core/proof.py (and of the receipt,
+ * Bundle format version 1 (docs/proof-bundle.md): its parser and steps 1-11, each the
+ * twin of the check of the same number in ledger/core/proof/ (and of the receipt,
  * directory block, transaction and header checks it calls), with the same reasons and
- * the same reported details. Registers itself with NotaryVerify.registerVersion.
+ * the same reported details; steps 2 and 3 are skipped (the entry carries the document
+ * hash itself). Registers itself with NotaryVerify.registerVersion and exports its
+ * parser and checks as globalThis.NotaryBundleV1, for version 2 (bundle_v2.js).
  */
 (function (root) {
   "use strict";
@@ -94,7 +96,7 @@
     };
   }
 
-  // -- steps 1-9 ------------------------------------------------------------------------
+  // -- steps 1-11 -----------------------------------------------------------------------
   //
   // Each check takes the run's context {bundle, documentSha256, policy, state} and returns
   // its report: `detail`, a list of text and {hex} parts (joined, it is the text that
@@ -133,17 +135,22 @@
     try {
       entry = parseEntry(b.entry);
     } catch (exc) {
-      throw asProofError(exc, 2, "entry bytes do not parse: ");
+      throw asProofError(exc, 4, "entry bytes do not parse: ");
     }
-    if (!carries(entry, b.documentSha256)) throw new ProofError(2, "the entry does not carry the document hash");
+    if (!carries(entry, b.documentSha256)) throw new ProofError(4, "the entry does not carry the document hash");
+    checkReceiptEntryHash(b);
+    return { detail: ["entry ", H(entryHash(b.entry)), " (chain ", H(entry.chainId), ") carries the hash"] };
+  }
+
+  /** The end of step 4, both versions: the entry hashes to the receipt's entry hash. */
+  function checkReceiptEntryHash(b) {
     const computed = entryHash(b.entry);
     if (!equal(computed, b.receipt.entryHash)) {
-      throw new ProofError(2, "the entry does not hash to the receipt's entry hash", {
+      throw new ProofError(4, "the entry does not hash to the receipt's entry hash", {
         expected: b.receipt.entryHash,
         computed,
       });
     }
-    return { detail: ["entry ", H(computed), " (chain ", H(entry.chainId), ") carries the hash"] };
   }
 
   function asProofError(exc, step, prefix) {
@@ -155,7 +162,7 @@
     if (value.length !== 32) throw new FormatError(`${what} must be exactly 32 bytes`);
   }
 
-  /** Step 3: `verify_receipt` over the bundle's receipt and entry (formats 6). */
+  /** Step 5: `verify_receipt` over the bundle's receipt and entry (formats 6). */
   function checkReceipt(ctx) {
     const b = ctx.bundle;
     const r = b.receipt;
@@ -171,9 +178,9 @@
       verifyReceipt(r, nodes, b.entry);
     } catch (exc) {
       if (exc instanceof ReceiptError) {
-        throw new ProofError(3, exc.bare, { expected: exc.expected, computed: exc.computed });
+        throw new ProofError(5, exc.bare, { expected: exc.expected, computed: exc.computed });
       }
-      throw asProofError(exc, 3, "malformed receipt: ");
+      throw asProofError(exc, 5, "malformed receipt: ");
     }
     return {
       detail: [
@@ -250,17 +257,17 @@
     try {
       dblock = parseDirectoryBlock(b.directoryBlock);
     } catch (exc) {
-      throw asProofError(exc, 4, "directory block does not parse: ");
+      throw asProofError(exc, 6, "directory block does not parse: ");
     }
     if (!equal(dblock.keyMr, b.receipt.directoryBlockKeyMr)) {
-      throw new ProofError(4, "the directory block's KeyMR is not the receipt's", {
+      throw new ProofError(6, "the directory block's KeyMR is not the receipt's", {
         expected: b.receipt.directoryBlockKeyMr,
         computed: dblock.keyMr,
       });
     }
     if (BigInt(dblock.height) !== b.receipt.directoryBlockHeight) {
       throw new ProofError(
-        4,
+        6,
         `the directory block is at height ${dblock.height}, the receipt says ${b.receipt.directoryBlockHeight}`
       );
     }
@@ -285,25 +292,25 @@
 
   function checkAnchorPayload(ctx) {
     const dblock = ctx.state.dblock;
-    const tx = parseTx(ctx.bundle.anchor.tx.transaction, 5);
+    const tx = parseTx(ctx.bundle.anchor.tx.transaction, 7);
     const anchors = tx.payloads
       .filter((p) => p.length === 40 && equal(p.subarray(0, 2), ANCHOR_TAG))
       .map((p) => ({ height: uintBE(p.subarray(2, 8)), keyMr: p.subarray(8) }));
     if (anchors.some((a) => a.height === dblock.height && equal(a.keyMr, dblock.keyMr))) {
       return { detail: [`"Fa" height ${dblock.height} KeyMR `, H(dblock.keyMr)] };
     }
-    if (!anchors.length) throw new ProofError(5, 'the transaction has no "Fa" anchor output');
+    if (!anchors.length) throw new ProofError(7, 'the transaction has no "Fa" anchor output');
     const first = anchors[0];
     if (first.height !== dblock.height) {
-      throw new ProofError(5, `the anchor is for height ${first.height}, not ${dblock.height}`);
+      throw new ProofError(7, `the anchor is for height ${first.height}, not ${dblock.height}`);
     }
-    throw new ProofError(5, "the anchor names another directory block KeyMR", {
+    throw new ProofError(7, "the anchor names another directory block KeyMR", {
       expected: dblock.keyMr,
       computed: first.keyMr,
     });
   }
 
-  /** Shared by steps 6 and 9: txid, Merkle path, the header's Merkle root. */
+  /** Shared by steps 8 and 11: txid, Merkle path, the header's Merkle root. */
   function checkInclusion(tx, headerRaw, step, index) {
     if (tx.transaction.length === 64) {
       throw new ProofError(step, "a 64-byte transaction could pass for a Merkle node");
@@ -318,10 +325,15 @@
     let header, root;
     try {
       header = parseHeader(headerRaw);
-      root = rootFromPath(txid, tx.txIndex, tx.merklePath);
     } catch (exc) {
       if (!(exc instanceof FormatError)) throw exc;
       throw new ProofError(step, `header ${index}: ${exc.message}`, { index });
+    }
+    try {
+      root = rootFromPath(txid, tx.txIndex, tx.merklePath);
+    } catch (exc) {
+      if (!(exc instanceof FormatError)) throw exc;
+      throw new ProofError(step, `the transaction's Merkle path: ${exc.message}`, { index });
     }
     if (!equal(root, header.merkleRoot)) {
       throw new ProofError(step, `the Merkle path does not lead to the root of header ${index}`, {
@@ -335,8 +347,8 @@
 
   function checkAnchorInclusion(ctx) {
     const anchor = ctx.bundle.anchor;
-    if (!anchor.headers.length) throw new ProofError(6, "the bundle has no anchor block header");
-    const header = checkInclusion(anchor.tx, anchor.headers[0], 6, 0);
+    if (!anchor.headers.length) throw new ProofError(8, "the bundle has no anchor block header");
+    const header = checkInclusion(anchor.tx, anchor.headers[0], 8, 0);
     return {
       detail: [
         "transaction ",
@@ -351,7 +363,7 @@
     const { bundle, policy } = ctx;
     if (bundle.anchor.chain !== policy.chain) {
       throw new ProofError(
-        7,
+        9,
         `anchored in chain ${reprStr(bundle.anchor.chain)}; the policy trusts ${reprStr(policy.chain)}`
       );
     }
@@ -362,18 +374,18 @@
         target = bitsToTarget(header.bits);
       } catch (exc) {
         if (!(exc instanceof FormatError)) throw exc;
-        throw new ProofError(7, `header ${i}: ${exc.message}`, { index: i });
+        throw new ProofError(9, `header ${i}: ${exc.message}`, { index: i });
       }
       if (target > policy.target) {
         throw new ProofError(
-          7,
+          9,
           `header ${i}: work is short (bits ${bitsHex(header.bits)} are easier than` +
             ` ${policy.difficultyBits} bits)`,
           { index: i }
         );
       }
       if (uintLE(header.hash) > target) {
-        throw new ProofError(7, `header ${i}: hash does not meet its target`, { index: i });
+        throw new ProofError(9, `header ${i}: hash does not meet its target`, { index: i });
       }
       return header;
     });
@@ -389,7 +401,7 @@
     for (let i = 1; i < headers.length; i++) {
       const previous = headers[i - 1].hash;
       if (!equal(headers[i].prevHash, previous)) {
-        throw new ProofError(8, `header ${i} does not link to header ${i - 1}`, {
+        throw new ProofError(10, `header ${i} does not link to header ${i - 1}`, {
           index: i,
           expected: previous,
           computed: headers[i].prevHash,
@@ -398,7 +410,7 @@
     }
     if (headers.length < policy.confirmations) {
       throw new ProofError(
-        8,
+        10,
         `${headers.length} confirmations, the policy needs ${policy.confirmations}`
       );
     }
@@ -417,12 +429,12 @@
     checkWindowCommitment(c, dblock);
     checkWindowBranch(c, dblock);
     if (c.headerIndex >= BigInt(headers.length)) {
-      throw new ProofError(9, `header_index ${c.headerIndex} is not in the bundle`);
+      throw new ProofError(11, `header_index ${c.headerIndex} is not in the bundle`);
     }
     const at = Number(c.headerIndex);
-    checkInclusion(c.tx, ctx.bundle.anchor.headers[at], 9, at);
+    checkInclusion(c.tx, ctx.bundle.anchor.headers[at], 11, at);
     if (headers.length - at < ctx.policy.confirmations) {
-      throw new ProofError(9, "the contract block lacks confirmations");
+      throw new ProofError(11, "the contract block lacks confirmations");
     }
     return {
       detail: [`window ${c.heightMin}..${c.heightMax} root `, H(c.windowMr), ` in header ${at}`],
@@ -443,7 +455,7 @@
   }
 
   function checkWindowCommitment(c, dblock) {
-    const tx = parseTx(c.tx.transaction, 9);
+    const tx = parseTx(c.tx.transaction, 11);
     let stated;
     try {
       if (c.contractAddress.length !== 20) throw new FormatError("a contract address is 20 bytes");
@@ -453,15 +465,15 @@
       if (c.windowMr.length !== 32) throw new FormatError("window Merkle root must be exactly 32 bytes");
       stated = concat(WINDOW_TAG, c.contractAddress, low, high, c.windowMr);
     } catch (exc) {
-      throw asProofError(exc, 9, "malformed window: ");
+      throw asProofError(exc, 11, "malformed window: ");
     }
     const committed = tx.payloads.filter((p) => p.length === 66 && equal(p.subarray(0, 2), WINDOW_TAG));
     if (!includesBytes(committed, stated)) {
-      throw new ProofError(9, "the contract transaction does not commit to this window");
+      throw new ProofError(11, "the contract transaction does not commit to this window");
     }
     const height = BigInt(dblock.height);
     if (!(c.heightMin <= height && height <= c.heightMax)) {
-      throw new ProofError(9, `height ${dblock.height} is outside ${c.heightMin}..${c.heightMax}`);
+      throw new ProofError(11, `height ${dblock.height} is outside ${c.heightMin}..${c.heightMax}`);
     }
   }
 
@@ -471,10 +483,10 @@
       nodes = c.branch.map(merkleNode);
       top = walkBranch(dblock.keyMr, nodes);
     } catch (exc) {
-      throw asProofError(exc, 9, "window branch: ");
+      throw asProofError(exc, 11, "window branch: ");
     }
     if (!equal(top, c.windowMr)) {
-      throw new ProofError(9, "the branch does not end at the window root", {
+      throw new ProofError(11, "the branch does not end at the window root", {
         expected: c.windowMr,
         computed: top,
       });
@@ -484,7 +496,7 @@
     const wanted = BigInt(dblock.height) - c.heightMin;
     if (nodes.length !== depth || position !== wanted) {
       throw new ProofError(
-        9,
+        11,
         `the branch proves position ${position} of ${nodes.length} levels; height` +
           ` ${dblock.height} is position ${wanted} of ${depth}`
       );
@@ -503,32 +515,58 @@
   }
 
   const step = (number, title, check) => ({ step: number, title, check });
+  const V1_SKIPPED = "version 1: the entry carries the document hash itself";
+  const skippedInV1 = () => ({ detail: [V1_SKIPPED], skipped: true });
+
+  /** Steps 5-11: the same checks for every version. */
+  const LEDGER_AND_ANCHOR_STEPS = Object.freeze([
+    step(5, "Merkle steps", checkReceipt),
+    step(6, "directory block", checkDirectoryBlock),
+    step(7, "anchor payload", checkAnchorPayload),
+    step(8, "anchor transaction", checkAnchorInclusion),
+    step(9, "proof of work", checkProofOfWork),
+    step(10, "header links", checkLinks),
+    step(11, "window anchor", checkContract),
+  ]);
+
+  const describe = (bundle) => ({
+    documentSha256: hex(bundle.documentSha256),
+    height: bundle.receipt.directoryBlockHeight.toString(),
+    chain: bundle.anchor.chain,
+  });
+
+  const facts = (bundle, state) => ({
+    documentSha256: hex(bundle.documentSha256),
+    height: state.dblock.height,
+    startedS: state.dblock.timestampS,
+    chain: bundle.anchor.chain,
+    confirmations: state.headers.length,
+    window: bundle.contract !== null,
+    commitment: null,
+    aggregation: null,
+  });
 
   registerVersion(1, {
     parse: parseV1,
     steps: [
       step(1, "file hash", checkFileHash),
-      step(2, "entry", checkEntry),
-      step(3, "Merkle steps", checkReceipt),
-      step(4, "directory block", checkDirectoryBlock),
-      step(5, "anchor payload", checkAnchorPayload),
-      step(6, "anchor transaction", checkAnchorInclusion),
-      step(7, "proof of work", checkProofOfWork),
-      step(8, "header links", checkLinks),
-      step(9, "window anchor", checkContract),
+      step(2, "commitment", skippedInV1),
+      step(3, "aggregation", skippedInV1),
+      step(4, "entry", checkEntry),
+      ...LEDGER_AND_ANCHOR_STEPS,
     ],
-    describe: (bundle) => ({
-      documentSha256: hex(bundle.documentSha256),
-      height: bundle.receipt.directoryBlockHeight.toString(),
-      chain: bundle.anchor.chain,
-    }),
-    facts: (bundle, state) => ({
-      documentSha256: hex(bundle.documentSha256),
-      height: state.dblock.height,
-      startedS: state.dblock.timestampS,
-      chain: bundle.anchor.chain,
-      confirmations: state.headers.length,
-      window: bundle.contract !== null,
-    }),
+    describe,
+    facts,
+  });
+
+  root.NotaryBundleV1 = Object.freeze({
+    LEDGER_AND_ANCHOR_STEPS,
+    asProofError,
+    checkFileHash,
+    checkReceiptEntryHash,
+    describe,
+    facts,
+    parse: parseV1,
+    step,
   });
 })(globalThis);

@@ -1,8 +1,9 @@
 /*
  * Bytes, hashes and the byte formats a proof bundle carries, for the verification page:
  * the JavaScript twins of ledger/core (entry, directory block, Factom Merkle rules,
- * hashing) and of the proof-of-work codecs (transaction, header, compact bits, Bitcoin
- * Merkle paths). Each throws FormatError with the text of the Python error it mirrors.
+ * hashing; commitments, aggregation trees and the version-2 entries) and of the
+ * proof-of-work codecs (transaction, header, compact bits, Bitcoin Merkle paths). Each
+ * throws FormatError with the text of the Python error it mirrors.
  * Pure; exports globalThis.NotaryCodecs; needs globalThis.nobleHashes ({sha256, sha512}).
  */
 (function (root) {
@@ -197,7 +198,11 @@
     return current;
   }
 
-  /** Bitcoin's rule (`pow.merkle.root_from_path`): the root a path leads to. */
+  /**
+   * Bitcoin's rule (`pow.merkle.root_from_path`): the root a path leads to. A step with the
+   * running node on the right of a sibling equal to it is refused: that position exists
+   * only through the duplicated last node (CVE-2012-2459).
+   */
   function rootFromPath(txid, index, path) {
     if (index < 0n || index >> BigInt(path.length)) {
       throw new FormatError(`index ${index} does not fit a path of ${path.length} levels`);
@@ -207,11 +212,90 @@
       if (sibling.length !== 32) {
         throw new FormatError(`path element ${level} is ${sibling.length} bytes, not 32`);
       }
-      current = (index >> BigInt(level)) & 1n
-        ? sha256d(concat(sibling, current))
-        : sha256d(concat(current, sibling));
+      if ((index >> BigInt(level)) & 1n) {
+        if (equal(sibling, current)) {
+          throw new FormatError(
+            `position ${index} exists only through the duplicated last node` +
+              ` (path element ${level} is the node's own copy)`
+          );
+        }
+        current = sha256d(concat(sibling, current));
+      } else {
+        current = sha256d(concat(current, sibling));
+      }
     });
     return current;
+  }
+
+  // -- commitments and aggregation trees (ledger/core/commitment.py, aggregation.py) --------
+
+  const COMMITMENT_TAG = ascii("notary:commitment:v1");
+
+  /** `document_commitment`: SHA256("notary:commitment:v1" || nonce || document SHA-256). */
+  function documentCommitment(documentSha256, nonce) {
+    if (documentSha256.length !== 32) throw new FormatError("document SHA-256 must be 32 bytes");
+    if (nonce.length !== 32) throw new FormatError("nonce must be 32 bytes");
+    return sha256(concat(COMMITMENT_TAG, nonce, documentSha256));
+  }
+
+  const MAX_TREE_SIZE = 1n << 40n;
+  const leafHash = (data) => sha256(concat(Uint8Array.of(0), data));
+  const nodeHash = (left, right) => sha256(concat(Uint8Array.of(1), left, right));
+
+  /** `root_from_inclusion` (RFC 9162 section 2.1.3.2): index, size BigInts; path bytes. */
+  function rootFromInclusion(leaf, index, size, path) {
+    if (size < 1n || size > MAX_TREE_SIZE) {
+      throw new FormatError(`tree size ${size} is not between 1 and ${MAX_TREE_SIZE}`);
+    }
+    if (index < 0n || index >= size) {
+      throw new FormatError(`leaf index ${index} is outside a tree of ${size} leaves`);
+    }
+    let fn = index;
+    let sn = size - 1n;
+    let node = leafHash(leaf);
+    path.forEach((sibling, step) => {
+      if (sibling.length !== 32) throw new FormatError(`audit path element ${step} is not 32 bytes`);
+      if (sn === 0n) {
+        throw new FormatError(
+          `audit path has ${path.length} hashes, more than leaf ${index} of ${size} needs`
+        );
+      }
+      if (fn & 1n || fn === sn) {
+        node = nodeHash(sibling, node);
+        while (!(fn & 1n) && fn !== 0n) {
+          fn >>= 1n;
+          sn >>= 1n;
+        }
+      } else {
+        node = nodeHash(node, sibling);
+      }
+      fn >>= 1n;
+      sn >>= 1n;
+    });
+    if (sn !== 0n) {
+      throw new FormatError(`audit path has ${path.length} hashes, fewer than leaf ${index} of ${size} needs`);
+    }
+    return node;
+  }
+
+  /** `Entry.marshal` (factom-formats 1.1): version 0, chain ID, ExtIDs, content. */
+  function marshalEntry(chainId, extIds, content) {
+    const section = concat(...extIds.map((x) => concat(Uint8Array.of(x.length >> 8, x.length & 0xff), x)));
+    return concat(Uint8Array.of(0), chainId, Uint8Array.of(section.length >> 8, section.length & 0xff), section, content);
+  }
+
+  /** `notary_entry.commitment_entry`: the bytes of the entry publishing one commitment. */
+  function commitmentEntry(chainId, commitment) {
+    const text = hex(commitment);
+    const content = `{"commitment":"${text}","v":2}`;
+    return marshalEntry(chainId, [ascii("notary:commitment:v2"), ascii(text)], ascii(content));
+  }
+
+  /** `notary_entry.batch_entry`: the bytes of the entry publishing a root and a size. */
+  function batchEntry(chainId, root, size) {
+    const text = hex(root);
+    const content = `{"root":"${text}","size":${size},"v":2}`;
+    return marshalEntry(chainId, [ascii("notary:batch:v2"), ascii(text), ascii(String(size))], ascii(content));
   }
 
   // -- codecs ---------------------------------------------------------------------------------
@@ -364,11 +448,14 @@
     ByteReader,
     FormatError,
     ascii,
+    batchEntry,
     bitLength,
     bitsHex,
     bitsToTarget,
+    commitmentEntry,
     concat,
     difficultyTarget,
+    documentCommitment,
     entryHash,
     equal,
     factomMerkleRoot,
@@ -381,6 +468,7 @@
     parseHeader,
     parseTransaction,
     reversed,
+    rootFromInclusion,
     rootFromPath,
     sha256,
     sha256d,

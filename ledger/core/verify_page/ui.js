@@ -227,8 +227,15 @@
     const when = Number.isNaN(started.getTime())
       ? `${f.startedS} s after the Unix epoch`
       : `${started.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+    const recorded =
+      f.commitment === null
+        ? "its SHA-256 is recorded"
+        : f.aggregation === null
+          ? "its commitment (its SHA-256 sealed with the bundle's nonce) is recorded in its own entry"
+          : "its commitment (its SHA-256 sealed with the bundle's nonce) is recorded as leaf" +
+            ` ${f.aggregation.leafIndex} of a batch of ${f.aggregation.treeSize}`;
     return (
-      `This file is the document of the proof: its SHA-256 is recorded in directory block ${f.height}` +
+      `This file is the document of the proof: ${recorded} in directory block ${f.height}` +
       ` (started ${when}), which is anchored in the proof-of-work chain “${f.chain}” under` +
       ` ${f.confirmations} confirmations${f.window ? " and in a window anchor" : ""}. So the file` +
       " existed, exactly as it is, no later than that block."

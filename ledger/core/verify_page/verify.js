@@ -2,17 +2,17 @@
  * The proof-bundle verifier of the verification page (docs/proof-bundle.md): what every
  * bundle version shares. Step 0 (JSON, `format`, `version`), the trust policy, the run.
  *
- * It mirrors ledger/core/proof.py `verify_bundle` step by step, so that a bundle passes
+ * It mirrors ledger/core/proof/ `verify_bundle` step by step, so that a bundle passes
  * here exactly when it passes `notary verify`, and a bad one fails at the same numbered
  * step with the same reason and the same expected / computed values. The browser tests
  * hold the two to that on the tamper suite (tests/browser/test_verify_page.py).
  *
- * Versions: each bundle version registers itself (bundle_v1.js) with `registerVersion`:
- * a parser (JSON object -> bundle; ProofError at step 0 for a malformed one), its numbered
- * steps after step 0 (each a check returning its report or throwing ProofError), and what
- * a passing bundle shows. A version whose document hash goes through a commitment and an
- * aggregation tree before the entry registers its own parser and a step list that reuses
- * version 1's checks and inserts its own.
+ * Versions: each bundle version registers itself (bundle_v1.js, bundle_v2.js) with
+ * `registerVersion`: a parser (JSON object -> bundle; ProofError at step 0 for a malformed
+ * one), its numbered steps after step 0 (each a check returning its report or throwing
+ * ProofError), and what a passing bundle shows. Every version has the same step numbers:
+ * version 1 reports steps 2 (commitment) and 3 (aggregation) as skipped; version 2 has its
+ * own parser, steps 2-4, and version 1's checks for the rest.
  *
  * Pure: no DOM, no I/O. Exports globalThis.NotaryVerify; needs NotaryCodecs (codecs.js)
  * and NotaryPyJson (pyjson.js).
@@ -27,14 +27,16 @@
   const STEP_TITLES = {
     0: "bundle format",
     1: "file hash",
-    2: "entry",
-    3: "Merkle steps",
-    4: "directory block",
-    5: "anchor payload",
-    6: "anchor transaction",
-    7: "proof of work",
-    8: "header links",
-    9: "window anchor",
+    2: "commitment",
+    3: "aggregation",
+    4: "entry",
+    5: "Merkle steps",
+    6: "directory block",
+    7: "anchor payload",
+    8: "anchor transaction",
+    9: "proof of work",
+    10: "header links",
+    11: "window anchor",
   };
 
   // -- errors ---------------------------------------------------------------------------

@@ -76,10 +76,11 @@ def test_every_path_of_every_tree_size_leads_to_the_root(size: int, data: st.Dat
     index = data.draw(st.integers(min_value=0, max_value=size - 1))
     path = merkle_path(txids, index)
     assert root_from_path(txids[index], index, path) == merkle_root(txids)
-    if path:
-        assert root_from_path(txids[index], index ^ 1, path) != merkle_root(txids) or (
-            index ^ 1 >= size
-        )
+    if path and index ^ 1 < size:
+        assert root_from_path(txids[index], index ^ 1, path) != merkle_root(txids)
+    elif path:  # the twin of an odd level's last transaction: only the duplicate is there
+        with pytest.raises(MerkleProofError, match="duplicated last node"):
+            root_from_path(txids[index], index ^ 1, path)
 
 
 def test_root_from_path_refuses_index_bits_beyond_the_path() -> None:

@@ -16,7 +16,7 @@ import pytest
 from ledger.core.anchor_record import encode_anchor_payload
 from ledger.core.pow.header import BlockHeader
 from ledger.core.pow.params import PowParams
-from ledger.core.proof.bundle import BUNDLE_VERSION, ProofBundle
+from ledger.core.proof.bundle import ProofBundle
 from ledger.core.proof.steps import ProofError, Step, StepReport
 from ledger.core.proof.verify import verify_bundle
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
@@ -98,7 +98,12 @@ def test_bundle_verifies_and_reports_every_step_in_order(forged: Forged) -> None
         forged.bundle, document_bytes=DOCUMENT, policy=forged.policy, on_step=reports.append
     )
     assert [r.step for r in reports] == list(Step)
-    assert not any(r.skipped for r in reports)
+    skipped = [r.step for r in reports if r.skipped]
+    assert skipped == [Step.COMMITMENT, Step.AGGREGATION]
+    assert (
+        reports[Step.COMMITMENT].detail == "version 1: the entry carries the document hash itself"
+    )
+    assert reports[Step.AGGREGATION].detail == reports[Step.COMMITMENT].detail
 
 
 def test_without_the_file_step_one_is_skipped(forged: Forged) -> None:
@@ -112,11 +117,12 @@ def test_json_round_trip_is_exact(forged: Forged) -> None:
     again = ProofBundle.loads(text)
     assert again == forged.bundle
     assert again.dumps() == text
-    assert json.loads(text)["version"] == BUNDLE_VERSION
+    assert json.loads(text)["version"] == forged.bundle.version == 1
+    assert "commitment" not in json.loads(text) and "aggregation" not in json.loads(text)
     verify_bundle(json.loads(text), document_bytes=DOCUMENT, policy=forged.policy)
 
 
-def test_bundle_without_window_section_verifies_and_skips_step_nine() -> None:
+def test_bundle_without_window_section_verifies_and_skips_the_window_step() -> None:
     plain = forge_bundle(with_contract=False)
     reports: list[StepReport] = []
     verify_bundle(
@@ -136,7 +142,7 @@ def test_a_flipped_bit_in_every_byte_of_every_hex_field_fails_at_its_step(forged
         for byte in range(len(value.removeprefix("0x")) // 2):
             error = failure(put(good, path, flipped(value, byte)), forged)
             want = expected_step(path, byte, good)
-            if want is None:  # anchor tx: script bytes -> 5, others -> 5 (parse) or 6
+            if want is None:  # anchor tx: script bytes -> payload, others -> payload or inclusion
                 payload = encode_anchor_payload(1, forged.bundle.receipt.directory_block_keymr)
                 script = bytes.fromhex(value).find(b"\x6a\x28" + payload)
                 if script <= byte < script + 42:
@@ -347,4 +353,4 @@ def test_error_carries_expected_and_computed(forged: Forged) -> None:
     error = failure(put(good, ("anchor", "txid"), flipped(good["anchor"]["txid"], 0)), forged)
     assert error.expected is not None and error.computed is not None
     assert error.expected != error.computed
-    assert str(error).startswith("step 6 (anchor transaction)")
+    assert str(error).startswith("step 8 (anchor transaction)")

@@ -1,9 +1,16 @@
-"""The golden version-1 proof bundle on disk, and its named mutations.
+"""The golden proof bundles on disk, and their named mutations.
 
-``tests/vectors/proof_bundle_v1.json`` holds a bundle, the document it proves and the
-policy it needs; ``proof_bundle_v1_mutations.json`` a list of named changes, each with the
-one step that must catch it. Both files are data written once and never regenerated here,
-so an encoder and a decoder changed together cannot pass: the bytes are fixed.
+Three bundles, each in ``tests/vectors/`` with its mutations:
+
+- ``proof_bundle_v1.json``: version 1, a clear-text entry that carries the document hash;
+- ``proof_bundle_v2_aggregated.json``: version 2, the document's commitment is a leaf of an
+  aggregation tree whose root and size one batch entry carries;
+- ``proof_bundle_v2_document.json``: version 2, one commitment entry for the document.
+
+Each holds a bundle, the document it proves and the policy it needs; ``*_mutations.json``
+a list of named changes, each with the one step that must catch it. The files are data
+written once and never regenerated here, so an encoder and a decoder changed together
+cannot pass: the bytes are fixed.
 
 Mutation ops (``path`` is a list of keys and indexes into the bundle JSON):
 
@@ -33,12 +40,21 @@ from ledger.core.proof.steps import ProofError, Step, StepReport
 from ledger.core.proof.verify import verify_bundle
 from tests.ledger.core._vectors import load
 
-GOLDEN = load("proof_bundle_v1.json")
-MUTATIONS = load("proof_bundle_v1_mutations.json")
+GOLDENS = {
+    name: (load(f"proof_bundle_{name}.json"), load(f"proof_bundle_{name}_mutations.json"))
+    for name in ("v1", "v2_aggregated", "v2_document")
+}
+CASES = [
+    pytest.param(name, mutation, id=f"{name}: {mutation['name']}")
+    for name, (_, mutations) in GOLDENS.items()
+    for mutation in mutations
+]
+#: Steps a version-1 bundle skips, so that none of its mutations can fail there.
+V1_SKIPPED = {Step.COMMITMENT, Step.AGGREGATION}
 
 
-def _policy(overrides: dict[str, Any] | None = None) -> PowParams:
-    return dataclasses.replace(PowParams(**GOLDEN["policy"]), **(overrides or {}))
+def _policy(golden: dict[str, Any], overrides: dict[str, Any] | None = None) -> PowParams:
+    return dataclasses.replace(PowParams(**golden["policy"]), **(overrides or {}))
 
 
 def _parent(obj: Any, path: list[Any]) -> Any:
@@ -54,9 +70,9 @@ def _flip(text: str, byte: int, bit: int) -> str:
     return prefix + raw.hex()
 
 
-def _mutated(mutation: dict[str, Any]) -> ProofBundle | dict[str, Any]:
+def _mutated(golden: dict[str, Any], mutation: dict[str, Any]) -> ProofBundle | dict[str, Any]:
     """The bundle of ``mutation``: JSON for most ops, parsed text for ``append_text``."""
-    bundle = copy.deepcopy(GOLDEN["bundle"])
+    bundle = copy.deepcopy(golden["bundle"])
     op, path = mutation["op"], mutation.get("path", [])
     if op == "append_text":
         return ProofBundle.loads(json.dumps(bundle) + mutation["value"])
@@ -78,42 +94,58 @@ def _mutated(mutation: dict[str, Any]) -> ProofBundle | dict[str, Any]:
     return bundle
 
 
-def _verify(mutation: dict[str, Any]) -> list[StepReport]:
-    document = mutation.get("document_hex", GOLDEN["document_hex"])
+def _verify(name: str, mutation: dict[str, Any]) -> list[StepReport]:
+    golden = GOLDENS[name][0]
+    document = mutation.get("document_hex", golden["document_hex"])
     reports: list[StepReport] = []
     verify_bundle(
-        _mutated(mutation),
+        _mutated(golden, mutation),
         document_bytes=None if document is None else bytes.fromhex(document),
-        policy=_policy(mutation.get("policy")),
+        policy=_policy(golden, mutation.get("policy")),
         on_step=reports.append,
     )
     return reports
 
 
-def test_the_golden_bundle_verifies_every_step() -> None:
-    reports = _verify({"op": "none"})
+@pytest.mark.parametrize(
+    ("name", "version", "skipped"),
+    [
+        ("v1", 1, V1_SKIPPED),
+        ("v2_aggregated", 2, set()),
+        ("v2_document", 2, {Step.AGGREGATION}),
+    ],
+)
+def test_the_golden_bundle_verifies_every_step(name: str, version: int, skipped: set[Step]) -> None:
+    reports = _verify(name, {"op": "none"})
     assert [r.step for r in reports] == list(Step)
-    assert not any(r.skipped for r in reports)
+    assert {r.step for r in reports if r.skipped} == skipped
+    assert GOLDENS[name][0]["bundle"]["version"] == version
 
 
-def test_the_golden_bundle_decodes_and_encodes_to_the_same_bytes() -> None:
-    bundle = ProofBundle.from_json(GOLDEN["bundle"])
-    assert bundle.to_json() == GOLDEN["bundle"]
-    assert bundle.document_sha256.hex() == GOLDEN["bundle"]["document"]["sha256"]
+@pytest.mark.parametrize("name", GOLDENS)
+def test_the_golden_bundle_decodes_and_encodes_to_the_same_bytes(name: str) -> None:
+    golden = GOLDENS[name][0]
+    bundle = ProofBundle.from_json(golden["bundle"])
+    assert bundle.to_json() == golden["bundle"]
+    assert bundle.version == golden["bundle"]["version"]
+    assert bundle.document_sha256.hex() == golden["bundle"]["document"]["sha256"]
     assert ProofBundle.loads(bundle.dumps()) == bundle
 
 
-def test_the_mutations_cover_every_step_and_have_unique_names() -> None:
-    names = [m["name"] for m in MUTATIONS]
+@pytest.mark.parametrize("name", GOLDENS)
+def test_the_mutations_cover_every_step_and_have_unique_names(name: str) -> None:
+    mutations = GOLDENS[name][1]
+    names = [m["name"] for m in mutations]
     assert len(names) == len(set(names))
-    assert {m["fails_at"] for m in MUTATIONS} == {s.name for s in Step} | {None}
+    reachable = set(Step) - (V1_SKIPPED if name == "v1" else set())
+    assert {m["fails_at"] for m in mutations} == {s.name for s in reachable} | {None}
 
 
-@pytest.mark.parametrize("mutation", MUTATIONS, ids=[m["name"] for m in MUTATIONS])
-def test_each_mutation_fails_at_exactly_its_step(mutation: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("name", "mutation"), CASES)
+def test_each_mutation_fails_at_exactly_its_step(name: str, mutation: dict[str, Any]) -> None:
     if mutation["fails_at"] is None:
-        _verify(mutation)
+        _verify(name, mutation)
         return
     with pytest.raises(ProofError) as caught:
-        _verify(mutation)
+        _verify(name, mutation)
     assert caught.value.step == Step[mutation["fails_at"]], caught.value

@@ -104,10 +104,12 @@ def export_and_explain(
     """
     from flows.pipeline import open_services
 
+    started = time.perf_counter()
     with open_services(settings) as services:
         outcome = export_bundles(services, out_dir, collection=collection, html=True)
     console.print(
-        f"Wrote {len(outcome.written)} proof bundles and the verification page to {out_dir}."
+        f"Wrote {len(outcome.written)} proof bundles and the verification page to {out_dir}"
+        f" in {time.perf_counter() - started:.1f} s."
     )
     for message in outcome.failed[:5]:
         console.print(f"[yellow]note:[/yellow] bundle not written: {escape(message)}")

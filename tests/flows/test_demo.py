@@ -58,7 +58,7 @@ def test_demo_ends_with_anchored_proofs_and_the_ways_to_check_one(
     assert re.search(r"^anchored 3 of 3$", text, flags=re.MULTILINE), text
     assert "3 documents anchored in" in text
     proofs = data_dir / "proofs"
-    assert f"Wrote 3 proof bundles and the verification page to {proofs}." in text
+    assert f"Wrote 3 proof bundles and the verification page to {proofs} in " in text
 
     command = next(line.strip() for line in text.splitlines() if "notary verify " in line)
     argv = shlex.split(command)

@@ -1,8 +1,10 @@
 """The ``audit_report`` flow: an audit report of a collection and period, as files and artifacts.
 
 Reads the audit store (the record of truth), re-verifies a sample of stored receipts
-against the node's directory blocks, writes ``report.html`` (self-contained) and the CSV
-files (``tasks.report.REPORT_FILES``) into ``out_dir``, and publishes the same summary as a
+against the node's directory blocks, writes ``report.html`` (self-contained; given the
+folder of ``notary proof export --html``, it links each anchored document to its proof
+bundle and the verification page) and the CSV files (``tasks.report.REPORT_FILES``) into
+``out_dir``, and publishes the same summary as a
 Prefect table artifact and a markdown artifact. The logic is in ``tasks.report`` (plain
 pandas functions); this module only orchestrates. Each run is recorded in the store's
 ``runs`` table.
@@ -10,6 +12,7 @@ pandas functions); this module only orchestrates. Each run is recorded in the st
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -37,7 +40,7 @@ from tasks.report import (
     parse_moment,
     reverify_receipts,
 )
-from tasks.report_output import stage_table, summary_markdown, write_report
+from tasks.report_output import ProofLinks, stage_table, summary_markdown, write_report
 
 load_audit_data = task(name="load-audit-data", cache_policy=NO_CACHE)(load_report_data)
 write_report_files = task(name="write-report-files", cache_policy=NO_CACHE)(write_report)
@@ -80,6 +83,7 @@ def audit_report(
     sample: int = 50,
     thresholds: Mapping[str, float | None] | None = None,
     seed: int = 0,
+    proofs_dir: str | None = None,
 ) -> dict[str, Any]:
     """Write the audit report of ``collection`` (all when ``None``) for documents queued in
     ``[since, until)``.
@@ -96,6 +100,9 @@ def audit_report(
         thresholds: ``{stage: seconds or None}`` overdue limits (``tasks.report.
             OverdueThresholds``; stages not named keep their defaults).
         seed: seed of the re-verification sample.
+        proofs_dir: the folder ``notary proof export --html`` wrote; ``report.html`` then
+            links each anchored document to its bundle and to the page there (paths
+            relative to the report's folder). None: no links.
 
     Returns:
         the report summary (``tasks.report`` ``Report.summary``) plus ``out_dir``,
@@ -120,13 +127,21 @@ def audit_report(
             data = load_audit_data(store, collection=collection, since=start, until=end)
             checked = reverify_sample(quote(data.proofs), settings, sample=sample, seed=seed)
             report = build_report(data, now=now, thresholds=limits, reverification=checked)
-            paths = write_report_files(report, target)
+            paths = write_report_files(report, target, proofs=proof_links(target, proofs_dir))
             counts, status = report.summary, "completed"
         finally:
             store.finish_run(run_id, counts=counts, status=status)
     publish_artifacts(report, paths=paths)
     files = {name: str(path) for name, path in paths.items()}
     return report.summary | {"out_dir": str(target), "files": files, "run_id": run_id}
+
+
+def proof_links(report_dir: Path, proofs_dir: str | None) -> ProofLinks | None:
+    """``proofs_dir`` as seen from ``report_dir`` (relative, ``/`` separators); None: none."""
+    if proofs_dir is None:
+        return None
+    relative = os.path.relpath(Path(proofs_dir).resolve(), report_dir.resolve())
+    return ProofLinks(Path(relative).as_posix())
 
 
 def publish_artifacts(report: Report, *, paths: Mapping[str, Path]) -> None:

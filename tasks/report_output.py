@@ -1,5 +1,9 @@
 """Audit report output: CSV and JSON files, the self-contained HTML page, the chart, and the
 Prefect artifact shapes (table rows, Markdown). The frames come from ``tasks.report``.
+
+Given where ``notary proof export --html`` wrote the proofs (``ProofLinks``), the HTML page
+links each anchored document to its proof bundle and to the verification page, by paths
+relative to the report's folder, so the two folders can be moved or shared together.
 """
 
 from __future__ import annotations
@@ -9,13 +13,41 @@ import html
 import io
 import json
 from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 
 from connectors.audit_store import ALL_STAGES
+from tasks.proofs import PAGE_NAME, bundle_relpath
 from tasks.report import REPORT_FILES, STAGES, TIME_COLUMN, Report, iso_utc, plain_number
+
+
+@dataclass(frozen=True)
+class ProofLinks:
+    """Where the proofs are, as seen from the report's folder.
+
+    Attributes:
+        base: the export folder of ``notary proof export --html``, relative to the report
+            folder, with ``/`` separators (``"../proofs"``, ``"proofs"``).
+    """
+
+    base: str
+
+    def _href(self, relative: PurePosixPath | str) -> str:
+        return quote(str(PurePosixPath(self.base) / relative))
+
+    def bundle(self, collection: str, path: str, sha256: str) -> str:
+        """The URL (relative, percent-encoded) of a document's bundle."""
+        return self._href(bundle_relpath(collection, path, sha256))
+
+    @property
+    def page(self) -> str:
+        """The URL (relative, percent-encoded) of the verification page."""
+        return self._href(PAGE_NAME)
+
 
 # -- output -------------------------------------------------------------------------------
 
@@ -84,8 +116,13 @@ def _for_output(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def write_report(report: Report, out_dir: Path) -> dict[str, Path]:
+def write_report(
+    report: Report, out_dir: Path, *, proofs: ProofLinks | None = None
+) -> dict[str, Path]:
     """Write the CSV files, ``summary.json`` and the self-contained ``report.html``.
+
+    Args:
+        proofs: where the exported proofs are (``report.html`` then links them).
 
     Returns:
         ``REPORT_FILES`` key -> path written.
@@ -95,7 +132,7 @@ def write_report(report: Report, out_dir: Path) -> dict[str, Path]:
     for key in ("documents", "latencies", "problems", "reverification"):
         _for_output(getattr(report, key)).to_csv(paths[key], index=False)
     paths["summary"].write_text(json.dumps(report.summary, indent=2, default=str) + "\n")
-    paths["html"].write_text(render_html(report), encoding="utf-8")
+    paths["html"].write_text(render_html(report, proofs=proofs), encoding="utf-8")
     return paths
 
 
@@ -118,8 +155,9 @@ _HTML_DOCUMENT_COLUMNS = [
 ]  # fmt: skip
 
 
-def render_html(report: Report) -> str:
-    """One HTML page with inline CSS and an inline chart: no external resources."""
+def render_html(report: Report, *, proofs: ProofLinks | None = None) -> str:
+    """One HTML page with inline CSS and an inline chart: no external resources (links to
+    the proofs, when ``proofs`` says where they are, are relative files)."""
     s = report.summary
     title = f"Audit report: {s['collection'] or 'all collections'}"
     sections = [
@@ -135,7 +173,7 @@ def render_html(report: Report) -> str:
         "<h2>Re-verification of stored receipts against the node</h2>",
         _table(report.reverification, empty="No receipt was re-verified."),
         "<h2>Documents</h2>",
-        _documents_section(report.documents),
+        _documents_section(report.documents, proofs),
         "<p class=muted>The full data is in the CSV files next to this page: "
         + ", ".join(_e(n) for n in REPORT_FILES.values() if n.endswith(".csv"))
         + ".</p>",
@@ -167,13 +205,32 @@ def _table(frame: pd.DataFrame, *, empty: str = "Nothing to show.") -> str:
     return _for_output(frame).to_html(index=False, na_rep="", border=0, escape=True)
 
 
-def _documents_section(documents: pd.DataFrame) -> str:
-    shown = documents.head(_HTML_DOCUMENT_ROWS)[_HTML_DOCUMENT_COLUMNS].copy()
+def _documents_section(documents: pd.DataFrame, proofs: ProofLinks | None) -> str:
+    head = documents.head(_HTML_DOCUMENT_ROWS)
+    shown = head[_HTML_DOCUMENT_COLUMNS].copy()
     shown["sha256"] = shown["sha256"].map(lambda v: f"{v[:16]}…")
     note = "<p class=muted>Main columns; every column and full hashes are in documents.csv."
     if len(documents) > len(shown):
         note += f" First {len(shown)} of {len(documents)} rows."
-    return note + "</p>" + _table(shown, empty="No document in this period.")
+    if proofs is None or shown.empty:
+        return note + "</p>" + _table(shown, empty="No document in this period.")
+    note += (
+        f' Each anchored document links to its proof bundle; open <a href="{_e(proofs.page)}">'
+        "the verification page</a> and drop the document and its bundle on it (nothing leaves"
+        " the machine), or run <code>notary verify FILE --proof BUNDLE</code>."
+    )
+    cells = _for_output(shown).map(lambda v: "" if pd.isna(v) else _e(v))
+    cells["proof"] = [_proof_cell(row, proofs) for row in head.itertuples(index=False)]
+    table = cells.to_html(index=False, na_rep="", border=0, escape=False)
+    return note + "</p>" + table
+
+
+def _proof_cell(row: Any, proofs: ProofLinks) -> str:
+    """Links of an anchored document: its bundle and the page (other stages: nothing)."""
+    if row.stage != "anchor":
+        return ""
+    bundle = proofs.bundle(row.collection, row.path, row.sha256)
+    return f'<a href="{_e(bundle)}">bundle</a> · <a href="{_e(proofs.page)}">verify</a>'
 
 
 def latency_chart(latencies: pd.DataFrame) -> str:

@@ -12,6 +12,7 @@ Layout::
     prefect_server.py  the Prefect server ``notary up`` runs, and how commands find it
     proof_check.py   the step-by-step check of ``notary verify``
     proof_export.py  building and writing the proof bundles of ``notary proof export``
+    demo_ending.py   the end of ``notary demo``: anchors awaited, proofs exported, a check shown
 
 Only Typer and Rich are imported up front; Prefect, SQLAlchemy and the flows are imported
 when a command runs, so ``notary --help`` stays fast.

@@ -7,7 +7,7 @@ progress bars; the flow itself knows nothing about the terminal.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -15,18 +15,32 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from connectors.audit_store import AuditStore
 
-_PAST = {
-    "queued": ("pending", "published", "multi_az", "ledger", "anchor", "failed"),
+#: Every stage a notarization can be at; a bar's total is the count over all of them.
+_ALL = ("pending", "published", "multi_az", "ledger", "anchor", "failed")
+#: The bars of a notarization run: each counts the rows at one of its stages.
+NOTARIZE_BARS: Mapping[str, tuple[str, ...]] = {
+    "queued": _ALL,
     "published": ("published", "multi_az", "ledger", "anchor"),
     "ledger": ("ledger", "anchor"),
+}
+#: The bars while waiting for anchors (``notary demo``).
+ANCHOR_BARS: Mapping[str, tuple[str, ...]] = {
+    "ledger": ("ledger", "anchor"),
+    "anchored": ("anchor",),
 }
 
 
 @contextmanager
 def watch_collection(
-    audit_url: str, collection: str, *, console: Console, interval_s: float = 0.5
+    audit_url: str,
+    collection: str,
+    *,
+    console: Console,
+    interval_s: float = 0.5,
+    bars: Mapping[str, tuple[str, ...]] = NOTARIZE_BARS,
 ) -> Iterator[None]:
-    """Show queued / published / in-ledger counts of ``collection`` while the block runs."""
+    """Show the counts of ``collection`` per bar (name -> stages counted) while the block
+    runs; by default queued / published / in-ledger. Nothing is shown on a non-terminal."""
     if not console.is_terminal:
         yield
         return
@@ -40,7 +54,7 @@ def watch_collection(
         console=console,
         transient=True,
     )
-    bars = {name: progress.add_task(name, total=None) for name in _PAST}
+    tasks = {name: progress.add_task(name, total=None) for name in bars}
 
     def poll() -> None:
         while not stop.wait(interval_s):
@@ -48,10 +62,10 @@ def watch_collection(
                 counts = store.summary(collection)
             except Exception:  # the display must never break the run
                 continue
-            total = sum(counts.get(s, 0) for s in _PAST["queued"])
-            for name, stages in _PAST.items():
+            total = sum(counts.get(s, 0) for s in _ALL)
+            for name, stages in bars.items():
                 progress.update(
-                    bars[name], completed=sum(counts.get(s, 0) for s in stages), total=total
+                    tasks[name], completed=sum(counts.get(s, 0) for s in stages), total=total
                 )
 
     thread = threading.Thread(target=poll, name="notary-progress", daemon=True)

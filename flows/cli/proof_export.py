@@ -3,52 +3,70 @@
 For each notarization at the ``anchor`` stage the exporter takes the stored (verified)
 receipt, fetches the directory block bytes from the node and the anchor proof from the
 anchoring service, builds the bundle, verifies it completely, and writes
-``<out>/<collection slug>/<relative path>.proof.json``. Files are written atomically
-(temporary name, then rename). Anyone can later run ``notary verify FILE --proof BUNDLE``
-with no service running.
+``<out>/<collection slug>/<relative path>.proof.json`` (``tasks.proofs.bundle_relpath``).
+With ``html``, it also writes the verification page (``ledger.core.verify_page``) as
+``<out>/verify.html``; with ``pages``, a page per document with its bundle built in, beside
+the bundle as ``<relative path>.verify.html``. Files are written atomically (temporary
+name, then rename). Anyone can later run ``notary verify FILE --proof BUNDLE``, or open the
+page, with no service running.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from connectors.audit_store import NotarizationRow
 from flows.pipeline import Services
 from ledger.core.errors import LedgerFormatError
-from tasks.proofs import bundle_for
+from ledger.core.proof.bundle import ProofBundle
+from ledger.core.verify_page import render_verify_page
+from tasks.proofs import PAGE_NAME, bundle_for, bundle_relpath, page_relpath
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+__all__ = ["ExportOutcome", "bundle_path", "export_bundles"]
 
 
 @dataclass
 class ExportOutcome:
-    """Bundles written, documents not anchored yet, bundles that failed verification."""
+    """What an export wrote and what it could not.
+
+    Attributes:
+        written: the bundles written.
+        sources: bundle path -> the document's path in its collection (as notarized).
+        page: the verification page written (``<out>/verify.html``), when asked for.
+        pages: the per-document pages written (bundle built in), when asked for.
+        not_anchored: documents not anchored yet.
+        failed: ``"<path>: <reason>"`` of the bundles that did not verify.
+    """
 
     written: list[Path] = field(default_factory=list)
+    sources: dict[Path, str] = field(default_factory=dict)
+    page: Path | None = None
+    pages: list[Path] = field(default_factory=list)
     not_anchored: int = 0
     failed: list[str] = field(default_factory=list)
 
 
-def slug(text: str) -> str:
-    """A file-name-safe form of a collection name."""
-    return _UNSAFE.sub("_", text).strip("_")[:100] or "collection"
-
-
 def bundle_path(out_dir: Path, row: NotarizationRow) -> Path:
     """Where the bundle of ``row`` goes; never outside ``out_dir`` (no ``..`` or absolute parts)."""
-    parts = [p for p in row.path.split("/") if p not in ("", ".", "..")]
-    safe = [_UNSAFE.sub("_", p) for p in parts] or [row.sha256]
-    path = out_dir / slug(row.collection) / Path(*safe)
-    return path.with_name(path.name + ".proof.json")
+    return out_dir / bundle_relpath(row.collection, row.path, row.sha256)
 
 
 def export_bundles(
-    services: Services, out_dir: Path, *, collection: str | None = None
+    services: Services,
+    out_dir: Path,
+    *,
+    collection: str | None = None,
+    html: bool = False,
+    pages: bool = False,
 ) -> ExportOutcome:
-    """Write the verified bundle of every anchored notarization (of ``collection``)."""
+    """Write the verified bundle of every anchored notarization (of ``collection``).
+
+    Args:
+        html: also write the verification page, ``<out_dir>/verify.html``.
+        pages: also write each document's page with its bundle built in (implies ``html``).
+    """
     outcome = ExportOutcome()
     dblocks: dict[int, bytes] = {}
     proofs: dict[int, dict[str, object] | None] = {}
@@ -75,13 +93,29 @@ def export_bundles(
         except (LedgerFormatError, ValueError) as exc:
             outcome.failed.append(f"{row.path}: {exc}")
             continue
-        outcome.written.append(_write(bundle_path(out_dir, row), bundle.dumps()))
+        _write_bundle(outcome, out_dir, row, bundle, page=pages)
+    if html or pages:
+        outcome.page = _write(out_dir / PAGE_NAME, render_verify_page())
     return outcome
+
+
+def _write_bundle(
+    outcome: ExportOutcome, out_dir: Path, row: NotarizationRow, bundle: ProofBundle, *, page: bool
+) -> None:
+    relative = bundle_relpath(row.collection, row.path, row.sha256)
+    path = _write(out_dir / relative, bundle.dumps())
+    outcome.written.append(path)
+    outcome.sources[path] = row.path
+    if page:
+        title = f"Verify {row.path}"
+        outcome.pages.append(
+            _write(out_dir / page_relpath(relative), render_verify_page(bundle, title=title))
+        )
 
 
 def _write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return path

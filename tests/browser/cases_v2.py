@@ -18,7 +18,7 @@ from typing import Any
 from ledger.core.aggregation import AggregationTree, leaf_hash
 from ledger.core.entry import Entry
 from ledger.core.notary_entry import BATCH_TAG, COMMITMENT_TAG, batch_entry, commitment_entry
-from tests.browser.cases import Case, fuzz_cases
+from tests.browser.cases import Case, flipped_byte_cases, fuzz_cases
 from tests.ledger.anchor.bundles import (
     DOCUMENT,
     PRIVATE_CHAIN_ID,
@@ -27,7 +27,7 @@ from tests.ledger.anchor.bundles import (
     commitment_of,
     forge_bundle,
 )
-from tests.ledger.core.test_proof import flipped, get, hex_fields, put
+from tests.ledger.core.test_proof import put
 
 
 def _text(obj: Any) -> bytes:
@@ -58,15 +58,7 @@ def _kind_cases(kind: str, forged: Forged) -> Iterator[Case]:
 
     yield case("valid", good)
     yield case("valid, no file", good, None)
-    for path in hex_fields(good):
-        value = get(good, path)
-        for byte in range(len(value.removeprefix("0x")) // 2):
-            yield case(f"flip {path} byte {byte}", put(good, path, flipped(value, byte)))
-    yield case(
-        "flipped document hash, no file",
-        put(good, ("document", "sha256"), flipped(good["document"]["sha256"], 5)),
-        None,
-    )
+    yield from flipped_byte_cases(good, case)
     yield from _private_fields(good, case)
     yield from _entries_almost_stating(forged, good, case)
 

@@ -46,8 +46,15 @@ def test_collect_moves_documents_to_anchor_and_bundles_verify_offline(
 
     out = tmp_path / "bundles"
     with open_services(settings) as services:
-        outcome = export_bundles(services, out, collection="anchored")
+        outcome = export_bundles(services, out, collection="anchored", html=True, pages=True)
     assert len(outcome.written) == 4 and not outcome.failed
+    assert outcome.page == out / "verify.html" and outcome.page.is_file()
+    assert sorted(outcome.sources.values()) == [f"doc-{i}.txt" for i in range(4)]
+    assert len(outcome.pages) == 4
+    for bundle in outcome.written:  # each page carries exactly its bundle
+        page = bundle.with_name(bundle.name.replace(".proof.json", ".verify.html"))
+        embedded = page.read_text().split('id="notary-embedded-bundle">', 1)[1]
+        assert json.loads(embedded.split("</script>", 1)[0]) == json.loads(bundle.read_text())
 
     store = AuditStore(settings.audit_url)
     assert len(store.stored_anchors(collection="anchored")) == 4

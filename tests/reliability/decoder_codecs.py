@@ -2,8 +2,8 @@
 
 Each row names a decoder, the typed errors it documents, a strategy of valid encodings
 and the matching encoder. Valid encodings reuse the generators the per-module tests define
-(blocks, coin transactions, anchor-chain transactions) and the consistent proof bundle of
-``tests/ledger/anchor/bundles.py``.
+(blocks, coin transactions, anchor-chain transactions) and the consistent proof bundles
+(versions 1 and 2) of ``tests/ledger/anchor/bundles.py``.
 """
 
 from __future__ import annotations
@@ -165,8 +165,15 @@ def forged() -> Forged:
     return forge_bundle(difficulty_bits=8, headers=3)
 
 
+@functools.cache
+def forged_v2() -> Forged:
+    """A consistent version-2 bundle (aggregated), same policy as ``forged()``."""
+    return forge_bundle(difficulty_bits=8, headers=3, private="aggregated")
+
+
 def _bundle_json() -> st.SearchStrategy[dict[str, Any]]:
-    return st.builds(lambda: forged().bundle.to_json())
+    """Version 1 or version 2 (docs/proof-bundle.md), as JSON objects."""
+    return st.sampled_from([forged, forged_v2]).map(lambda make: make().bundle.to_json())
 
 
 def _whole_varint(raw: bytes) -> int:

@@ -440,6 +440,43 @@ def test_html_is_self_contained(store: AuditStore, known: Known, tmp_path: Path)
     assert "style" in parser.tags and "rejected: 422 entry too large" in "".join(parser.text)
 
 
+class _Links(HTMLParser):
+    """Every ``<a href>`` of a page, with the text of its row's path cell."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.hrefs.append(dict(attrs).get("href") or "")
+
+
+def test_html_links_anchored_documents_to_their_bundle_and_the_page(
+    store: AuditStore, known: Known, tmp_path: Path
+) -> None:
+    """The links are the exporter's paths, relative to the report folder."""
+    from flows.audit_report import proof_links
+    from tasks.proofs import bundle_relpath
+
+    report_dir, proofs_dir = tmp_path / "reports" / "c1", tmp_path / "my proofs"
+    links = proof_links(report_dir, str(proofs_dir))
+    assert links == out.ProofLinks("../../my proofs")
+    paths = out.write_report(c1_report(store, known), report_dir, proofs=links)
+    parser = _Links()
+    parser.feed(paths["html"].read_text(encoding="utf-8"))
+    bundles = [href for href in parser.hrefs if href.endswith(".proof.json")]
+    # only document a is anchored (build_known)
+    expected = proofs_dir / bundle_relpath("c1", "docs/a.pdf", h("a"))
+    assert bundles == ["../../my%20proofs/c1/docs/a.pdf.proof.json"]
+    resolved = (report_dir / bundles[0].replace("%20", " ")).resolve()
+    assert resolved == expected.resolve()
+    pages = {href for href in parser.hrefs if href.endswith("verify.html")}
+    assert pages == {"../../my%20proofs/verify.html"}
+    plain = out.write_report(c1_report(store, known), tmp_path / "plain")["html"].read_text()
+    assert ".proof.json" not in plain and "verify.html" not in plain
+
+
 def test_svg_chart_draws_two_bars_per_stage() -> None:
     latencies = pd.DataFrame(
         [["published", 3, 10.0, 10.0, 10.0, 10.0], ["ledger", 2, 52.5, 52.5, 59.0, 60.0]],

@@ -1,7 +1,9 @@
 """``notary proof export``: one verified proof bundle (JSON) per anchored document.
 
 The bundles are built and checked by ``flows.cli.proof_export``; this module is the
-command line around it.
+command line around it. ``--html`` also writes the verification page (``verify.html``,
+docs/proof-bundle.md) into the folder; ``--html-pages`` also a page per document with its
+bundle built in.
 
 Exit codes (``ExitCode``): 0 every document has its bundle; 1 documents are not anchored
 yet or a bundle failed verification; 2 no API key; 3 the services could not be reached.
@@ -34,6 +36,22 @@ def proof_export(
     ),
     collection: Annotated[str | None, typer.Option(help="Only this collection.")] = None,
     data_dir: DataDir = Path(".notary"),
+    html: Annotated[
+        bool,
+        typer.Option(
+            "--html",
+            help="Also write the verification page (verify.html): open it in a browser and "
+            "drop a document and its .proof.json on it; nothing leaves the machine.",
+        ),
+    ] = False,
+    html_pages: Annotated[
+        bool,
+        typer.Option(
+            "--html-pages",
+            help="Also write a page per document with its bundle built in "
+            "(<path>.verify.html beside <path>.proof.json); implies --html.",
+        ),
+    ] = False,
 ) -> None:
     """Write a verified proof bundle for every anchored document of the audit store."""
     settings = PipelineSettings(data_dir=data_dir)
@@ -44,10 +62,16 @@ def proof_export(
 
     try:
         with open_services(settings) as services:
-            outcome = export_bundles(services, out, collection=collection)
+            outcome = export_bundles(
+                services, out, collection=collection, html=html, pages=html_pages
+            )
     except ConnectorError as exc:
         fail_unreachable(exc)
     console.print(f"wrote {len(outcome.written)} bundles to {out}")
+    if outcome.pages:
+        console.print(f"wrote {len(outcome.pages)} pages with their bundle built in")
+    if outcome.page is not None:
+        console.print(f"verification page: {outcome.page.resolve().as_uri()}", soft_wrap=True)
     if outcome.not_anchored:
         console.print(
             f"{outcome.not_anchored} documents are not anchored yet (run `notary collect`)"

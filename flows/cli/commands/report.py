@@ -53,6 +53,10 @@ def report(
         list[str] | None,
         typer.Option("--max-wait", metavar="STAGE=SECONDS", help="Overdue limit for rows at STAGE (pending, published, multi_az, ledger); 'none' for no limit. Repeatable."),
     ] = None,
+    proofs: Annotated[
+        Path | None,
+        typer.Option("--proofs", help="Folder written by `notary proof export --html`: report.html links each anchored document to its bundle and the verification page there."),
+    ] = None,
 ) -> None:  # fmt: skip
     """Write the audit report (HTML + CSV) of a collection and period.
 
@@ -70,7 +74,9 @@ def report(
     limits = _limits(max_wait or [])
     settings = PipelineSettings(data_dir=data_dir)
     prepare_prefect(settings)
-    summary = _run(collection, since, until, out, settings, sample=sample, limits=limits)
+    summary = _run(
+        collection, since, until, out, settings, sample=sample, limits=limits, proofs=proofs
+    )
     _print(summary)
     raise typer.Exit(exit_code(summary))
 
@@ -105,6 +111,7 @@ def _run(
     *,
     sample: int,
     limits: dict[str, float | None],
+    proofs: Path | None = None,
 ) -> dict[str, Any]:
     from sqlalchemy.exc import OperationalError
 
@@ -113,7 +120,14 @@ def _run(
 
     try:
         return audit_report(
-            collection, since, until, None if out is None else str(out), settings, sample, limits
+            collection,
+            since,
+            until,
+            None if out is None else str(out),
+            settings,
+            sample,
+            limits,
+            proofs_dir=None if proofs is None else str(proofs),
         )
     except OperationalError as exc:
         err.print(

@@ -2,12 +2,14 @@
 
 ``up`` runs the node, wallet, publishing API and anchoring service (and, unless told not
 to, a Prefect server the other commands reuse) until Ctrl-C. ``demo`` starts the services
-in a background thread, notarizes one folder end to end, prints the summary and stops.
+in a background thread, notarizes one folder end to end, prints the summary, waits for the
+``anchor`` stage, exports the proof bundles and the verification page
+(``flows.cli.demo_ending``), shows how to check one document, and stops.
 The stack writes the API key and the callback secret into the data folder itself
 (``ledger.stack.Stack.prepare``); the other commands read those files.
 
 Exit codes (``ExitCode``): ``up`` 0 stopped, 3 a service could not start; ``demo`` as for
-``notary notarize``.
+``notary notarize``, and 1 when documents are still not anchored after ``--anchor-wait``.
 """
 
 from __future__ import annotations
@@ -122,8 +124,18 @@ def demo(
     folder: Annotated[Path, typer.Argument(help="Folder to notarize.")] = Path("/usr/share/doc"),
     data_dir: DataDir = Path(".notary"),
     block_time: BlockTime = 2.0,
+    anchor_wait: Annotated[
+        float,
+        typer.Option(
+            "--anchor-wait",
+            min=0,
+            help="Seconds to wait for the anchor stage before exporting the proofs "
+            "(0: do not wait or export).",
+        ),
+    ] = 300.0,
 ) -> None:
-    """Start the bundled stack, notarize FOLDER end to end, print a summary, stop."""
+    """Start the bundled stack, notarize FOLDER end to end, wait for the anchors, export
+    the proofs and the verification page (DATA_DIR/proofs), show how to check one, stop."""
     from ledger.stack import StackThread
 
     stack = _stack(data_dir, block_time)
@@ -141,6 +153,52 @@ def demo(
             data_dir=data_dir, api_url=s.api_url, node_url=s.node_url, anchor_url=s.anchor_url
         )
         summary = run_folder_flow(folder, None, settings, wait=True)
+        code = run_exit_code(summary)
+        if anchor_wait > 0 and summary["documents_seen"]:
+            page_url = s.url(s.api_port, VERIFY_PAGE_PATH)
+            code = max(code, _anchor_and_export(settings, summary, folder, anchor_wait, page_url))
     finally:
         thread.stop()
-    raise typer.Exit(run_exit_code(summary))
+    raise typer.Exit(code)
+
+
+#: Where the publishing API serves the verification page (``ledger.api.verify_page``, which
+#: the command line does not import: only the stack itself is composed here).
+VERIFY_PAGE_PATH = "/verify"
+
+
+def _anchor_and_export(
+    settings: PipelineSettings,
+    summary: dict[str, object],
+    folder: Path,
+    timeout_s: float,
+    page_url: str,
+) -> ExitCode:
+    """The demo's third stage and its proofs; ``INCOMPLETE`` when anchors are missing."""
+    from connectors.errors import ConnectorError
+    from flows.cli.demo_ending import export_and_explain, wait_for_anchor
+
+    collection = str(summary["collection"])
+    console.print(f"waiting for the anchor stage (at most {timeout_s:g} s)…")
+    try:
+        waited = wait_for_anchor(settings, collection, console=console, timeout_s=timeout_s)
+        console.print(
+            f"{waited.stages.get('anchor', 0)} documents anchored in {waited.seconds:.1f} s"
+        )
+        if waited.waiting:
+            err.print(
+                f"[yellow]note:[/yellow] {waited.waiting} documents are not anchored yet: "
+                "`notary collect` then `notary proof export --html` finish them"
+            )
+        outcome = export_and_explain(
+            settings,
+            collection,
+            folder=folder,
+            out_dir=settings.data_dir / "proofs",
+            page_url=page_url,
+            console=console,
+        )
+    except ConnectorError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        return ExitCode.UNREACHABLE
+    return ExitCode.INCOMPLETE if waited.waiting or outcome.failed else ExitCode.OK

@@ -1,12 +1,15 @@
-"""Proof bundles: everything needed to check one notarized document offline (format v1).
+"""Proof bundles: everything needed to check one notarized document offline (versions 1, 2).
 
 The format is ``docs/proof-bundle.md``. Pure: no I/O; the pipeline, the CLI and the tests
 share these modules.
 
 - :mod:`ledger.core.proof.bundle`: the bundle as typed dataclasses, its JSON form (parse
   and render) and ``build_bundle``, which assembles one from the services' answers.
-- :mod:`ledger.core.proof.verify`: ``verify_bundle``, the numbered checks.
-- :mod:`ledger.core.proof.steps`: what both report in: ``Step``, ``StepReport`` and
+- :mod:`ledger.core.proof.verify`: ``verify_bundle``, the numbered checks in order; the
+  checks themselves are in :mod:`~ledger.core.proof.document_steps` (1-4: file hash,
+  commitment, aggregation, entry), :mod:`~ledger.core.proof.ledger_steps` (5-6: receipt,
+  directory block) and :mod:`~ledger.core.proof.anchor_steps` (7-11: the anchors).
+- :mod:`ledger.core.proof.steps`: what all report in: ``Step``, ``StepReport`` and
   ``ProofError``.
 
 This ``__init__`` imports nothing: import from the module that defines a name.

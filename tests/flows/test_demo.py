@@ -1,0 +1,91 @@
+"""``notary demo`` on a small folder: notarized, anchored, proofs exported, a check shown.
+
+The demo runs in this process (Typer's runner) against its own stack on free ports, with
+the test Prefect server. Its ending must show the three stages and a proof a newcomer can
+check at once: the printed ``notary verify`` command passes, the printed ``file://`` page
+is the verification page, and the page URL names the publishing API's ``/verify``.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shlex
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.cli.exit_codes import ExitCode
+from flows.cli.proof_check import verify_command
+from ledger.core.proof.bundle import ProofBundle
+from ledger.core.verify_page import render_verify_page
+from tests.harness.ports import free_port
+
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
+
+DOCUMENTS = {f"doc-{i}.txt": f"the demo's document {i}\n".encode() for i in range(3)}
+
+
+@pytest.fixture
+def ports(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """The stack's ports, free ones, as ``notary demo`` reads them (``NOTARY_STACK_*``)."""
+    chosen = {name: free_port() for name in ("NODE", "WALLET", "API", "ANCHOR")}
+    for name, port in chosen.items():
+        monkeypatch.setenv(f"NOTARY_STACK_{name}_PORT", str(port))
+    for name in ("NOTARY_API_URL", "NOTARY_NODE_URL", "NOTARY_ANCHOR_URL", "NOTARY_AUDIT_DB_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return chosen
+
+
+def test_demo_ends_with_anchored_proofs_and_the_ways_to_check_one(
+    tmp_path: Path, ports: dict[str, int]
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, data in DOCUMENTS.items():
+        (folder / name).write_bytes(data)
+    data_dir = tmp_path / "data"
+    args = ["demo", str(folder), "--data-dir", str(data_dir), "--block-time", "1"]
+    result = CliRunner().invoke(app, [*args, "--anchor-wait", "240"], env={"COLUMNS": "400"})
+    text = result.output
+    assert result.exit_code == ExitCode.OK, text
+
+    assert "waiting for the anchor stage" in text
+    assert re.search(r"^anchored 3 of 3$", text, flags=re.MULTILINE), text
+    assert "3 documents anchored in" in text
+    proofs = data_dir / "proofs"
+    assert f"Wrote 3 proof bundles and the verification page to {proofs} in " in text
+
+    command = next(line.strip() for line in text.splitlines() if "notary verify " in line)
+    argv = shlex.split(command)
+    assert argv[:2] == ["notary", "verify"] and argv[3] == "--proof"
+    document, bundle = Path(argv[2]), Path(argv[4])
+    assert document.parent == folder and document.name in DOCUMENTS
+    assert bundle.is_relative_to(proofs) and bundle.name == document.name + ".proof.json"
+    out = io.StringIO()
+    assert verify_command(document, bundle, console=Console(file=out, width=200)) == 0, out
+    assert ProofBundle.loads(bundle.read_text()).document_sha256.hex() in out.getvalue()
+
+    page_uri = next(line.strip() for line in text.splitlines() if "file://" in line)
+    page = Path(urlparse(page_uri).path)
+    assert page == (proofs / "verify.html").resolve()
+    assert page.read_text(encoding="utf-8") == render_verify_page()
+    assert f"http://127.0.0.1:{ports['API']}/verify" in text
+
+
+def test_demo_without_waiting_for_anchors_stops_after_the_summary(
+    tmp_path: Path, ports: dict[str, int]
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "one.txt").write_bytes(b"one\n")
+    data_dir = tmp_path / "data"
+    args = ["demo", str(folder), "--data-dir", str(data_dir), "--block-time", "1"]
+    result = CliRunner().invoke(app, [*args, "--anchor-wait", "0"], env={"COLUMNS": "400"})
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "waiting for the anchor stage" not in result.output
+    assert not (data_dir / "proofs").exists()

@@ -21,11 +21,11 @@ from ledger.observability.asgi import (
     LIVE_PATH,
     METRICS_PATH,
     READY_PATH,
+    ROUTE_KEY,
     Observability,
     ObservabilityMiddleware,
     fixed_routes,
     not_found_app,
-    starlette_route_of,
 )
 from ledger.observability.health import (
     Check,
@@ -59,6 +59,7 @@ __all__ = [
     "LOG_FORMATS",
     "METRICS_PATH",
     "READY_PATH",
+    "ROUTE_KEY",
     "Check",
     "CheckResult",
     "JsonFormatter",
@@ -79,5 +80,4 @@ __all__ = [
     "not_found_app",
     "render",
     "sqlite_file_check",
-    "starlette_route_of",
 ]

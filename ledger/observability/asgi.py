@@ -15,8 +15,9 @@ GET or HEAD, no key needed (other verbs: 405):
 
 Every other request goes to the app and is counted with its latency by method, route
 template and status (``RequestMetrics``). The template comes from the route the app's
-router matched (``scope["route"]``, set by Starlette and FastAPI), else from ``route_of``
-(requests answered before routing, such as the API's write fast path), else ``"other"``.
+router matched (``scope["route"]``, set by Starlette and FastAPI), else from
+``scope[ROUTE_KEY]`` (set by what answers before routing: the API's write fast path), else
+from ``route_of`` (an app without a router: the node), else it is ``"other"``.
 
 What these routes show: counts, heights, ages, balances of the service's own funding
 address; never a key, a secret or an account's data. Services bind to loopback unless the
@@ -28,13 +29,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from prometheus_client import CollectorRegistry
-from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ledger.observability.health import Readiness
@@ -49,7 +49,7 @@ __all__ = [
     "ObservabilityMiddleware",
     "fixed_routes",
     "not_found_app",
-    "starlette_route_of",
+    "ROUTE_KEY",
 ]
 
 _log = logging.getLogger(__name__)
@@ -61,6 +61,10 @@ METRICS_PATH = "/metrics"
 _PATHS = frozenset({HEALTH_PATH, LIVE_PATH, READY_PATH, METRICS_PATH})
 _JSON = (b"content-type", b"application/json")
 _OTHER_ROUTE = "other"
+
+#: Scope key where an app that answers before routing (the API's write fast path) puts the
+#: route template of the request it answered.
+ROUTE_KEY = "notary.route"
 
 RouteOf = Callable[[Scope], str | None]
 
@@ -166,6 +170,9 @@ class ObservabilityMiddleware:
         path = getattr(route, "path", None)
         if isinstance(path, str):
             return path
+        template = scope.get(ROUTE_KEY)
+        if isinstance(template, str):
+            return template
         if self.route_of is not None:
             return self.route_of(scope) or _OTHER_ROUTE
         return _OTHER_ROUTE
@@ -210,21 +217,6 @@ def fixed_routes(paths: Iterable[str]) -> RouteOf:
     """``route_of`` for an app whose routes are literal paths (the node's ``/v2``)."""
     known = frozenset(paths)
     return lambda scope: scope["path"] if scope["path"] in known else None
-
-
-def starlette_route_of(routes: Sequence[BaseRoute]) -> RouteOf:
-    """``route_of`` that matches the request against ``routes`` (a Starlette or FastAPI
-    app's ``app.routes``, read at each call, so routes added later count)."""
-
-    def route_of(scope: Scope) -> str | None:
-        for route in routes:
-            match, _ = route.matches(scope)
-            if match is Match.FULL:
-                path = getattr(route, "path", None)
-                return path if isinstance(path, str) else None
-        return None
-
-    return route_of
 
 
 async def not_found_app(scope: Scope, receive: Receive, send: Send) -> None:

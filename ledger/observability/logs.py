@@ -131,7 +131,7 @@ def formatter_for(fmt: LogFormat) -> logging.Formatter:
     raise ValueError(f"unknown log format {fmt!r}: use one of {', '.join(LOG_FORMATS)}")
 
 
-class RedactingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class RedactingStreamHandler(logging.StreamHandler[IO[str]]):
     """A stream handler that writes each finished line with every known secret replaced.
 
     Args:

@@ -135,13 +135,20 @@ class RedactingStreamHandler(logging.StreamHandler[IO[str]]):
     """A stream handler that writes each finished line with every known secret replaced.
 
     Args:
-        stream: where lines go (standard error by default).
+        stream: where lines go; None: whatever ``sys.stderr`` is when a line is written (a
+            test runner may swap it).
         secrets: the values to hide (empty strings are ignored).
     """
 
     def __init__(self, stream: IO[str] | None = None, *, secrets: Iterable[str] = ()) -> None:
         super().__init__(stream if stream is not None else sys.stderr)
+        self._follow_stderr = stream is None
         self.secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._follow_stderr:
+            self.stream = sys.stderr  # under the handler's lock (``Handler.handle``)
+        super().emit(record)
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)

@@ -65,18 +65,24 @@ _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))
 _ACCESS_FIELDS = ("client", "method", "path", "http_version", "status")
 
 
+class _OwnFormat(logging.Formatter):
+    """A formatter whose line layout is its own: the arguments a logging configuration
+    passes to a formatter class (``fmt``, ``datefmt``, ``style``, ...) are accepted and
+    ignored, so that configurations naming the class (Prefect's ``logging.yml``) can
+    build it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+
 def _timestamp(record: logging.LogRecord) -> str:
     """``record.created`` as ISO 8601 UTC with milliseconds (``2025-01-31T09:30:12.345Z``)."""
     seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
     return f"{seconds}.{int(record.msecs):03d}Z"
 
 
-class TextFormatter(logging.Formatter):
-    """``<ts> <LEVEL> <logger>: <message>[ | <traceback>]`` on one line (module docstring).
-
-    Takes (and ignores) ``logging.Formatter``'s arguments, so logging configurations that
-    name it as a formatter class can build it.
-    """
+class TextFormatter(_OwnFormat):
+    """``<ts> <LEVEL> <logger>: <message>[ | <traceback>]`` on one line (module docstring)."""
 
     def format(self, record: logging.LogRecord) -> str:
         line = f"{_timestamp(record)} {record.levelname} {record.name}: {record.getMessage()}"
@@ -87,12 +93,8 @@ class TextFormatter(logging.Formatter):
         return line.replace("\r", "\\r").replace("\n", "\\n")
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per record, on one line (module docstring).
-
-    Takes (and ignores) ``logging.Formatter``'s arguments, so logging configurations that
-    name it as a formatter class (Prefect's ``logging.yml``) can build it.
-    """
+class JsonFormatter(_OwnFormat):
+    """One JSON object per record, on one line (module docstring)."""
 
     def format(self, record: logging.LogRecord) -> str:
         event: dict[str, Any] = {

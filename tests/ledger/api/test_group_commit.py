@@ -311,7 +311,11 @@ def test_fast_path_and_routes_answer_the_same(make_api: ApiFactory, tmp_path: Pa
         BodySizeLimit,
         WriteFastPath,
     ]
-    assert [m.cls for m in slow.app.user_middleware] == [ConnectDispatch, BodySizeLimit]
+    assert [m.cls for m in slow.app.user_middleware] == [
+        ObservabilityMiddleware,
+        ConnectDispatch,
+        BodySizeLimit,
+    ]
     assert _exchanges(fast) == _exchanges(slow)
     statuses = [status for status, _ in _exchanges(fast)]
     assert {202, 400, 403, 413, 415, 422} <= set(statuses)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
 from ledger.anchor.chain import PowChain
 from ledger.anchor.settings import AnchorSettings
@@ -38,6 +38,7 @@ from ledger.observability import (
     Observability,
     Probe,
     ScrapeCollector,
+    gauge_families,
     jsonrpc_check,
     sqlite_file_check,
 )
@@ -110,8 +111,7 @@ def _families(figures: AnchorFigures) -> Iterable[Metric]:
             figures.unrecorded,
         ),
     )
-    for name, documentation, value in rows:
-        yield GaugeMetricFamily(f"notary_anchor_{name}", documentation, value=value)
+    return gauge_families("notary_anchor", rows)
 
 
 def _database_probe(settings: AnchorSettings) -> Probe:

@@ -57,6 +57,7 @@ from ledger.observability import (
     Observability,
     Probe,
     ScrapeCollector,
+    gauge_families,
     jsonrpc_check,
 )
 
@@ -156,8 +157,7 @@ def _families(svc: Services, balance: _Balance) -> Iterable[Metric]:
             backlog.needed_ec_min,
         ),
     )
-    for name, documentation, value in gauges:
-        yield GaugeMetricFamily(f"notary_api_{name}", documentation, value=value)
+    yield from gauge_families("notary_api", gauges)
     if balance.balance_ec is not None:
         yield GaugeMetricFamily(
             "notary_api_entry_credit_balance",

@@ -48,6 +48,7 @@ from ledger.observability.metrics import (
     RequestMetrics,
     RpcCallMetrics,
     ScrapeCollector,
+    gauge_families,
     new_registry,
     render,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "TextFormatter",
     "configure_logging",
     "fixed_routes",
+    "gauge_families",
     "jsonrpc_check",
     "new_registry",
     "not_found_app",

@@ -24,7 +24,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
@@ -35,6 +35,7 @@ __all__ = [
     "LATENCY_BUCKETS_S",
     "RequestMetrics",
     "ScrapeCollector",
+    "gauge_families",
     "new_registry",
     "render",
 ]
@@ -177,29 +178,38 @@ class RpcCallMetrics:
     """JSON-RPC calls by method and outcome: ``<prefix>_requests_total{method,outcome}``.
 
     Args:
-        registry: where the counter is registered.
+        registry: where the counter family is registered.
         prefix: metric name prefix (``notary_node``).
 
     ``method`` is the method's primary name (an alias counts under it) or ``unknown``;
     ``outcome`` is ``ok`` or ``error`` (an error object answered). ``observe`` matches
-    ``ledger.jsonrpc.observed.CallObserver``.
+    ``ledger.jsonrpc.observed.CallObserver``. The node's ingest calls it twice per entry,
+    so it is a plain dictionary increment (no lock: the servers dispatch on their event
+    loop's one thread), turned into a counter family when scraped.
     """
 
     def __init__(self, registry: CollectorRegistry, prefix: str) -> None:
-        self.calls = Counter(
-            f"{prefix}_requests",
-            "JSON-RPC calls answered (each item of a batch counts), by method and outcome.",
-            ("method", "outcome"),
-            registry=registry,
-        )
-        self._children: dict[tuple[str, bool], Counter] = {}
-        self._lock = threading.Lock()
+        self.name = f"{prefix}_requests"
+        self._counts: dict[tuple[str, bool], int] = {}
+        ScrapeCollector(self._families, registry=registry)
 
     def observe(self, method: str, ok: bool) -> None:
         """Count one call of ``method`` (``ok``: answered with a result)."""
-        child = self._children.get((method, ok))
-        if child is None:
-            with self._lock:
-                child = self.calls.labels(method, "ok" if ok else "error")
-                self._children[(method, ok)] = child
-        child.inc()
+        key = (method, ok)
+        self._counts[key] = self._counts.get(key, 0) + 1
+
+    def _families(self) -> Iterable[Metric]:
+        family = CounterMetricFamily(
+            self.name,
+            "JSON-RPC calls answered (each item of a batch counts), by method and outcome.",
+            labels=("method", "outcome"),
+        )
+        for (method, ok), count in self._counts.copy().items():  # copy: one atomic step
+            family.add_metric((method, "ok" if ok else "error"), count)
+        return [family]
+
+
+def gauge_families(prefix: str, rows: Iterable[tuple[str, str, float]]) -> list[Metric]:
+    """One gauge family per ``(name, documentation, value)`` row, named ``<prefix>_<name>``
+    (a scrape-time collector's figures)."""
+    return [GaugeMetricFamily(f"{prefix}_{name}", doc, value=value) for name, doc, value in rows]

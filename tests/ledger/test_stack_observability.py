@@ -13,11 +13,11 @@ import pytest
 from ledger.anchor.app import create_app as create_anchor_app
 from ledger.api.app import create_app as create_api_app
 from ledger.node.app import create_app as create_node_app
-from ledger.stack import Stack, StackSettings
+from ledger.stack import Stack
 from ledger.wallet.app import create_app as create_wallet_app
 from tests.harness.metrics import Samples
-from tests.harness.ports import free_port
 from tests.harness.servers import AppServer
+from tests.harness.stack import stack_settings
 from tests.harness.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -88,17 +88,7 @@ def test_metrics_move_with_a_run_of_writes(stack: Stack) -> None:
 
 
 def test_the_services_behind_the_node_are_not_ready_while_it_is_down(tmp_path: Path) -> None:
-    stack = Stack(
-        StackSettings(
-            data_dir=tmp_path / "data",
-            node_port=free_port(),
-            wallet_port=free_port(),
-            api_port=free_port(),
-            anchor_port=free_port(),
-            block_time_s=0.5,
-            sqlite_synchronous="NORMAL",
-        )
-    )
+    stack = Stack(stack_settings(tmp_path / "data"))
     stack.prepare()
     s = stack.settings
     node = AppServer(create_node_app(stack.node_settings()), s.node_port, name="node")

@@ -24,16 +24,18 @@ def root_restored() -> Iterator[None]:
     """configure_logging changes the root logger and uvicorn's: put them back."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    uvicorn = {
-        name: (list(logging.getLogger(name).handlers), logging.getLogger(name).propagate)
-        for name in ("uvicorn", "uvicorn.error", "uvicorn.access")
-    }
+    names = ("uvicorn", "uvicorn.error", "uvicorn.access")
+    uvicorn = {name: logging.getLogger(name) for name in names}
+    saved = {name: (list(lg.handlers), lg.propagate, lg.level) for name, lg in uvicorn.items()}
+    for logger in uvicorn.values():  # a server started by an earlier test set their levels
+        logger.setLevel(logging.NOTSET)
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
-    for name, (saved, propagate) in uvicorn.items():
-        logging.getLogger(name).handlers[:] = saved
-        logging.getLogger(name).propagate = propagate
+    for name, (old_handlers, propagate, old_level) in saved.items():
+        uvicorn[name].handlers[:] = old_handlers
+        uvicorn[name].propagate = propagate
+        uvicorn[name].setLevel(old_level)
 
 
 def emit_events(logger_name: str = "ledger.test") -> None:

@@ -47,9 +47,14 @@ class ServedApp:
         )
         self._server = _QuietServer(config)
         self._thread = threading.Thread(
-            target=self._server.run, name=f"notary-{name.replace(' ', '-')}", daemon=True
+            target=self._run, name=f"notary-{name.replace(' ', '-')}", daemon=True
         )
         self.host, self.port, self.name = host, port, name
+
+    def _run(self) -> None:
+        # uvicorn exits (SystemExit) when it cannot bind; ``start`` reports that instead.
+        with contextlib.suppress(SystemExit):
+            self._server.run()
 
     def start(self, *, timeout_s: float = 10.0) -> None:
         """Start listening; returns once the socket is bound.

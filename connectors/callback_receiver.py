@@ -27,17 +27,14 @@ recorded.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import uvicorn
 from sqlalchemy import Table, insert, select
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -47,6 +44,7 @@ from starlette.routing import Route
 from connectors.audit_models import AUDIT_METADATA, STAGE_ORDER
 from connectors.audit_store import AuditStore
 from connectors.publishing import CallbackStage
+from connectors.served_app import ServedApp, ServerStartError
 from ledger.core.callback_signature import (
     MAX_SKEW_S,
     SIGNATURE_HEADER,
@@ -250,19 +248,11 @@ def create_receiver_app(
     return Starlette(routes=[Route(base.path or "/", receive, methods=["POST"])])
 
 
-class ReceiverStartError(RuntimeError):
+class ReceiverStartError(ServerStartError):
     """The receiver could not listen (address in use or not available)."""
 
 
-class _QuietServer(uvicorn.Server):
-    """Leaves signal handling to the command that runs the receiver."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-class CallbackServer:
+class CallbackServer(ServedApp):
     """The receiver app served by uvicorn in a background thread.
 
     Args:
@@ -271,12 +261,7 @@ class CallbackServer:
     """
 
     def __init__(self, app: Starlette, *, host: str, port: int) -> None:
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
-        self._server = _QuietServer(config)
-        self._thread = threading.Thread(
-            target=self._server.run, name="notary-callbacks", daemon=True
-        )
-        self.host, self.port = host, port
+        super().__init__(app, host=host, port=port, name="callback receiver")
 
     def start(self, *, timeout_s: float = 10.0) -> None:
         """Start listening; returns once the socket is bound.
@@ -284,25 +269,7 @@ class CallbackServer:
         Raises:
             ReceiverStartError: the server did not start (port in use, bad address).
         """
-        self._thread.start()
-        deadline = time.monotonic() + timeout_s
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop(timeout_s=1.0)
-                raise ReceiverStartError(
-                    f"the callback receiver could not listen on {self.host}:{self.port} "
-                    "(is the port in use?)"
-                )
-            time.sleep(0.01)
-
-    def stop(self, *, timeout_s: float = 10.0) -> None:
-        """Stop listening and wait for the thread."""
-        self._server.should_exit = True
-        self._thread.join(timeout_s)
-
-    def __enter__(self) -> CallbackServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+        try:
+            super().start(timeout_s=timeout_s)
+        except ServerStartError as exc:
+            raise ReceiverStartError(str(exc)) from None

@@ -11,6 +11,8 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ledger.observability.logs import LogFormat
+
 #: Path of the callback receiver's one route (``connectors.callback_receiver``).
 CALLBACK_PATH = "/callbacks"
 
@@ -57,6 +59,15 @@ class PipelineSettings(BaseSettings):
         prefect_api_url: a Prefect server for the command line's flow runs; default: the
             one ``notary up`` started (``<data_dir>/prefect-api-url``), else ``PREFECT_API_URL``,
             else a temporary server per command.
+        log_format, log_level: the command line's log lines (and those of the services
+            ``notary up`` runs): ``text`` for people or ``json`` for log collectors, one
+            line per event, at ``log_level`` or above (``--log-format``, ``--log-level``).
+        metrics_port: where ``notary watch`` and ``notary collect --listen`` serve
+            ``/metrics``, ``/health/live`` and ``/health/ready`` (``--metrics-port``);
+            None (the default): no such server.
+        metrics_host: the address that server binds (loopback by default).
+        ready_max_unanchored_age_s: the collector's ``/health/ready`` fails when a
+            notarization has waited longer than this for its anchor, seconds.
     """
 
     model_config = SettingsConfigDict(env_prefix="NOTARY_", extra="ignore")
@@ -85,6 +96,11 @@ class PipelineSettings(BaseSettings):
     collect_interval_s: float = Field(default=60.0, gt=0)
     collect_first_interval_s: float = Field(default=2.0, gt=0)
     prefect_api_url: str | None = None
+    log_format: LogFormat = "text"
+    log_level: str = "warning"
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    metrics_host: str = "127.0.0.1"
+    ready_max_unanchored_age_s: float = Field(default=3600.0, gt=0)
 
     @property
     def audit_url(self) -> str:

@@ -7,7 +7,9 @@ stores only its hash), and writes the API's callback HMAC key to
 ``<data_dir>/callback-secret`` (mode 0600), where ``notary collect --listen`` reads it.
 ``Stack.serve()`` runs the four services (the fourth, ``anchor/``, anchors directory blocks
 into the bundled proof-of-work chain) on loopback until told to stop. Every service binds
-``host`` (127.0.0.1 unless told otherwise).
+``host`` (127.0.0.1 unless told otherwise) and answers ``/health/live``, ``/health/ready``
+and ``/metrics`` on its own port. Their uvicorn servers keep the process's logging set-up
+(``ledger.observability.logs``; the command line configures it).
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -32,8 +36,6 @@ from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
 from ledger.api.services import load_callback_secret
 from ledger.api.settings import ApiSettings
-from ledger.jsonrpc.client import JsonRpcClient
-from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcTransportError
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
 from ledger.secret_file import write_secret_file
@@ -218,7 +220,9 @@ class Stack:
         ]
         return [
             _QuietServer(
-                uvicorn.Config(app, host=s.host, port=port, log_level="warning", lifespan="on")
+                uvicorn.Config(
+                    app, host=s.host, port=port, log_level="warning", log_config=None, lifespan="on"
+                )
             )
             for app, port in apps
         ]
@@ -299,13 +303,48 @@ class StackThread:
 
 
 def wait_until_healthy(settings: StackSettings, *, timeout_s: float = 30.0) -> None:
-    """Wait until the node answers ``heights`` (the wallet and API start after it)."""
-    with JsonRpcClient(settings.node_url, timeout_s=2.0) as client:
-        for _ in range(int(timeout_s / 0.05)):
-            try:
-                client.call("heights")
-                return
-            except (JsonRpcCallError, JsonRpcTransportError):
-                pass
-            threading.Event().wait(0.05)
-    raise RuntimeError(f"the node at {settings.node_url} did not answer")
+    """Wait until every service answers ``GET /health/ready`` with 200 (docs/jsonrpc.md
+    §1, docs/rest-api.md §5): its database, the services it calls, and for the API its
+    entry credits and write backlog.
+
+    Raises:
+        RuntimeError: a service was still not ready after ``timeout_s`` seconds (the
+            message names it and the checks that failed).
+    """
+    ports = {
+        "node": settings.node_port,
+        "wallet": settings.wallet_port,
+        "api": settings.api_port,
+        "anchor": settings.anchor_port,
+    }
+    waiting = dict(ports)
+    last: dict[str, str] = {}
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=5.0) as client:
+        while waiting and time.monotonic() < deadline:
+            for name, port in list(waiting.items()):
+                problem = _readiness_problem(client, settings.url(port, "/health/ready"))
+                if problem is None:
+                    del waiting[name]
+                else:
+                    last[name] = problem
+            if waiting:
+                time.sleep(0.05)
+    if waiting:
+        shown = "; ".join(f"{name}: {last.get(name, 'no answer')}" for name in waiting)
+        raise RuntimeError(f"services not ready after {timeout_s:g} s: {shown}")
+
+
+def _readiness_problem(client: httpx.Client, url: str) -> str | None:
+    """None when ``url`` answers 200, else what is wrong (failed checks, or no answer)."""
+    try:
+        response = client.get(url)
+    except httpx.HTTPError as exc:
+        return f"no answer ({type(exc).__name__})"
+    if response.status_code == 200:
+        return None
+    try:
+        checks = response.json()["checks"]
+        return ", ".join(f"{c['name']}: {c['detail']}" for c in checks if not c["ok"])
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {response.status_code}"

@@ -9,6 +9,7 @@ usage or configuration; 3 a service could not be reached; 130 Ctrl-C).
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -23,7 +24,7 @@ from flows.cli.commands import (
     verify,
     watch,
 )
-from flows.cli.common import err
+from flows.cli.common import err, fail
 from flows.cli.exit_codes import ExitCode
 
 __all__ = ["app", "build_app", "main"]
@@ -38,9 +39,39 @@ def build_app() -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
     )
+    application.callback()(log_options)
     for module in (stack, notarize, collect, verify, watch, table, report, proof, accounts):
         module.register(application)
     return application
+
+
+def log_options(
+    log_format: Annotated[
+        str | None,
+        typer.Option(
+            "--log-format",
+            help="Log lines as 'text' (people) or 'json' (log collectors), one line per "
+            "event; default NOTARY_LOG_FORMAT, else text.",
+            show_default=False,
+        ),
+    ] = None,
+    log_level: Annotated[
+        str | None,
+        typer.Option(
+            "--log-level",
+            help="Least level logged (debug, info, warning, error); default "
+            "NOTARY_LOG_LEVEL, else warning.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Options before the command: how log lines are written (``flows.cli.logs``)."""
+    from flows.cli.logs import configure_cli_logging
+
+    try:
+        configure_cli_logging(log_format, log_level)
+    except ValueError as exc:
+        fail(str(exc), ExitCode.USAGE)
 
 
 app = build_app()

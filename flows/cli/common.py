@@ -19,12 +19,14 @@ from flows.settings import MissingApiKey, PipelineSettings, TaskRunnerUnavailabl
 __all__ = [
     "BlockTime",
     "DataDir",
+    "MetricsPort",
     "check_api_key",
     "check_task_runner",
     "console",
     "err",
     "fail",
     "fail_unreachable",
+    "pipeline_settings",
 ]
 
 #: Rich consoles: results on standard output, errors and notes on standard error. They
@@ -37,12 +39,31 @@ _SERVICES_HINT = "Are the services running? Start them with `notary up`."
 DataDir = Annotated[
     Path, typer.Option("--data-dir", envvar="NOTARY_DATA_DIR", help="Folder of all local data.")
 ]
+MetricsPort = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        min=0,
+        max=65535,
+        help="Serve /metrics, /health/live and /health/ready on NOTARY_METRICS_HOST "
+        "(127.0.0.1) at this port; default NOTARY_METRICS_PORT, else no such server.",
+        show_default=False,
+    ),
+]
 BlockTime = Annotated[
     float,
     typer.Option(
         "--block-time", min=0.1, help="Directory block period of the bundled network, seconds."
     ),
 ]
+
+
+def pipeline_settings(data_dir: Path, *, metrics_port: int | None = None) -> PipelineSettings:
+    """The pipeline's settings with the command's ``--data-dir`` and, when given,
+    ``--metrics-port`` (else ``NOTARY_METRICS_PORT`` stays in force)."""
+    if metrics_port is None:
+        return PipelineSettings(data_dir=data_dir)
+    return PipelineSettings(data_dir=data_dir, metrics_port=metrics_port)
 
 
 def fail(message: str, code: ExitCode) -> NoReturn:

@@ -1,8 +1,8 @@
 """Composition root of the anchoring service: ``create_app(settings)``.
 
 Builds the proof-of-work chain (``pow.sqlite``), the service's state (``anchor.sqlite``),
-the node client, the ledger writer and the service, and serves JSON-RPC at ``/v2`` and a
-``/health`` probe. The lifespan mines the chain every ``pow_block_time_s`` and runs an
+the node client, the ledger writer and the service, and serves JSON-RPC at ``/v2``, health
+checks and metrics (``ledger.anchor.observability``). The lifespan mines the chain every ``pow_block_time_s`` and runs an
 anchoring round every ``poll_interval_s``; everything is closed when it ends.
 """
 
@@ -15,12 +15,10 @@ from dataclasses import dataclass
 
 import httpx
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from ledger.anchor.backend import EmbeddedPowBackend
 from ledger.anchor.chain import PowChain
+from ledger.anchor.observability import anchor_observability
 from ledger.anchor.rpc import build_registry
 from ledger.anchor.service import AnchorService
 from ledger.anchor.settings import AnchorSettings
@@ -31,7 +29,9 @@ from ledger.core.clock import Clock, SystemClock
 from ledger.core.hexbytes import from_hex
 from ledger.core.keys import SigningKey
 from ledger.jsonrpc import AsyncJsonRpcClient
+from ledger.jsonrpc.observed import ObservedRegistry
 from ledger.jsonrpc.server import create_jsonrpc_app
+from ledger.observability import Observability, ObservabilityMiddleware, RpcCallMetrics
 
 __all__ = ["AnchorRuntime", "build_runtime", "create_app"]
 
@@ -99,7 +99,8 @@ def create_app(
     node_transport: httpx.AsyncBaseTransport | None = None,
     run_loops: bool = True,
 ) -> Starlette:
-    """The service's ASGI app; the runtime is ``app.state.anchor`` (an ``AnchorRuntime``).
+    """The service's ASGI app; the runtime is ``app.state.anchor`` (an ``AnchorRuntime``),
+    the health checks and metrics ``app.state.observability``.
 
     ``run_loops=False`` leaves mining and anchoring to the caller (tests call
     ``chain.mine_block()`` and ``service.step()`` themselves).
@@ -118,17 +119,22 @@ def create_app(
                 await task
             await runtime.aclose()
 
-    async def health(request: Request) -> JSONResponse:
-        tip = runtime.chain.tip()
-        return JSONResponse({"status": "ok", "pow_height": -1 if tip is None else tip.height})
-
+    observability = Observability.create("anchor", requests_prefix="notary_anchor_http")
+    calls = RpcCallMetrics(observability.registry, "notary_anchor")
     app = create_jsonrpc_app(
-        build_registry(runtime.service, runtime.chain),
+        ObservedRegistry(build_registry(runtime.service, runtime.chain), calls.observe),
         path="/v2",
         error_http_status=400,
         max_body_bytes=settings.max_body_bytes,
         lifespan=lifespan,
-        extra_routes=[Route("/health", health)],
     )
     app.state.anchor = runtime
+    app.state.observability = anchor_observability(
+        base=observability,
+        settings=settings,
+        chain=runtime.chain,
+        state=runtime.state,
+        node=runtime.node,
+    )
+    app.add_middleware(ObservabilityMiddleware, observability=observability)
     return app

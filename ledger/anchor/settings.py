@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from ledger import devnet
 from ledger.core.hexbytes import from_hex
 from ledger.core.pow.params import PowParams
+from ledger.observability.logs import LogFormat
 
 
 class AnchorSettings(BaseSettings):
@@ -45,6 +46,10 @@ class AnchorSettings(BaseSettings):
     node_timeout_s: float = Field(default=30.0, gt=0)
     sqlite_synchronous: str = "FULL"
     max_body_bytes: int = 1_048_576
+    #: Log lines as ``text`` (people) or ``json`` (log collectors), at ``log_level`` or
+    #: above (``python -m ledger.anchor``; ``notary up`` takes the command line's).
+    log_format: LogFormat = "text"
+    log_level: str = "warning"
 
     @property
     def pow_path(self) -> Path:

@@ -69,11 +69,18 @@ def _serve(settings: ApiSettings) -> int:
     import uvicorn
 
     from ledger.api.app import create_app
+    from ledger.observability.logs import configure_logging
 
+    secrets = [
+        s.get_secret_value() for s in (settings.callback_secret, settings.tls_key_password) if s
+    ]
+    configure_logging(settings.log_format, settings.log_level, secrets=secrets)
     uvicorn.run(
         create_app(settings),
         host=settings.host,
         port=settings.port,
+        log_level=settings.log_level,
+        log_config=None,
         **settings.uvicorn_tls_options(),
     )
     return 0

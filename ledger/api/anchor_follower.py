@@ -12,6 +12,7 @@ from typing import cast
 
 from sqlalchemy import Table, select, update
 
+from ledger.api.block_follower import StageObserver
 from ledger.api.callbacks import queue_stage_callbacks
 from ledger.api.db import Database
 from ledger.api.gateway import AnchorInfo, LedgerGateway
@@ -32,6 +33,7 @@ class AnchorFollower:
         clock: time source (``anchor_at``, callbacks, the poll interval).
         batch_size: most directory block heights looked up by one ``follow``.
         poll_interval_s: least time between two look-ups, seconds.
+        on_moved: told of the rows each anchor moves to ``anchor`` (``StageObserver``).
 
     Raises (``follow``): ``GatewayUnavailable`` when the node cannot be reached.
     """
@@ -44,9 +46,11 @@ class AnchorFollower:
         clock: Clock,
         batch_size: int,
         poll_interval_s: float,
+        on_moved: StageObserver | None = None,
     ) -> None:
         self._db, self._gateway, self._clock = db, gateway, clock
         self._batch, self._interval_s = batch_size, poll_interval_s
+        self._on_moved = on_moved
         self._last_poll: float | None = None
 
     def follow(self) -> int:
@@ -74,6 +78,9 @@ class AnchorFollower:
         where = (e.dblock_height == info.height, e.stage == Stage.LEDGER.value)
         params = {"anchor_block_hash": info.block_hash}
         with self._db.transaction() as connection:
+            if self._on_moved is not None:
+                accepted = connection.execute(select(e.created_at).where(*where)).scalars()
+                self._on_moved(Stage.ANCHOR, [now - at for at in accepted])
             queue_stage_callbacks(connection, where, Stage.ANCHOR, params, now=now)
             moved = connection.execute(
                 update(_ENTRIES)

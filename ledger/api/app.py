@@ -15,11 +15,14 @@ from ledger.api.deps import BodySizeLimit
 from ledger.api.errors import install_error_handlers
 from ledger.api.fastpath import WriteFastPath
 from ledger.api.gateway import LedgerGateway
+from ledger.api.observability import api_observability
 from ledger.api.routes import API_VERSION, router
 from ledger.api.services import Services, build_services
 from ledger.api.settings import ApiSettings
 from ledger.api.verify_page import router as verify_page_router
 from ledger.core.clock import Clock
+from ledger.jsonrpc.client import AsyncJsonRpcClient
+from ledger.observability import Observability, ObservabilityMiddleware
 
 __all__ = ["create_app"]
 
@@ -52,11 +55,22 @@ def create_app(
     ``write_fast_path`` is false. Requests that authenticate with ``app_id`` + ``app_key``
     (the Harmony Connect SDKs) are answered by the Connect app (``ledger.api.connect``,
     ``app.state.connect_app``) in the hosted service's shapes. ``app.state.services``
-    holds the ``Services`` (``.db``, ``.worker``, ``.gateway``, ...).
+    holds the ``Services`` (``.db``, ``.worker``, ``.gateway``, ...). ``/health``,
+    ``/health/live``, ``/health/ready`` and ``/metrics`` need no key
+    (``ledger.api.observability``; ``app.state.observability``).
     """
     settings = settings or ApiSettings()
     svc = build_services(
         settings, gateway=gateway, clock=clock, http_transport=http_transport, resolver=resolver
+    )
+    probes = _probe_clients(settings, gateway_given=gateway is not None)
+    observability = api_observability(
+        svc,
+        base=Observability.create(
+            "api", requests_prefix="notary_api", ready_timeout_s=settings.ready_timeout_s
+        ),
+        node=probes[0],
+        wallet=probes[1],
     )
 
     @asynccontextmanager
@@ -66,6 +80,9 @@ def create_app(
             yield
         finally:
             svc.close()
+            for client in probes:
+                if client is not None:
+                    await client.aclose()
 
     app = FastAPI(
         title="Notary publishing API",
@@ -84,11 +101,34 @@ def create_app(
     if ledger_reads is not None:
         svc.owned.append(ledger_reads)
     app.state.connect_app = create_connect_app(svc, reads=ledger_reads, spec_app=app)
-    app.add_middleware(ConnectDispatch, connect_app=app.state.connect_app)  # outermost
+    app.add_middleware(ConnectDispatch, connect_app=app.state.connect_app)
+    app.state.observability = observability
+    # outermost: health and metrics need no key; every request is counted and timed
+    app.add_middleware(ObservabilityMiddleware, observability=observability)
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(verify_page_router)  # GET /verify, no key (issue 18)
     return app
+
+
+def _probe_clients(
+    settings: ApiSettings, *, gateway_given: bool
+) -> tuple[AsyncJsonRpcClient | None, AsyncJsonRpcClient | None]:
+    """Clients of the node and wallet the API talks to over JSON-RPC, for the readiness
+    checks and the balance figure; None where it talks to none (a given gateway, the
+    sandbox's built-in ledger)."""
+    if gateway_given:
+        return None, None
+    node_url, wallet_url = settings.node_url, settings.wallet_url
+    if settings.sandbox:
+        if not (settings.sandbox_node_url and settings.sandbox_wallet_url):
+            return None, None
+        node_url, wallet_url = settings.sandbox_node_url, settings.sandbox_wallet_url
+    timeout_s = settings.ready_timeout_s
+    return (
+        AsyncJsonRpcClient(node_url, timeout_s=timeout_s),
+        AsyncJsonRpcClient(wallet_url, timeout_s=timeout_s),
+    )
 
 
 def _default_reads(settings: ApiSettings) -> LedgerReads | None:

@@ -13,7 +13,7 @@ first pass). Each move queues the ``ledger`` callback in the same transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import cast
 
 from sqlalchemy import Connection, Table, insert, select, update
@@ -24,7 +24,11 @@ from ledger.api.gateway import DirectoryBlockInfo, LedgerGateway, RpcFailure
 from ledger.api.models import EntryRow, ServiceState, Stage, SubmitState
 from ledger.core.clock import Clock
 
-__all__ = ["LAST_HEIGHT_KEY", "BlockFollower"]
+__all__ = ["LAST_HEIGHT_KEY", "BlockFollower", "StageObserver"]
+
+StageObserver = Callable[[Stage, Sequence[float]], None]
+"""``observer(stage, latencies_s)``: rows moved to ``stage``, each with the seconds from its
+acceptance to the move (the API's stage latency metrics)."""
 
 #: ``service_state`` key of the last directory block height handled.
 LAST_HEIGHT_KEY = "last_height"
@@ -41,15 +45,23 @@ class BlockFollower:
         gateway: node access.
         clock: time source (``ledger_at``, callbacks).
         batch_size: most directory blocks handled by one ``follow``.
+        on_moved: told of the rows each block moves to ``ledger`` (``StageObserver``).
 
     Raises (``follow``): ``GatewayUnavailable`` when the node cannot be reached.
     """
 
     def __init__(
-        self, db: Database, gateway: LedgerGateway, *, clock: Clock, batch_size: int
+        self,
+        db: Database,
+        gateway: LedgerGateway,
+        *,
+        clock: Clock,
+        batch_size: int,
+        on_moved: StageObserver | None = None,
     ) -> None:
         self._db, self._gateway, self._clock = db, gateway, clock
         self._batch = batch_size
+        self._on_moved = on_moved
         self.behind = False
         """True when the last ``follow`` stopped short of the node's newest block."""
 
@@ -108,6 +120,9 @@ class BlockFollower:
         now, count, e = self._clock.now(), 0, _ENTRIES.c
         for chunk in _chunks(sorted(hashes)):
             where = (e.entry_hash.in_(chunk), e.stage == Stage.MULTI_AZ.value)
+            if self._on_moved is not None:
+                accepted = connection.execute(select(e.created_at).where(*where)).scalars()
+                self._on_moved(Stage.LEDGER, [now - at for at in accepted])
             queue_stage_callbacks(
                 connection, where, Stage.LEDGER, {"dblock_keymr": block.keymr}, now=now
             )

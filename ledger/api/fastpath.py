@@ -28,6 +28,7 @@ from ledger.api.deps import authenticate, check_json_media_type, parse_json, pre
 from ledger.api.errors import ApiError, InternalServerError, PayloadTooLarge
 from ledger.api.schemas import ChainCreate, EntryCreate
 from ledger.api.services import Services
+from ledger.observability.asgi import ROUTE_KEY
 
 __all__ = ["WriteFastPath"]
 
@@ -60,12 +61,14 @@ class WriteFastPath:
         path = scope["path"]
         if path == "/v1/chains":
             chain_id = None
+            scope[ROUTE_KEY] = "/v1/chains"  # the route template, for the request metrics
         else:
             match = _ENTRIES_PATH.fullmatch(path)
             if match is None:
                 await self.app(scope, receive, send)
                 return
             chain_id = match.group(1)
+            scope[ROUTE_KEY] = "/v1/chains/{chain_id}/entries"
         await self._answer(scope, receive, send, chain_id)
 
     async def _answer(

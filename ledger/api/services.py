@@ -19,6 +19,7 @@ import httpx
 from sqlalchemy.exc import IntegrityError
 
 from ledger.api.auth import KeyCache, RateLimiter
+from ledger.api.block_follower import StageObserver
 from ledger.api.callbacks import CallbackDispatcher, HostPolicy, Resolver
 from ledger.api.db import Database
 from ledger.api.gateway import JsonRpcLedgerGateway, LedgerGateway
@@ -46,6 +47,7 @@ class Services:
         keys: key -> account cache; limiter: per-account rate limit.
         worker: built at startup by ``start()`` (``None`` before).
         sandbox: the sandbox runtime in sandbox mode, else ``None``.
+        stage_observer: handed to the worker built by ``start()`` (stage latency metrics).
         owned: objects with a ``close()`` this container created and must close.
     """
 
@@ -61,6 +63,7 @@ class Services:
     http_transport: httpx.BaseTransport | None = None
     worker: LedgerWorker | None = None
     sandbox: Sandbox | None = None
+    stage_observer: StageObserver | None = None
     owned: list[Any] = field(default_factory=list)
 
     def start(self) -> LedgerWorker:
@@ -107,6 +110,7 @@ class Services:
             retry_base_s=self.settings.submit_retry_base_s,
             poll_interval_s=self.settings.worker_poll_interval_s,
             anchor_poll_interval_s=self.settings.anchor_poll_interval_s,
+            stage_observer=self.stage_observer,
         )
 
     def close(self) -> None:

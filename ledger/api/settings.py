@@ -8,6 +8,8 @@ from typing import Any, Self
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ledger.observability.logs import LogFormat
+
 __all__ = ["ApiSettings"]
 
 
@@ -75,6 +77,12 @@ class ApiSettings(BaseSettings):
             test ledger (both or neither).
         sandbox_block_time_s: block period of the built-in test ledger, seconds.
         sandbox_purge_interval_s: period of the sandbox purge, seconds.
+        log_format, log_level: log lines as ``text`` (people) or ``json`` (log collectors),
+            at ``log_level`` or above (``python -m ledger.api``; ``notary up`` takes the
+            command line's).
+        ready_timeout_s: longest time one readiness check may take, seconds.
+        ready_max_unblocked_age_s: ``/health/ready`` fails when an accepted write has
+            waited longer than this for its directory block, seconds.
     """
 
     model_config = SettingsConfigDict(env_prefix="NOTARY_API_", extra="ignore")
@@ -119,6 +127,10 @@ class ApiSettings(BaseSettings):
     sandbox_wallet_url: str | None = None
     sandbox_block_time_s: float = Field(default=10.0, gt=0)
     sandbox_purge_interval_s: float = Field(default=86_400.0, gt=0)
+    log_format: LogFormat = "text"
+    log_level: str = "info"
+    ready_timeout_s: float = Field(default=2.0, gt=0)
+    ready_max_unblocked_age_s: float = Field(default=1800.0, gt=0)
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Self:

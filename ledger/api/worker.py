@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ledger.api.anchor_follower import AnchorFollower
-from ledger.api.block_follower import LAST_HEIGHT_KEY, BlockFollower
+from ledger.api.block_follower import LAST_HEIGHT_KEY, BlockFollower, StageObserver
 from ledger.api.callbacks import CallbackDispatcher
 from ledger.api.db import Database
 from ledger.api.gateway import GatewayUnavailable, LedgerGateway
@@ -75,6 +75,7 @@ class LedgerWorker:
         retry_base_s: first back-off delay after such an error (doubles, capped at 1 h).
         poll_interval_s: pause between passes of the thread.
         anchor_poll_interval_s: least time between two anchor look-ups.
+        stage_observer: told of the rows moved to ``ledger`` and ``anchor`` (metrics).
     """
 
     def __init__(
@@ -91,10 +92,13 @@ class LedgerWorker:
         retry_base_s: float = 2.0,
         poll_interval_s: float = 1.0,
         anchor_poll_interval_s: float = 0.0,
+        stage_observer: StageObserver | None = None,
     ) -> None:
         self._dispatcher = dispatcher
         self._batch = batch_size
-        self._blocks = BlockFollower(db, gateway, clock=clock, batch_size=batch_size)
+        self._blocks = BlockFollower(
+            db, gateway, clock=clock, batch_size=batch_size, on_moved=stage_observer
+        )
         self._submitter = Submitter(
             db,
             gateway,
@@ -105,7 +109,12 @@ class LedgerWorker:
             retry_base_s=retry_base_s,
         )
         self._anchors = AnchorFollower(
-            db, gateway, clock=clock, batch_size=batch_size, poll_interval_s=anchor_poll_interval_s
+            db,
+            gateway,
+            clock=clock,
+            batch_size=batch_size,
+            poll_interval_s=anchor_poll_interval_s,
+            on_moved=stage_observer,
         )
         self._poll_interval_s = poll_interval_s
         self._stop = threading.Event()

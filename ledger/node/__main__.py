@@ -8,11 +8,14 @@ from collections.abc import Callable
 
 from ledger.node.app import serve
 from ledger.node.settings import NodeSettings
+from ledger.observability.logs import configure_logging
 
 
 def main() -> None:
-    """Serve the node until SIGINT/SIGTERM, on uvloop when it is installed."""
+    """Serve the node until SIGINT/SIGTERM, on uvloop when it is installed; one log line
+    per event in ``NOTARY_NODE_LOG_FORMAT`` (text or json)."""
     settings = NodeSettings()
+    configure_logging(settings.log_format, settings.log_level)
     sys.setswitchinterval(settings.gil_switch_interval_s)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(serve(settings))

@@ -14,20 +14,27 @@ import logging
 from collections.abc import AsyncIterator
 
 from ledger.core.clock import Clock, SystemClock
+from ledger.jsonrpc.observed import CallObserver, ObservedRegistry
 from ledger.node.endpoint import NodeEndpoint
 from ledger.node.handlers import build_registry
 from ledger.node.http import NodeAsgiApp, NodeRoutes
+from ledger.node.observability import node_observability
 from ledger.node.service import NodeService
 from ledger.node.settings import NodeSettings
 from ledger.node.store import Store
+from ledger.observability import Observability, RpcCallMetrics
 
-__all__ = ["create_app", "create_routes", "serve"]
+__all__ = ["create_app", "create_observed_routes", "create_routes", "serve"]
 
 log = logging.getLogger(__name__)
 
 
-def create_routes(settings: NodeSettings, *, clock: Clock | None = None) -> NodeRoutes:
+def create_routes(
+    settings: NodeSettings, *, clock: Clock | None = None, observer: CallObserver | None = None
+) -> NodeRoutes:
     """Open the store and the node (genesis on first start, journal replay) and route to it.
+
+    ``observer`` is told of every JSON-RPC call (``ledger.jsonrpc.observed``).
 
     Raises:
         SchemaMismatch: the data folder holds another version of the node's schema.
@@ -35,13 +42,25 @@ def create_routes(settings: NodeSettings, *, clock: Clock | None = None) -> Node
     store = Store(settings.db_path, synchronous=settings.sqlite_synchronous)
     service = NodeService(settings, store, clock or SystemClock())
     service.open()
+    registry = build_registry(service)
     endpoint = NodeEndpoint(
-        build_registry(service),
+        registry if observer is None else ObservedRegistry(registry, observer),
         error_http_status=400,
         max_body_bytes=settings.max_body_bytes,
         signatures=service.signatures,
     )
     return NodeRoutes(endpoint, service, max_body_bytes=settings.max_body_bytes)
+
+
+def create_observed_routes(
+    settings: NodeSettings, *, clock: Clock | None = None
+) -> tuple[NodeRoutes, Observability]:
+    """``create_routes`` with the node's metrics and health checks
+    (``ledger.node.observability``): the routes and what ``NodeAsgiApp`` exposes."""
+    base = Observability.create("node", requests_prefix="notary_node_http")
+    rpc = RpcCallMetrics(base.registry, "notary_node")
+    routes = create_routes(settings, clock=clock, observer=rpc.observe)
+    return routes, node_observability(routes.service, settings, base=base)
 
 
 @contextlib.asynccontextmanager
@@ -61,7 +80,7 @@ async def running(service: NodeService, *, produce_blocks: bool = True) -> Async
 def create_app(
     settings: NodeSettings, *, clock: Clock | None = None, produce_blocks: bool = True
 ) -> NodeAsgiApp:
-    """The node's ASGI app: JSON-RPC 2.0 at ``/v2`` and a ``/health`` probe.
+    """The node's ASGI app: JSON-RPC 2.0 at ``/v2``, health checks and metrics.
 
     Args:
         settings: node settings.
@@ -69,32 +88,39 @@ def create_app(
         produce_blocks: run the block producer loop in the lifespan (tests that drive
             ``service.tick()`` themselves pass False).
 
-    The service is ``app.state.node`` and the endpoint ``app.state.jsonrpc``; the block
-    producer runs, and the node closes, with the ASGI lifespan.
+    The service is ``app.state.node``, the endpoint ``app.state.jsonrpc`` and the metrics
+    and checks ``app.state.observability``; the block producer runs, and the node closes,
+    with the ASGI lifespan.
     """
-    routes = create_routes(settings, clock=clock)
-    return NodeAsgiApp(routes, lambda: running(routes.service, produce_blocks=produce_blocks))
+    routes, observability = create_observed_routes(settings, clock=clock)
+    return NodeAsgiApp(
+        routes,
+        lambda: running(routes.service, produce_blocks=produce_blocks),
+        observability=observability,
+    )
 
 
 async def serve(settings: NodeSettings, *, ready: asyncio.Event | None = None) -> None:
     """Serve the node on ``settings.host:port`` until SIGINT or SIGTERM.
 
     The node is opened (and the journal replayed) before the port is bound, so a client
-    that can connect gets answers. ``ready`` is set once listening.
+    that can connect gets answers. ``ready`` is set once listening. uvicorn's loggers keep
+    the process's logging set-up (``log_config=None``: see ``configure_logging``).
     """
-    routes = create_routes(settings)
+    routes, observability = create_observed_routes(settings)
     # Everything loaded so far (modules, the replayed state) lives as long as the process:
     # keep it out of the cyclic collector's generations, so collections stay short.
     gc.collect()
     gc.freeze()
     import uvicorn
 
-    app = NodeAsgiApp(routes, lambda: running(routes.service))
+    app = NodeAsgiApp(routes, lambda: running(routes.service), observability=observability)
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
-        log_level="warning",
+        log_level=settings.log_level,
+        log_config=None,
         lifespan="on",
         timeout_keep_alive=int(settings.keepalive_s),
     )

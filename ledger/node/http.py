@@ -1,8 +1,9 @@
-"""The node's HTTP surface as plain routing: JSON-RPC 2.0 at ``/v2`` and a ``/health`` probe.
+"""The node's HTTP surface as plain routing: JSON-RPC 2.0 at ``/v2``; health and metrics.
 
 ``NodeRoutes`` maps ``(method, path, body)`` to a ``Reply``; ``NodeAsgiApp`` serves it to
 any ASGI server (uvicorn for ``python -m ledger.node`` and the bundled stack, httpx in
-tests). It is lean on purpose: HTTP itself is uvicorn's, but per request a framework's
+tests), behind ``ledger.observability``'s middleware when given one (``/health``,
+``/health/live``, ``/health/ready``, ``/metrics``; request counts and latencies). It is lean on purpose: HTTP itself is uvicorn's, but per request a framework's
 routing and middleware cost more CPU than the node's own work on a commit
 (bench/node_ingest.py), and the node has one endpoint.
 
@@ -21,12 +22,11 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-import orjson
-
 from ledger.jsonrpc.errors import InvalidRequest
 from ledger.jsonrpc.server import JsonRpcEndpoint
 from ledger.jsonrpc.wire import encode_json, error_response
 from ledger.node.service import NodeService
+from ledger.observability import Observability, ObservabilityMiddleware, fixed_routes
 
 __all__ = ["NodeAsgiApp", "NodeRoutes", "Reply"]
 
@@ -34,9 +34,7 @@ log = logging.getLogger(__name__)
 
 JSON = "application/json"
 RPC_PATH = "/v2"
-HEALTH_PATH = "/health"
 _RPC_METHODS = ("GET", "POST", "HEAD")
-_HEALTH_METHODS = ("GET", "HEAD")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -56,11 +54,11 @@ class Reply:
 
 
 class NodeRoutes:
-    """Routing of the node's two paths (see module doc).
+    """Routing of the node's JSON-RPC path (see module doc).
 
     Args:
         endpoint: the JSON-RPC endpoint (its ``handle_body`` answers ``/v2``).
-        service: the node (``/health`` reports its saved height).
+        service: the node.
         max_body_bytes: largest accepted request body.
     """
 
@@ -73,15 +71,10 @@ class NodeRoutes:
 
     def refuse(self, method: str, path: str) -> Reply | None:
         """The reply to a request refused on its first line alone (404, 405), else None."""
-        allowed: tuple[str, ...]
-        if path == RPC_PATH:
-            allowed = _RPC_METHODS
-        elif path == HEALTH_PATH:
-            allowed = _HEALTH_METHODS
-        else:
+        if path != RPC_PATH:
             return Reply(404, b"Not Found", "text/plain; charset=utf-8")
-        if method not in allowed:
-            allow = ", ".join(allowed)
+        if method not in _RPC_METHODS:
+            allow = ", ".join(_RPC_METHODS)
             return Reply(405, b"Method Not Allowed", "text/plain; charset=utf-8", allow=allow)
         return None
 
@@ -92,8 +85,6 @@ class NodeRoutes:
 
     async def reply(self, method: str, path: str, body: bytes) -> Reply:
         """Answer a request that ``refuse`` let through, with its whole ``body``."""
-        if path == HEALTH_PATH:
-            return Reply(200, orjson.dumps({"status": "ok", "height": self.service.tip.height}))
         status, content = await self.endpoint.handle_body(body)
         if content is None:
             return Reply(204, b"", None)
@@ -107,23 +98,34 @@ class NodeAsgiApp:
         routes: the routing.
         lifespan: ``async`` context manager factory run from the ASGI lifespan's startup to
             its shutdown (the block producer); None when the caller drives the node itself.
+        observability: health, metrics and request measurement (``ObservabilityMiddleware``
+            in front of the routing); None: neither.
 
-    ``state`` carries ``node`` (the ``NodeService``) and ``jsonrpc`` (the endpoint), as the
-    Starlette app's ``app.state`` did.
+    ``state`` carries ``node`` (the ``NodeService``), ``jsonrpc`` (the endpoint) and
+    ``observability``, as the Starlette app's ``app.state`` did.
     """
 
     def __init__(
         self,
         routes: NodeRoutes,
         lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
+        *,
+        observability: Observability | None = None,
     ) -> None:
         self.routes = routes
         self._lifespan = lifespan
-        self.state = SimpleNamespace(node=routes.service, jsonrpc=routes.endpoint)
+        self.state = SimpleNamespace(
+            node=routes.service, jsonrpc=routes.endpoint, observability=observability
+        )
+        self._serve_http: Callable[[Scope, Receive, Send], Awaitable[None]] = self._http
+        if observability is not None:
+            self._serve_http = ObservabilityMiddleware(
+                self._http, observability=observability, route_of=fixed_routes([RPC_PATH])
+            )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            await self._http(scope, receive, send)
+            await self._serve_http(scope, receive, send)
         elif scope["type"] == "lifespan":
             await self._run_lifespan(receive, send)
         elif scope["type"] == "websocket":

@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ledger.observability.logs import LogFormat
+
 #: Network IDs of the directory block header (docs/formats.md §0.7).
 MAINNET_ID = 0xFA92E5A2
 TESTNET_ID = 0xFA92E5A3
@@ -50,6 +52,13 @@ class NodeSettings(BaseSettings):
     commit_filter_snapshot_s: float = Field(default=300.0, gt=0)
     #: Idle seconds before a keep-alive HTTP connection is closed.
     keepalive_s: float = Field(default=5.0, gt=0)
+    #: Log lines as ``text`` (people) or ``json`` (log collectors), at ``log_level`` or above
+    #: (``python -m ledger.node``; ``notary up`` takes the command line's).
+    log_format: LogFormat = "text"
+    log_level: str = "warning"
+    #: ``/health/ready`` fails when the last block closed longer ago than this, seconds;
+    #: None: three block periods plus 5 s.
+    ready_max_block_age_s: float | None = Field(default=None, gt=0)
 
     @property
     def db_path(self) -> Path:

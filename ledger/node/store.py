@@ -202,6 +202,9 @@ class Store:
         self._closed = False
         self.batches = 0
         self.jobs = 0
+        #: Why the last group commit failed (``"disk full"``, ...), None once one succeeds:
+        #: the node's readiness check reports it.
+        self.failing: str | None = None
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -287,6 +290,9 @@ class Store:
             full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
             for job in batch:
                 job.error = StoreError(f"store write failed: {exc}", disk_full=full)
+            self.failing = "disk full" if full else f"write failed ({type(exc).__name__})"
+        else:
+            self.failing = None
         self.batches += 1
         self.jobs += len(batch)
         settle(batch)

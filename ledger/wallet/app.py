@@ -16,11 +16,14 @@ from starlette.applications import Starlette
 
 from ledger.core.clock import Clock, SystemClock
 from ledger.jsonrpc import AsyncJsonRpcClient
+from ledger.jsonrpc.observed import ObservedRegistry
 from ledger.jsonrpc.server import create_jsonrpc_app
+from ledger.observability import Observability, ObservabilityMiddleware, RpcCallMetrics
 from ledger.wallet.errors import WalletStateError
 from ledger.wallet.keyring import Keyring, initialize_store
 from ledger.wallet.methods import build_registry
 from ledger.wallet.node_link import HeightSource, NodeLink
+from ledger.wallet.observability import wallet_observability
 from ledger.wallet.settings import WalletSettings
 from ledger.wallet.store import SqliteWalletStore, WalletStore
 from ledger.wallet.tx_book import TransactionBook
@@ -93,7 +96,8 @@ def create_app(
             ``NodeLink`` over a client of ``settings.node_url``, closed with the app.
 
     The app exposes ``app.state.keyring``, ``app.state.transactions`` (the
-    ``TransactionBook``) and ``app.state.settings``.
+    ``TransactionBook``), ``app.state.settings`` and ``app.state.observability`` (health
+    checks and metrics, ``ledger.wallet.observability``).
     """
     clock = clock or SystemClock()
     owned_store = store is None
@@ -121,9 +125,11 @@ def create_app(
             if owned_store:
                 store.close()
 
+    observability = Observability.create("wallet", requests_prefix="notary_wallet_http")
+    calls = RpcCallMetrics(observability.registry, "notary_wallet")
     registry = build_registry(keyring, clock=clock, heights=heights, node=node, book=book)
     app = create_jsonrpc_app(
-        registry,
+        ObservedRegistry(registry, calls.observe),
         path="/v2",
         error_http_status=400,
         max_body_bytes=settings.max_body_bytes,
@@ -132,4 +138,12 @@ def create_app(
     app.state.keyring = keyring
     app.state.transactions = book
     app.state.settings = settings
+    app.state.observability = wallet_observability(
+        base=observability,
+        keyring=keyring,
+        store=store,
+        db_path=settings.db_path if owned_store else None,
+        heights=heights,
+    )
+    app.add_middleware(ObservabilityMiddleware, observability=app.state.observability)
     return app

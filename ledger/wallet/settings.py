@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ledger.observability.logs import LogFormat
 from ledger.wallet.sealing import DEFAULT_MEMLIMIT_BYTES, DEFAULT_OPSLIMIT
 
 __all__ = ["WalletSettings"]
@@ -45,6 +46,10 @@ class WalletSettings(BaseSettings):
     #: 12 words to create a new wallet from (restore); a fresh mnemonic when unset.
     restore_mnemonic: SecretStr | None = None
     max_body_bytes: int = Field(default=4_194_304, gt=0)
+    #: Log lines as ``text`` (people) or ``json`` (log collectors), at ``log_level`` or
+    #: above (``python -m ledger.wallet``; ``notary up`` takes the command line's).
+    log_format: LogFormat = "text"
+    log_level: str = "info"
 
     @property
     def db_path(self) -> Path:

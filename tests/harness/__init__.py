@@ -10,6 +10,7 @@ module             what it holds
 ``services``       the ledger's services as processes: ``NodeProcess``, ``LedgerProcesses``
 ``servers``        in-thread servers: ``AppServer`` (an ASGI app on uvicorn), ``HttpServer``
                    (an ``http.server`` handler)
+``metrics``        ``Samples``: a ``/metrics`` scrape, parsed, by name and labels
 ``postgres``       ``PG_URL``, the reachability check, the ``postgres_url`` fixture and the
                    ``--require-postgres`` / ``NOTARY_TEST_REQUIRE_POSTGRES`` switch
 ``stack``          fixtures: the bundled stack in a thread, pipeline settings, Prefect

@@ -20,10 +20,11 @@ def prefect_harness() -> Iterator[None]:
         yield
 
 
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
-    settings = StackSettings(
-        data_dir=tmp_path / "data",
+def stack_settings(data_dir: Path) -> StackSettings:
+    """A test network over ``data_dir``: free loopback ports, 0.5 s blocks, SQLite at
+    ``synchronous=NORMAL`` (no test here is about power loss)."""
+    return StackSettings(
+        data_dir=data_dir,
         node_port=free_port(),
         wallet_port=free_port(),
         api_port=free_port(),
@@ -31,7 +32,11 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
         block_time_s=0.5,
         sqlite_synchronous="NORMAL",
     )
-    stack = Stack(settings)
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    stack = Stack(stack_settings(tmp_path / "data"))
     stack.prepare()
     thread = StackThread(stack)
     thread.start()

@@ -56,6 +56,16 @@ FOREIGN: dict[tuple[str, str], tuple[int, str] | None] = {
 # data (the offline proof verifier page, docs/rest-api.md).
 PUBLIC: frozenset[tuple[str, str]] = frozenset({("GET", "/verify")})
 
+# The health and metrics probes (docs/rest-api.md §5), answered by the outermost middleware
+# before any route, so ``Target.routes()`` does not list them: no key, no account's data
+# (counts and ages only). Readiness may be 503 (this API has no wallet or node behind it).
+PROBES: dict[tuple[str, str], frozenset[int]] = {
+    ("GET", "/health"): frozenset({200}),
+    ("GET", "/health/live"): frozenset({200}),
+    ("GET", "/health/ready"): frozenset({200, 503}),
+    ("GET", "/metrics"): frozenset({200}),
+}
+
 
 def keyed_routes(target: Target) -> list[tuple[str, str]]:
     """The routes that need a key: every route but the ``PUBLIC`` ones."""
@@ -111,6 +121,17 @@ def test_public_routes_answer_anyone_and_show_no_account_data(target: Target) ->
         response = call(target, verb, path, {})
         assert response.status_code == 200, (verb, path, response.status_code)
         assert OWNER_CONTENT not in response.text and target.chain_id not in response.text
+
+
+def test_probes_answer_anyone_and_show_no_account_data(target: Target) -> None:
+    keys = (target.headers["user-key"], target.new_key("probe-watcher"))
+    for (verb, path), statuses in sorted(PROBES.items()):
+        for headers in ({}, {"user-key": "wrong"}):
+            response = call(target, verb, path, headers)
+            assert response.status_code in statuses, (verb, path, response.status_code)
+            for secret in (OWNER_CONTENT, target.chain_id, target.entry_hash, *keys):
+                assert secret not in response.text, (path, secret)
+    assert not set(PROBES) & set(target.routes())  # not routes: the middleware's own
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from flows.cli.commands.watch import stop_on_signals
-from flows.cli.common import DataDir, check_api_key, console, err, fail_unreachable
+from flows.cli.common import (
+    DataDir,
+    MetricsPort,
+    check_api_key,
+    console,
+    err,
+    fail_unreachable,
+    pipeline_settings,
+)
 from flows.cli.exit_codes import ExitCode
 from flows.settings import MissingCallbackSecret, PipelineSettings
 
@@ -45,9 +53,10 @@ def collect(
             "one arrives, else with back-off up to NOTARY_COLLECT_INTERVAL_S.",
         ),
     ] = False,
+    metrics_port: MetricsPort = None,
 ) -> None:
     """Move pending notarizations forward: fetch, verify and store receipts and anchors."""
-    settings = PipelineSettings(data_dir=data_dir)
+    settings = pipeline_settings(data_dir, metrics_port=metrics_port)
     check_api_key(settings)
     from flows.cli.prefect_server import prepare_prefect
 
@@ -74,8 +83,9 @@ def collect(
 
 def _collect_listening(settings: PipelineSettings, collection: str | None) -> ExitCode:
     """``collect --listen``: the receiver plus the sweep loop until Ctrl-C; exit code."""
-    from connectors.callback_receiver import ReceiverStartError
+    from connectors.served_app import ServerStartError
     from flows.collect_proofs import collect_until_stopped, receive_callbacks
+    from flows.observability import pipeline_metrics
 
     if not settings.callback_enabled:
         err.print(
@@ -86,13 +96,19 @@ def _collect_listening(settings: PipelineSettings, collection: str | None) -> Ex
     try:
         with (
             receive_callbacks(settings, lambda _event: wake.set()),
+            pipeline_metrics(settings, role="collect") as metrics,
             stop_on_signals(stop, also=wake),
         ):
             console.print(f"receiving callbacks at {settings.callback_url} (Ctrl-C to stop)")
+
+            def on_sweep(result: dict[str, Any], woken: bool) -> None:
+                metrics.record_sweep(result, woken)
+                _print_sweep(result, woken)
+
             totals = collect_until_stopped(
-                settings, collection, stop=stop, wake=wake, on_sweep=_print_sweep
+                settings, collection, stop=stop, wake=wake, on_sweep=on_sweep
             )
-    except (MissingCallbackSecret, ReceiverStartError) as exc:
+    except (MissingCallbackSecret, ServerStartError) as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}")
         return ExitCode.USAGE
     console.print(

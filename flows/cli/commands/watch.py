@@ -16,7 +16,16 @@ from typing import Annotated, Any
 
 import typer
 
-from flows.cli.common import DataDir, check_api_key, console, err, fail, fail_unreachable
+from flows.cli.common import (
+    DataDir,
+    MetricsPort,
+    check_api_key,
+    console,
+    err,
+    fail,
+    fail_unreachable,
+    pipeline_settings,
+)
 from flows.cli.exit_codes import ExitCode
 from flows.cli.signals import stop_on_signals
 from flows.settings import PipelineSettings
@@ -58,6 +67,7 @@ def watch(
         ),
     ] = None,
     data_dir: DataDir = Path(".notary"),
+    metrics_port: MetricsPort = None,
 ) -> None:
     """Watch FOLDER... and notarize every complete new or changed file until Ctrl-C.
 
@@ -68,7 +78,7 @@ def watch(
     for folder in folders:
         if not folder.is_dir():
             fail(f"{folder} is not a folder", ExitCode.USAGE)
-    settings = PipelineSettings(data_dir=data_dir)
+    settings = pipeline_settings(data_dir, metrics_port=metrics_port)
     check_api_key(settings)
     from flows.cli.prefect_server import prepare_prefect
 
@@ -90,13 +100,20 @@ def _watch(
     done_dir: Path | None,
 ) -> dict[str, Any]:
     from connectors.errors import ConnectorError
+    from connectors.served_app import ServerStartError
+    from flows.observability import pipeline_metrics
     from flows.watch_folder import watch_folder
 
     stop = threading.Event()
     shown = ", ".join(str(f) for f in folders)
     console.print(f"watching {shown} (Ctrl-C to stop)")
     try:
-        with stop_on_signals(stop):
+        with pipeline_metrics(settings, role="watch") as metrics, stop_on_signals(stop):
+
+            def on_batch(root: Path, result: dict[str, Any]) -> None:
+                metrics.record_batch(result)
+                _print_batch(root, result)
+
             return watch_folder(
                 folders,
                 collection,
@@ -104,10 +121,12 @@ def _watch(
                 settle_s=settle_s,
                 done_dir=done_dir,
                 stop_event=stop,
-                on_batch_result=_print_batch,
+                on_batch_result=on_batch,
             )
     except ConnectorError as exc:
         fail_unreachable(exc)
+    except ServerStartError as exc:
+        fail(str(exc), ExitCode.USAGE)
     except ValueError as exc:
         fail(str(exc), ExitCode.USAGE)
 

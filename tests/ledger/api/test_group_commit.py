@@ -22,6 +22,7 @@ from ledger.api.models import CallbackRow, Chain, EntryRow, ExternalIdTag
 from ledger.api.writer import GroupCommitWriter, WriterClosed, WriterStats
 from ledger.core.clock import ManualClock
 from ledger.core.entry import Entry
+from ledger.observability import ObservabilityMiddleware
 
 from .conftest import Api, ApiFactory, b64
 
@@ -302,13 +303,19 @@ def test_fast_path_and_routes_answer_the_same(make_api: ApiFactory, tmp_path: Pa
     for api in (fast, slow):  # the same key and account id in both databases
         with api.services.db.write() as session:
             api.key = create_account(session, "same", clock=api.clock, key=key[:42] + "A")[1]
-    # ConnectDispatch, outermost, only takes app_id + app_key requests (Connect shapes)
+    # ObservabilityMiddleware, outermost, answers only its probe paths and times the rest;
+    # ConnectDispatch then only takes app_id + app_key requests (Connect shapes)
     assert [m.cls for m in fast.app.user_middleware] == [
+        ObservabilityMiddleware,
         ConnectDispatch,
         BodySizeLimit,
         WriteFastPath,
     ]
-    assert [m.cls for m in slow.app.user_middleware] == [ConnectDispatch, BodySizeLimit]
+    assert [m.cls for m in slow.app.user_middleware] == [
+        ObservabilityMiddleware,
+        ConnectDispatch,
+        BodySizeLimit,
+    ]
     assert _exchanges(fast) == _exchanges(slow)
     statuses = [status for status, _ in _exchanges(fast)]
     assert {202, 400, 403, 413, 415, 422} <= set(statuses)

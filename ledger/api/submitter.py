@@ -10,9 +10,15 @@ changes are set-based (``executemany``), not row by row.
 
 New chains go first; an entry waits until its chain's first entry is revealed. A commit is
 never sent again once its outcome is recorded; only a commit whose reply was lost (crash
-or outage after sending) is sent again, and the node answers it Repeated Commit. Errors
-answered by wallet or node are retried with exponential back-off (doubling from
-``retry_base_s``, at most an hour); after ``max_attempts`` the row is ``failed``.
+or outage after sending) is sent again, and the node answers it Repeated Commit.
+
+Errors answered by wallet or node (``ledger.api.refusals``): an under-funded commit leaves
+the row ``pending`` with its attempts, tells the ``CreditGate``, and no further commit is
+sent while the gate is dry (reveals of committed rows still go; ``due_rows`` then returns
+only those). A refusal of the write itself gives the row up at once; other errors are
+retried with exponential back-off (doubling from ``retry_base_s``, at most an hour) and
+give the row up after ``max_attempts``. A row given up moves to stage ``failed`` with its
+reason (``ledger.api.failures``).
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ from typing import Any, cast
 from sqlalchemy import Connection, Table, bindparam, exists, or_, select, update
 from sqlalchemy.orm import aliased
 
+from ledger.api.credit_gate import CreditGate
 from ledger.api.db import Database
 from ledger.api.encoding import from_base64
+from ledger.api.failures import GiveUp, record_failures
 from ledger.api.gateway import (
     ComposedCalls,
     Composition,
@@ -36,8 +44,9 @@ from ledger.api.gateway import (
     RpcFailure,
 )
 from ledger.api.models import EntryRow, Stage, SubmitState
+from ledger.api.refusals import Refusal, RefusalKind, classify
 from ledger.core.clock import Clock
-from ledger.core.entry import Entry
+from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry
 from ledger.jsonrpc.codes import ErrorCode
 
 __all__ = ["OutboxRow", "Submitter"]
@@ -45,6 +54,20 @@ __all__ = ["OutboxRow", "Submitter"]
 _MAX_RETRY_DELAY_S = 3600.0
 _log = logging.getLogger(__name__)
 _ENTRIES = cast(Table, EntryRow.__table__)
+#: What ``_snapshot`` reads of an ``entries`` row.
+_OUTBOX_COLUMNS = tuple(
+    _ENTRIES.c[name]
+    for name in (
+        "id",
+        "chain_id",
+        "external_ids",
+        "content",
+        "is_first",
+        "state",
+        "attempts",
+        "reveal_call",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -58,6 +81,10 @@ class OutboxRow:
     attempts: int
     reveal: RpcCall | None
 
+    def cost_ec(self) -> int:
+        """Credits its commit pays (docs/formats.md §1.4; ten more for a new chain)."""
+        return self.entry.cost() + (NEW_CHAIN_FEE_EC if self.new_chain else 0)
+
 
 @dataclass(frozen=True)
 class _Composed:
@@ -65,7 +92,7 @@ class _Composed:
 
     rows: list[OutboxRow]
     pairs: list[tuple[OutboxRow, ComposedCalls]]
-    failures: dict[int, str]
+    failures: dict[int, Refusal]
 
 
 class Submitter:
@@ -75,9 +102,10 @@ class Submitter:
         db: the API database.
         gateway: wallet + node access.
         clock: time source (due rows, back-off).
+        credits: the paying address's gate: no commit is sent while it is dry.
         rows_per_pass: most due rows of one kind (new chains, entries) ``due_rows`` returns.
         chunk_rows: rows per compose / commit / reveal round trip.
-        max_attempts: errors answered by wallet/node before a row is ``failed``.
+        max_attempts: transient errors answered by wallet/node before a row is ``failed``.
         retry_base_s: first back-off delay after such an error, seconds (doubles, capped
             at 1 h).
 
@@ -90,12 +118,13 @@ class Submitter:
         gateway: LedgerGateway,
         *,
         clock: Clock,
+        credits: CreditGate,
         rows_per_pass: int,
         chunk_rows: int,
         max_attempts: int,
         retry_base_s: float,
     ) -> None:
-        self._db, self._gateway, self._clock = db, gateway, clock
+        self._db, self._gateway, self._clock, self._credits = db, gateway, clock, credits
         self.rows_per_pass, self._chunk_rows = rows_per_pass, chunk_rows
         self._max_attempts, self._retry_base_s = max_attempts, retry_base_s
         self._composer: ThreadPoolExecutor | None = None  # made on first use
@@ -112,7 +141,8 @@ class Submitter:
 
         The wallet composes chunk k+1 (in the composer thread) while the node handles the
         commits and reveals of chunk k. An outage (``GatewayUnavailable``) ends the loop;
-        chunks composed but not committed are dropped (composing sends nothing).
+        chunks composed but not committed are dropped (composing sends nothing), as are
+        those of the chunks after the credit gate went dry (their reveals still go).
         """
         size = self._chunk_rows
         chunks = [rows[i : i + size] for i in range(0, len(rows), size)]
@@ -122,7 +152,7 @@ class Submitter:
             composed = ahead.result()
             ahead = self._compose_later(chunks[index + 1]) if index + 1 < len(chunks) else None
             try:
-                committed = self._commit(composed)
+                committed = self._commit(composed) if self._credits.funded else []
                 ready = [
                     (r, r.reveal)
                     for r in chunk
@@ -136,19 +166,13 @@ class Submitter:
 
     def due_rows(self, *, new_chains: bool) -> list[OutboxRow]:
         """Rows ``pending`` or ``committed`` whose next attempt is due, oldest first, at most
-        ``rows_per_pass``; entries only once their chain's first entry is revealed."""
+        ``rows_per_pass``; entries only once their chain's first entry is revealed. While
+        the credit gate is dry, ``committed`` rows only (the others are held)."""
         e = _ENTRIES.c
-        states = [SubmitState.PENDING.value, SubmitState.COMMITTED.value]
-        query = select(
-            e.id,
-            e.chain_id,
-            e.external_ids,
-            e.content,
-            e.is_first,
-            e.state,
-            e.attempts,
-            e.reveal_call,
-        ).where(
+        states = [SubmitState.COMMITTED.value]
+        if self._credits.funded:
+            states.append(SubmitState.PENDING.value)
+        query = select(*_OUTBOX_COLUMNS).where(
             e.state.in_(states),
             e.next_attempt_at <= self._clock.now(),
             e.is_first.is_(new_chains),
@@ -166,6 +190,19 @@ class Submitter:
             rows = session.execute(query.order_by(e.id).limit(self.rows_per_pass)).all()
         return [_snapshot(row) for row in rows]
 
+    def oldest_held_cost(self) -> int:
+        """Credits the oldest write waiting for its commit pays; 0 when none waits."""
+        e = _ENTRIES.c
+        query = (
+            select(*_OUTBOX_COLUMNS)
+            .where(e.state == SubmitState.PENDING.value)
+            .order_by(e.id)
+            .limit(1)
+        )
+        with self._db.read() as session:
+            row = session.execute(query).first()
+        return 0 if row is None else _snapshot(row).cost_ec()
+
     def _compose_later(self, chunk: list[OutboxRow]) -> Future[_Composed]:
         pending = [r for r in chunk if r.state == SubmitState.PENDING.value]
         if self._composer is None:
@@ -178,7 +215,7 @@ class Submitter:
             return _Composed([], [], {})
         composed = self._gateway.compose([Composition(r.entry, r.new_chain) for r in rows])
         failures = {
-            r.id: c.describe()
+            r.id: classify("compose", c)
             for r, c in zip(rows, composed, strict=True)
             if isinstance(c, RpcFailure)
         }
@@ -196,7 +233,7 @@ class Submitter:
         done: list[tuple[OutboxRow, RpcCall]] = []
         for (row, calls), result in zip(pairs, results, strict=True):
             if isinstance(result, RpcFailure) and result.code != ErrorCode.REPEATED_COMMIT:
-                failures[row.id] = f"commit: {result.describe()}"
+                failures[row.id] = classify("commit", result)
             else:
                 done.append((row, calls.reveal))
         with self._db.transaction() as connection:
@@ -217,11 +254,11 @@ class Submitter:
         if not ready:
             return 0
         results = self._gateway.submit([reveal for _, reveal in ready])
-        failures: dict[int, str] = {}
+        failures: dict[int, Refusal] = {}
         changes: list[dict[str, Any]] = []
         for (row, _), result in zip(ready, results, strict=True):
             if isinstance(result, RpcFailure):
-                failures[row.id] = f"reveal: {result.describe()}"
+                failures[row.id] = classify("reveal", result)
             else:
                 changes.append(
                     {"b_id": row.id, "state": SubmitState.REVEALED.value, "last_error": None}
@@ -232,24 +269,39 @@ class Submitter:
         return len(changes)
 
     def _record_failures(
-        self, connection: Connection, rows: Iterable[OutboxRow], failures: dict[int, str]
+        self, connection: Connection, rows: Iterable[OutboxRow], failures: dict[int, Refusal]
     ) -> None:
+        """Book the refusals of ``rows`` (module docstring): hold, retry later or give up."""
         now = self._clock.now()
+        unfunded: Refusal | None = None
+        give_ups: list[GiveUp] = []
         for row in rows:
-            if row.id not in failures:
+            refusal = failures.get(row.id)
+            if refusal is None:
+                continue
+            if refusal.kind is RefusalKind.UNFUNDED:
+                unfunded = refusal  # held: no attempt used, nothing written
                 continue
             attempts = row.attempts + 1
             delay = min(_MAX_RETRY_DELAY_S, self._retry_base_s * 2 ** (attempts - 1))
             changes: dict[str, Any] = {
                 "b_id": row.id,
                 "attempts": attempts,
-                "last_error": failures[row.id][:2000],
+                "last_error": refusal.text[:2000],
                 "next_attempt_at": now + delay,
             }
-            if attempts >= self._max_attempts:
-                changes["state"] = SubmitState.FAILED.value
             _bulk_update(connection, [changes])
-            _log.warning("entry row %s attempt %s failed: %s", row.id, attempts, failures[row.id])
+            _log.warning("entry row %s attempt %s failed: %s", row.id, attempts, refusal.text)
+            if refusal.kind is RefusalKind.PERMANENT:
+                reason = f"refused by the ledger: {refusal.text}"
+                give_ups.append(GiveUp(row.id, reason, attempts, permanent=True))
+            elif attempts >= self._max_attempts:
+                reason = f"gave up after {attempts} attempts; last error: {refusal.text}"
+                give_ups.append(GiveUp(row.id, reason, attempts, permanent=False))
+        if give_ups:
+            record_failures(connection, give_ups, now=now)
+        if unfunded is not None:
+            self._credits.refused(balance_ec=unfunded.balance_ec)
 
 
 def _snapshot(row: Any) -> OutboxRow:

@@ -5,7 +5,10 @@ The coordinator of three parts, each in its own module:
 1. Follow blocks (``ledger.api.block_follower``): entries found in new directory blocks
    move to stage ``ledger``.
 2. Submit (``ledger.api.submitter``): accepted rows are composed, committed and revealed;
-   only once the block cursor is set (see the block follower).
+   only once the block cursor is set (see the block follower). Before it, the paying
+   address's balance is looked up when the credit gate says so
+   (``ledger.api.credit_gate``: every minute while funded, with back-off while dry), and
+   writes that can never reach the ledger are given up (``ledger.api.failures.settle``).
 3. Follow anchors (``ledger.api.anchor_follower``): entries of anchored directory blocks
    move to stage ``anchor``.
 4. Callbacks due are delivered (``CallbackDispatcher``).
@@ -32,7 +35,9 @@ from dataclasses import dataclass, field
 from ledger.api.anchor_follower import AnchorFollower
 from ledger.api.block_follower import LAST_HEIGHT_KEY, BlockFollower
 from ledger.api.callbacks import CallbackDispatcher
+from ledger.api.credit_gate import CreditGate
 from ledger.api.db import Database
+from ledger.api.failures import settle
 from ledger.api.gateway import GatewayUnavailable, LedgerGateway
 from ledger.api.submitter import Submitter
 from ledger.core.clock import Clock
@@ -54,6 +59,7 @@ class PassReport:
     confirmed: int = 0
     anchored: int = 0
     callbacks: int = 0
+    failed: int = 0  # rows given up by ``settle`` (the submitter's own are in the log)
     errors: list[str] = field(default_factory=list)
     backlog: bool = False  # more rows were due than one pass submits
 
@@ -65,13 +71,14 @@ class LedgerWorker:
         db: the API database.
         gateway: wallet + node access.
         clock: time source.
+        credits: the paying address's gate (``None``: one with the default delays).
         dispatcher: callback deliverer (``None``: callbacks stay queued).
         batch_size: most directory blocks, anchor heights or callbacks per step of a pass.
         submit_rows_per_pass: most due rows (of each kind: new chains, entries) one pass
             submits; a pass that reaches it is followed at once by the next (no pause).
         submit_chunk_rows: rows per compose / commit / reveal round trip; the wallet composes
             the next chunk while the node takes the commits and reveals of this one.
-        max_attempts: errors answered by wallet/node before a row is ``failed``.
+        max_attempts: transient errors answered by wallet/node before a row is ``failed``.
         retry_base_s: first back-off delay after such an error (doubles, capped at 1 h).
         poll_interval_s: pause between passes of the thread.
         anchor_poll_interval_s: least time between two anchor look-ups.
@@ -83,6 +90,7 @@ class LedgerWorker:
         gateway: LedgerGateway,
         *,
         clock: Clock,
+        credits: CreditGate | None = None,
         dispatcher: CallbackDispatcher | None = None,
         batch_size: int = 100,
         submit_rows_per_pass: int = 5000,
@@ -92,6 +100,10 @@ class LedgerWorker:
         poll_interval_s: float = 1.0,
         anchor_poll_interval_s: float = 0.0,
     ) -> None:
+        self._db, self._gateway, self._clock = db, gateway, clock
+        self.credits = credits or CreditGate(
+            "", clock=clock, check_interval_s=60.0, retry_base_s=2.0, retry_max_s=60.0
+        )
         self._dispatcher = dispatcher
         self._batch = batch_size
         self._blocks = BlockFollower(db, gateway, clock=clock, batch_size=batch_size)
@@ -99,6 +111,7 @@ class LedgerWorker:
             db,
             gateway,
             clock=clock,
+            credits=self.credits,
             rows_per_pass=submit_rows_per_pass,
             chunk_rows=submit_chunk_rows,
             max_attempts=max_attempts,
@@ -196,6 +209,10 @@ class LedgerWorker:
         report.backlog |= self._blocks.behind
 
     def _submit_all(self, report: PassReport) -> None:
+        report.failed += settle(self._db, now=self._clock.now())
+        if self.credits.check_due():
+            needed = self._submitter.oldest_held_cost()
+            self.credits.observe(self._gateway.ec_balance(), needed_ec=needed)
         for new_chains in (True, False):
             rows = self._submitter.due_rows(new_chains=new_chains)
             report.backlog |= len(rows) >= self._submitter.rows_per_pass

@@ -2,49 +2,19 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlsplit
-
-import httpx
-import pytest
 from sqlalchemy import select, update
 
 from ledger.api.gateway import RpcFailure
 from ledger.api.models import CallbackRow, EntryRow, WriteFailure
 from ledger.core.callback_signature import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign_callback
 
-from .conftest import Api, ApiFactory
+from .conftest import Api, ApiFactory, Receiver
 from .test_worker import make_chain_with_entries, rows
 
 HOOK = "http://127.0.0.1:9/hook?ref=abc"
 #: What the node answers for a commit whose signature does not verify.
 BAD_SIGNATURE = RpcFailure(-32602, "Invalid params", "invalid commit signature: does not verify")
 CONNECT = {"app_id": "sdk", "app_key": ""}
-
-
-class Receiver:
-    """httpx MockTransport recording the callback requests (all answered 200)."""
-
-    def __init__(self) -> None:
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return httpx.Response(200)
-
-    def params(self) -> list[dict[str, str]]:
-        return [dict(parse_qsl(urlsplit(str(r.url)).query)) for r in self.requests]
-
-
-@pytest.fixture
-def receiver() -> Receiver:
-    return Receiver()
-
-
-@pytest.fixture
-def hooked(make_api: ApiFactory, receiver: Receiver) -> Api:
-    return make_api(
-        callback_allowed_hosts=["127.0.0.1"], http_transport=httpx.MockTransport(receiver)
-    )
 
 
 def failures(api: Api) -> dict[int, WriteFailure]:
@@ -153,7 +123,7 @@ def test_a_failed_callback_goes_to_every_write_that_asked_for_any(
     hooked.run_worker()
     hooked.run_worker()  # deliver
     assert {rows(hooked)[h].stage for h in refused} == {"failed"}
-    assert receiver.params() == [
+    assert [dict(p) for p in receiver.params()] == [
         {
             "ref": "abc",
             "entry_hash": asked_ledger,

@@ -128,6 +128,12 @@ class CreditGate:
                 self._schedule_retry(now)
             return self._funded
 
+    def lookup_failed(self) -> None:
+        """The balance could not be looked up: nothing changes, the next look-up comes
+        after the back-off delay (a failing look-up never holds writes by itself)."""
+        with self._lock:
+            self._schedule_retry(self._clock.now())
+
     def snapshot(self) -> GateState:
         """The gate's state now (for ``ledger.api.credit_status``)."""
         with self._lock:

@@ -211,14 +211,25 @@ class LedgerWorker:
     def _submit_all(self, report: PassReport) -> None:
         report.failed += settle(self._db, now=self._clock.now())
         if self.credits.check_due():
-            needed = self._submitter.oldest_held_cost()
-            self.credits.observe(self._gateway.ec_balance(), needed_ec=needed)
+            self._look_up_credits(report)
         for new_chains in (True, False):
             rows = self._submitter.due_rows(new_chains=new_chains)
             report.backlog |= len(rows) >= self._submitter.rows_per_pass
             for committed, revealed in self._submitter.submit(rows):
                 report.committed += committed
                 report.revealed += revealed
+
+    def _look_up_credits(self, report: PassReport) -> None:
+        """Give the credit gate the balance; a failed look-up does not stop submitting
+        (an address the node cannot read would otherwise hold every write)."""
+        try:
+            balance = self._gateway.ec_balance()
+        except GatewayUnavailable as exc:
+            self.credits.lookup_failed()
+            report.errors.append(f"credits: {exc}")
+            _log.debug("worker: entry credit balance not looked up: %s", exc)
+            return
+        self.credits.observe(balance, needed_ec=self._submitter.oldest_held_cost())
 
     def _follow_anchors(self, report: PassReport) -> None:
         report.anchored += self._anchors.follow()

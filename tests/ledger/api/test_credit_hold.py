@@ -119,3 +119,20 @@ def test_status_reports_the_oldest_write_not_in_a_block(dry: Api) -> None:
     dry.ledger.mine_block()
     dry.run_worker()  # the chain and two entries in the block; two entries held
     assert status(dry).oldest_unblocked_age_s == 35.0  # the held ones were accepted then too
+
+
+def test_a_balance_that_cannot_be_looked_up_does_not_hold_writes(make_api: ApiFactory) -> None:
+    api = make_api(credit_retry_base_s=2, credit_retry_max_s=8)
+    api.ledger.fail_next("entry-credit-balance", times=2)
+    _, hashes = make_chain_with_entries(api, 2)
+    report = api.run_worker()
+    assert report.revealed == 3 and any(e.startswith("credits:") for e in report.errors)
+    assert status(api).funded and status(api).balance_ec is None
+    api.run_worker()
+    assert api.ledger.calls["entry-credit-balance"] == 0  # the next look-up after 2 s
+    api.clock.advance(2)
+    api.run_worker()  # fails again: 4 s later next
+    api.clock.advance(4)
+    api.run_worker()
+    assert status(api).balance_ec == 10**9
+    assert {rows(api)[h].stage for h in hashes} == {"multi_az"}

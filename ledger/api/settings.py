@@ -40,8 +40,10 @@ class ApiSettings(BaseSettings):
             one pass; a pass that reaches it (or is behind on blocks) is followed at once.
         submit_chunk_rows: rows per compose / commit / reveal JSON-RPC round trip.
         anchor_poll_interval_s: least time between two look-ups of anchors, seconds.
-        submit_max_attempts: compose/commit/reveal failures (errors answered by the wallet
-            or node, not outages) after which a row is given up as ``failed``.
+        submit_max_attempts: transient compose/commit/reveal errors (answered by the wallet
+            or node; not outages) after which a row is given up as ``failed``; a refusal of
+            the write itself fails it at once, an under-funded commit holds it
+            (``ledger.api.refusals``).
         submit_retry_base_s: first back-off delay after such a failure, seconds (doubles).
         credit_check_interval_s: how often the paying address's balance is looked up while
             it pays, seconds (for the status: ``Services.credit_status()``).

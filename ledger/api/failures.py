@@ -10,8 +10,10 @@ A write accepted with ``202`` that will not reach the ledger moves to stage ``fa
 
 Three causes (``ledger.api.refusals``): the node refused the write itself (at once), a
 transient error repeated ``submit_max_attempts`` times, or the write is an entry whose
-chain's first entry failed (it can never be revealed: ``settle``). Its state becomes
-``failed`` too, so the submitter never picks it again; nothing is deleted.
+chain's first entry failed (it can never be revealed): those not revealed yet fail with
+the first entry, in the same transaction, and one accepted later fails when the
+submitter meets it. Its state becomes ``failed`` too, so the submitter never picks it
+again; nothing is deleted.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ __all__ = [
     "FailureInfo",
     "GiveUp",
     "REASON_CHARS",
+    "adopt_legacy",
     "failure_of",
+    "orphan_reason",
     "record_failures",
-    "settle",
 ]
 
 #: Longest reason kept (characters); the callback's ``reason`` parameter is shorter.
@@ -74,17 +77,19 @@ class FailureInfo:
 
 def record_failures(connection: Connection, give_ups: Sequence[GiveUp], *, now: float) -> int:
     """Move the writes of ``give_ups`` to stage ``failed`` in the caller's transaction
-    (module docstring); rows already in a block or failed are left alone.
+    (module docstring); rows already in a block or failed are left alone. A chain's first
+    entry takes the chain's entries not yet revealed with it (``orphan_reason``).
 
     Returns:
-        how many writes were given up.
+        how many writes were given up, those entries included.
     """
     wanted = {g.row_id: g for g in give_ups}
     e, done = _ENTRIES.c, 0
+    failed_chains: dict[str, str] = {}  # chain id -> reason of its first entry
     for chunk in _chunks(sorted(wanted)):
-        query = select(e.id, e.entry_hash, e.callback_url, e.callback_stages).where(
-            e.id.in_(chunk), e.stage.in_(_LIVE)
-        )
+        query = select(
+            e.id, e.entry_hash, e.chain_id, e.is_first, e.callback_url, e.callback_stages
+        ).where(e.id.in_(chunk), e.stage.in_(_LIVE))
         rows = connection.execute(query).all()
         if not rows:
             continue
@@ -98,51 +103,49 @@ def record_failures(connection: Connection, give_ups: Sequence[GiveUp], *, now: 
         callbacks = [c for r in rows if (c := _callback(r, wanted[r.id], now)) is not None]
         if callbacks:
             connection.execute(insert(_CALLBACKS), callbacks)
+        failed_chains.update({r.chain_id: wanted[r.id].reason for r in rows if r.is_first})
         done += len(moved)
     if done:
         sample = "; ".join(g.reason for g in list(wanted.values())[:3])
         _log.warning("gave up %d accepted write(s), now at stage failed: %s", done, sample)
+    if failed_chains:
+        done += record_failures(connection, _unrevealed(connection, failed_chains), now=now)
     return done
 
 
-def settle(db: Database, *, now: float) -> int:
-    """Give up the entries that can never be revealed (their chain's first entry failed)
-    and adopt rows a version before this one left at state ``failed`` but stage
-    ``multi_az``. Two indexed reads of failed rows; a write transaction only when there is
-    something to give up. Returns the writes given up."""
+def orphan_reason(first_reason: str) -> str:
+    """The reason of an entry given up because its chain's first entry failed."""
+    return f"the chain's first entry failed: {first_reason}"
+
+
+def adopt_legacy(db: Database, *, now: float) -> int:
+    """Move the rows a version before this one gave up (state ``failed``, stage still
+    ``multi_az``) to stage ``failed``, with their last error as the reason. Once, at the
+    worker's start: one indexed read; a write transaction only when there are such rows.
+    Returns the writes given up (their chains' other entries included)."""
     with db.read() as session:
-        give_ups = _unrevealable(session.connection())
+        give_ups = _legacy(session.connection())
     if not give_ups:
         return 0
     with db.transaction() as connection:
         return record_failures(connection, give_ups, now=now)
 
 
-def _unrevealable(connection: Connection) -> list[GiveUp]:
+def _unrevealed(connection: Connection, chains: dict[str, str]) -> list[GiveUp]:
+    """The entries of ``chains`` (chain id -> first entry's reason) not revealed yet."""
     e = _ENTRIES.c
-    failed_first = {
-        r.chain_id: r.id
-        for r in connection.execute(
-            select(e.chain_id, e.id).where(
-                e.state == SubmitState.FAILED.value, e.is_first.is_(True)
+    live_states = [SubmitState.PENDING.value, SubmitState.COMMITTED.value]
+    give_ups: list[GiveUp] = []
+    for chunk in _chunks(sorted(chains)):
+        rows = connection.execute(
+            select(e.id, e.chain_id, e.attempts).where(
+                e.chain_id.in_(chunk), e.is_first.is_(False), e.state.in_(live_states)
             )
         )
-    }
-    give_ups = _legacy(connection)
-    if failed_first:
-        reasons = _reasons(connection, list(failed_first.values()))
-        for chunk in _chunks(sorted(failed_first)):
-            orphans = connection.execute(
-                select(e.id, e.chain_id, e.attempts).where(
-                    e.chain_id.in_(chunk),
-                    e.is_first.is_(False),
-                    e.state.in_([SubmitState.PENDING.value, SubmitState.COMMITTED.value]),
-                )
-            )
-            for row in orphans:
-                why = reasons.get(failed_first[row.chain_id], "unknown")
-                reason = f"the chain's first entry failed: {why}"
-                give_ups.append(GiveUp(row.id, reason, row.attempts, permanent=False))
+        give_ups.extend(
+            GiveUp(r.id, orphan_reason(chains[r.chain_id]), r.attempts, permanent=False)
+            for r in rows
+        )
     return give_ups
 
 
@@ -167,15 +170,6 @@ def _legacy(connection: Connection) -> list[GiveUp]:
         GiveUp(r.id, f"gave up after {r.attempts} attempts: {r.last_error}", r.attempts, False)
         for r in rows
     ]
-
-
-def _reasons(connection: Connection, row_ids: list[int]) -> dict[int, str]:
-    f = _FAILURES.c
-    found: dict[int, str] = {}
-    for chunk in _chunks(row_ids):
-        query = select(f.entry_id, f.reason).where(f.entry_id.in_(chunk))
-        found.update({r.entry_id: r.reason for r in connection.execute(query)})
-    return found
 
 
 def _failure_values(give_up: GiveUp, now: float) -> dict[str, Any]:

@@ -8,7 +8,8 @@ an accepted commit, or Repeated Commit (``ErrorCode.REPEATED_COMMIT``), moves th
 ``committed`` have their reveal sent (one batch) and move to ``revealed``. Database
 changes are set-based (``executemany``), not row by row.
 
-New chains go first; an entry waits until its chain's first entry is revealed. A commit is
+New chains go first; an entry waits until its chain's first entry is revealed (one whose
+chain's first entry failed is given up instead, ``ledger.api.failures``). A commit is
 never sent again once its outcome is recorded; only a commit whose reply was lost (crash
 or outage after sending) is sent again, and the node answers it Repeated Commit.
 
@@ -26,16 +27,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, bindparam, exists, or_, select, update
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Session, aliased
 
 from ledger.api.credit_gate import CreditGate
 from ledger.api.db import Database
 from ledger.api.encoding import from_base64
-from ledger.api.failures import GiveUp, record_failures
+from ledger.api.failures import GiveUp, orphan_reason, record_failures
 from ledger.api.gateway import (
     ComposedCalls,
     Composition,
@@ -43,7 +44,7 @@ from ledger.api.gateway import (
     RpcCall,
     RpcFailure,
 )
-from ledger.api.models import EntryRow, Stage, SubmitState
+from ledger.api.models import EntryRow, Stage, SubmitState, WriteFailure
 from ledger.api.refusals import Refusal, RefusalKind, classify
 from ledger.core.clock import Clock
 from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry
@@ -54,6 +55,7 @@ __all__ = ["OutboxRow", "Submitter"]
 _MAX_RETRY_DELAY_S = 3600.0
 _log = logging.getLogger(__name__)
 _ENTRIES = cast(Table, EntryRow.__table__)
+_FAILURES = cast(Table, WriteFailure.__table__)
 #: What ``_snapshot`` reads of an ``entries`` row.
 _OUTBOX_COLUMNS = tuple(
     _ENTRIES.c[name]
@@ -80,6 +82,7 @@ class OutboxRow:
     state: str
     attempts: int
     reveal: RpcCall | None
+    chain_failure: str | None = None  # an entry whose chain's first entry failed: why
 
     def cost_ec(self) -> int:
         """Credits its commit pays (docs/formats.md §1.4; ten more for a new chain)."""
@@ -128,6 +131,7 @@ class Submitter:
         self.rows_per_pass, self._chunk_rows = rows_per_pass, chunk_rows
         self._max_attempts, self._retry_base_s = max_attempts, retry_base_s
         self._composer: ThreadPoolExecutor | None = None  # made on first use
+        self._given_up = 0  # rows given up since ``take_given_up``
 
     def close(self) -> None:
         """Stop the composer thread (a chunk being composed is finished first)."""
@@ -144,6 +148,7 @@ class Submitter:
         chunks composed but not committed are dropped (composing sends nothing), as are
         those of the chunks after the credit gate went dry (their reveals still go).
         """
+        rows = self._give_up_orphans(rows)
         size = self._chunk_rows
         chunks = [rows[i : i + size] for i in range(0, len(rows), size)]
         ahead = self._compose_later(chunks[0]) if chunks else None
@@ -166,8 +171,9 @@ class Submitter:
 
     def due_rows(self, *, new_chains: bool) -> list[OutboxRow]:
         """Rows ``pending`` or ``committed`` whose next attempt is due, oldest first, at most
-        ``rows_per_pass``; entries only once their chain's first entry is revealed. While
-        the credit gate is dry, ``committed`` rows only (the others are held)."""
+        ``rows_per_pass``; entries only once their chain's first entry is revealed (or
+        failed: ``submit`` gives those up). While the credit gate is dry, ``committed``
+        rows only (the others are held)."""
         e = _ENTRIES.c
         states = [SubmitState.COMMITTED.value]
         if self._credits.funded:
@@ -179,16 +185,26 @@ class Submitter:
         )
         if not new_chains:
             first = aliased(EntryRow)
-            chain_out = or_(
-                first.state == SubmitState.REVEALED.value,
+            chain_settled = or_(
+                first.state.in_([SubmitState.REVEALED.value, SubmitState.FAILED.value]),
                 first.stage.in_([Stage.LEDGER.value, Stage.ANCHOR.value]),
             )
             query = query.where(
-                exists().where(first.chain_id == e.chain_id, first.is_first.is_(True), chain_out)
+                exists().where(
+                    first.chain_id == e.chain_id, first.is_first.is_(True), chain_settled
+                )
             )
         with self._db.read() as session:
             rows = session.execute(query.order_by(e.id).limit(self.rows_per_pass)).all()
-        return [_snapshot(row) for row in rows]
+            snapshots = [_snapshot(row) for row in rows]
+            if not new_chains:
+                snapshots = self._with_chain_failures(session, snapshots)
+        return snapshots
+
+    def take_given_up(self) -> int:
+        """Rows this submitter gave up since the last call (for the pass report)."""
+        given_up, self._given_up = self._given_up, 0
+        return given_up
 
     def oldest_held_cost(self) -> int:
         """Credits the oldest write waiting for its commit pays; 0 when none waits."""
@@ -202,6 +218,40 @@ class Submitter:
         with self._db.read() as session:
             row = session.execute(query).first()
         return 0 if row is None else _snapshot(row).cost_ec()
+
+    @staticmethod
+    def _with_chain_failures(session: Session, rows: list[OutboxRow]) -> list[OutboxRow]:
+        """``rows`` with ``chain_failure`` set on the entries of chains whose first entry
+        failed (one indexed look-up of those first entries)."""
+        chains = {r.entry.chain_id.hex() for r in rows}
+        if not chains:
+            return rows
+        e, f = _ENTRIES.c, _FAILURES.c
+        query = (
+            select(e.chain_id, f.reason)
+            .join(_FAILURES, f.entry_id == e.id)
+            .where(e.chain_id.in_(sorted(chains)), e.is_first.is_(True))
+        )
+        failed = dict(session.execute(query).tuples().all())
+        return [
+            replace(r, chain_failure=failed[r.entry.chain_id.hex()])
+            if r.entry.chain_id.hex() in failed
+            else r
+            for r in rows
+        ]
+
+    def _give_up_orphans(self, rows: list[OutboxRow]) -> list[OutboxRow]:
+        """Give up the rows whose chain failed; the others, to submit."""
+        orphans = [r for r in rows if r.chain_failure is not None]
+        if not orphans:
+            return rows
+        give_ups = [
+            GiveUp(r.id, orphan_reason(r.chain_failure or ""), r.attempts, permanent=False)
+            for r in orphans
+        ]
+        with self._db.transaction() as connection:
+            self._given_up += record_failures(connection, give_ups, now=self._clock.now())
+        return [r for r in rows if r.chain_failure is None]
 
     def _compose_later(self, chunk: list[OutboxRow]) -> Future[_Composed]:
         pending = [r for r in chunk if r.state == SubmitState.PENDING.value]
@@ -299,7 +349,7 @@ class Submitter:
                 reason = f"gave up after {attempts} attempts; last error: {refusal.text}"
                 give_ups.append(GiveUp(row.id, reason, attempts, permanent=False))
         if give_ups:
-            record_failures(connection, give_ups, now=now)
+            self._given_up += record_failures(connection, give_ups, now=now)
         if unfunded is not None:
             self._credits.refused(balance_ec=unfunded.balance_ec)
 

@@ -7,8 +7,8 @@ The coordinator of three parts, each in its own module:
 2. Submit (``ledger.api.submitter``): accepted rows are composed, committed and revealed;
    only once the block cursor is set (see the block follower). Before it, the paying
    address's balance is looked up when the credit gate says so
-   (``ledger.api.credit_gate``: every minute while funded, with back-off while dry), and
-   writes that can never reach the ledger are given up (``ledger.api.failures.settle``).
+   (``ledger.api.credit_gate``: every minute while funded, with back-off while dry); the
+   first pass adopts rows an older version gave up (``ledger.api.failures.adopt_legacy``).
 3. Follow anchors (``ledger.api.anchor_follower``): entries of anchored directory blocks
    move to stage ``anchor``.
 4. Callbacks due are delivered (``CallbackDispatcher``).
@@ -37,7 +37,7 @@ from ledger.api.block_follower import LAST_HEIGHT_KEY, BlockFollower
 from ledger.api.callbacks import CallbackDispatcher
 from ledger.api.credit_gate import CreditGate
 from ledger.api.db import Database
-from ledger.api.failures import settle
+from ledger.api.failures import adopt_legacy
 from ledger.api.gateway import GatewayUnavailable, LedgerGateway
 from ledger.api.submitter import Submitter
 from ledger.core.clock import Clock
@@ -59,7 +59,7 @@ class PassReport:
     confirmed: int = 0
     anchored: int = 0
     callbacks: int = 0
-    failed: int = 0  # rows given up by ``settle`` (the submitter's own are in the log)
+    failed: int = 0  # rows given up
     errors: list[str] = field(default_factory=list)
     backlog: bool = False  # more rows were due than one pass submits
 
@@ -126,6 +126,7 @@ class LedgerWorker:
         self._pass_lock = threading.Lock()
         self._unavailable = False  # log an outage once, not every pass
         self._reached = False  # the node answered at least once
+        self._adopted = False  # rows an older version gave up were adopted
         self._started_at = time.monotonic()
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -209,7 +210,9 @@ class LedgerWorker:
         report.backlog |= self._blocks.behind
 
     def _submit_all(self, report: PassReport) -> None:
-        report.failed += settle(self._db, now=self._clock.now())
+        if not self._adopted:
+            report.failed += adopt_legacy(self._db, now=self._clock.now())
+            self._adopted = True
         if self.credits.check_due():
             self._look_up_credits(report)
         for new_chains in (True, False):
@@ -218,6 +221,7 @@ class LedgerWorker:
             for committed, revealed in self._submitter.submit(rows):
                 report.committed += committed
                 report.revealed += revealed
+        report.failed += self._submitter.take_given_up()
 
     def _look_up_credits(self, report: PassReport) -> None:
         """Give the credit gate the balance; a failed look-up does not stop submitting

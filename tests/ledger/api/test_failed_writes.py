@@ -95,11 +95,10 @@ def test_transient_errors_give_up_after_max_attempts_as_failed(make_api: ApiFact
 def test_entries_of_a_failed_chain_fail_too_also_those_accepted_later(api: Api) -> None:
     chain_id, hashes = make_chain_with_entries(api, 2)
     api.ledger.refuse_commit[hashes[0]] = BAD_SIGNATURE
-    api.run_worker()  # the chain fails; its entries wait for it (not revealed)
-    report = api.run_worker()
-    assert report.failed == 2
+    assert api.run_worker().failed == 3  # the chain, and with it its two entries
     late = api.post_entry(chain_id, [b"late"]).json()["entry_hash"]
     assert api.run_worker().failed == 1
+    assert api.run_worker().failed == 0
     stored = rows(api)
     assert {stored[h].stage for h in [*hashes, late]} == {"failed"}
     reason = api.get(f"/v1/chains/{chain_id}/entries/{late}").json()["failure"]["reason"]
@@ -177,3 +176,26 @@ def test_rows_failed_by_an_earlier_version_are_adopted(api: Api) -> None:
     assert body["stage"] == "failed"
     assert body["failure"]["reason"] == ("gave up after 20 attempts: reveal: -32603 Internal error")
     assert body["failure"]["attempts"] == 20
+
+
+def test_an_adopted_failed_chain_takes_its_waiting_entries_with_it(api: Api) -> None:
+    chain_id, hashes = make_chain_with_entries(api, 2)
+    with api.services.db.write() as session:
+        session.execute(
+            update(EntryRow)
+            .where(EntryRow.entry_hash == hashes[0])
+            .values(state="failed", attempts=20, last_error="commit: -32603 Internal error")
+        )
+    assert api.run_worker().failed == 3
+    reasons = [
+        api.get(f"/v1/chains/{chain_id}/entries/{h}").json()["failure"]["reason"] for h in hashes
+    ]
+    assert reasons == [
+        "gave up after 20 attempts: commit: -32603 Internal error",
+        *[
+            "the chain's first entry failed: gave up after 20 attempts: commit: -32603 "
+            "Internal error"
+        ]
+        * 2,
+    ]
+    assert api.ledger.calls["compose-entry"] == 0

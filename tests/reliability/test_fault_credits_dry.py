@@ -199,8 +199,8 @@ def run_dry(
             assert not on_ledger & set(dry_acked), "a held write reached a block"
 
             # 3. funded again while the writers go on
+            funded_at = time.time()  # the funding transaction is sent now
             buy_credits(fs, ec, 1_000_000)
-            funded_at = time.time()
             wait_until(lambda: svc.credit_status().funded, 30, what="the API to notice")
             noticed_s = time.time() - funded_at
             time.sleep(writing_after_funding_s)
@@ -247,7 +247,7 @@ def run_dry(
         f"\ncredits dry ({writers} writers, {paid_entries} entries paid for, dry "
         f"{dry_s:.0f} s): {figures.accepted} writes accepted, {figures.accepted_unfunded} of "
         f"them while unfunded ({figures.held_at_most} held at the status check); funding "
-        f"noticed after {figures.noticed_s} s, every write at ledger {figures.caught_up_s} s "
+        f"(from sending its transaction) noticed after {figures.noticed_s} s, every write at ledger {figures.caught_up_s} s "
         f"after funding (baseline: median 202-to-ledger {figures.baseline_latency_s} s of the "
         f"writes paid before the drain); missing {figures.missing}, duplicates "
         f"{figures.duplicates}"

@@ -160,5 +160,5 @@ def test_a_write_the_node_refuses_is_failed_everywhere_the_caller_looks(tmp_path
         assert refused not in on_chain
         assert set(on_chain) == (set(rows) - {refused}) | {chain.entry_hash}
         assert len(files) == FILES
-        for gateway in gateways:
-            gateway.inner.close()
+    for gateway in gateways:  # once the API has stopped using them
+        gateway.inner.close()

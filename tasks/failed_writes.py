@@ -67,8 +67,8 @@ def sweep_failed_writes(
         for entry_hash in given_up:
             entry = api.get_entry(chain_id, entry_hash)
             failure = None if entry is None else write_failure(entry)
-            if failure is not None:
-                errors[waiting[entry_hash]] = failure_message(failure)
+            if failure is not None:  # every notarization the entry carries
+                errors.update(dict.fromkeys(waiting[entry_hash], failure_message(failure)))
         if errors:
             store.mark_failed(errors, retryable=False)
             outcome.marked += len(errors)
@@ -89,12 +89,13 @@ def check_failed_writes(
 
 def _waiting_by_chain(
     store: AuditStore, collection: str | None, page_size: int
-) -> dict[str, dict[str, int]]:
-    """Chain id -> {entry hash: notarization id} of the rows waiting for ``ledger``."""
-    by_chain: dict[str, dict[str, int]] = {}
+) -> dict[str, dict[str, list[int]]]:
+    """Chain id -> {entry hash: notarization ids} of the rows waiting for ``ledger`` (one
+    entry may carry several documents)."""
+    by_chain: dict[str, dict[str, list[int]]] = {}
     for row in _waiting(store, collection, page_size):
         if row.entry_hash:
-            by_chain.setdefault(row.chain_id, {})[row.entry_hash] = row.id
+            by_chain.setdefault(row.chain_id, {}).setdefault(row.entry_hash, []).append(row.id)
     return by_chain
 
 

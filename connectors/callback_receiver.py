@@ -8,6 +8,7 @@ with the stage's parameters added to the query::
     ledger   ?entry_hash=<hex>&dblock_keymr=<hex>&stage=ledger
     anchor   ?entry_hash=<hex>&anchor_block_hash=<hex>&stage=anchor
     multi_az ?entry_hash=<hex>&stage=multi_az
+    failed   ?entry_hash=<hex>&reason=<text>&stage=failed   (the API gave the write up)
 
 and signs it (``X-Notary-Timestamp``, ``X-Notary-Signature``: the rule, the signed message
 and the timestamp window are ``ledger.core.callback_signature``'s, the module the API signs
@@ -18,7 +19,8 @@ What a callback does: after the signature and timestamp check, it appends one ``
 event to the notarization's ``stage_events`` (details: the announced ``stage`` and its
 parameters, ``"verified": false``) and wakes the collector. It never changes the
 notarization's stage: the collector's sweep fetches and verifies the receipt or anchor
-first. A callback for a stage the notarization already reached, a repeated callback and a
+first, and reads a given-up write's failure from the API itself
+(``tasks.failed_writes``). A callback for a stage the notarization already reached, a repeated callback and a
 callback for an unknown entry are answered 200 and change nothing, so the API stops
 retrying. A bad or missing signature, or a stale timestamp, is answered 401 and nothing is
 recorded.
@@ -72,6 +74,9 @@ CALLBACK_EVENT = "callback"
 CALLBACK_STAGES: tuple[CallbackStage, ...] = ("ledger", "anchor")
 #: Query parameter carrying each stage's value (docs/rest-api.md §6 (Events), table of parameters).
 _STAGE_PARAMETER = {"multi_az": None, "ledger": "dblock_keymr", "anchor": "anchor_block_hash"}
+#: The API's extension: a write given up, with its ``reason`` (kept up to this length).
+_FAILED = "failed"
+_MAX_REASON_CHARS = 500
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _MAX_BODY_BYTES = 1024
 
@@ -98,8 +103,9 @@ class CallbackEvent:
 
     Attributes:
         entry_hash: the entry (64 lowercase hex chars).
-        stage: ``multi_az``, ``ledger`` or ``anchor``.
-        details: the stage's parameter (``dblock_keymr`` or ``anchor_block_hash``), if any.
+        stage: ``multi_az``, ``ledger``, ``anchor`` or ``failed``.
+        details: the stage's parameter (``dblock_keymr``, ``anchor_block_hash`` or, for
+            ``failed``, the ``reason`` text), if any.
     """
 
     entry_hash: str
@@ -114,11 +120,15 @@ def parse_callback(query: Mapping[str, str]) -> CallbackEvent:
         ValueError: unknown stage, or a missing or malformed hex parameter.
     """
     stage = query.get("stage", "")
-    if stage not in _STAGE_PARAMETER:
+    if stage not in _STAGE_PARAMETER and stage != _FAILED:
         raise ValueError(f"unknown stage {stage[:40]!r}")
     entry_hash = query.get("entry_hash", "").lower()
     if not _HEX64.fullmatch(entry_hash):
         raise ValueError("entry_hash is missing or not 64 hex characters")
+    if stage == _FAILED:
+        return CallbackEvent(
+            entry_hash, stage, {"reason": query.get("reason", "")[:_MAX_REASON_CHARS]}
+        )
     details: dict[str, str] = {}
     name = _STAGE_PARAMETER[stage]
     if name is not None:
@@ -149,10 +159,12 @@ class CallbackRecorder:
 
         Returns:
             True when an event was appended; False when the entry is unknown, failed,
-            already at (or past) the announced stage, or the callback was recorded before.
+            already at (or past) the announced stage (for ``failed``: at ``ledger`` or
+            past), or the callback was recorded before.
         """
         n, e = _notarizations.c, _events.c
-        target = STAGE_ORDER.index(event.stage)
+        # A given-up write can only be waiting for ``ledger``.
+        target = STAGE_ORDER.index("ledger" if event.stage == _FAILED else event.stage)
         at = datetime.fromtimestamp(self._clock.now(), tz=UTC)
         details = {"stage": event.stage, **event.details, "verified": False}
         with self._lock, self._engine.begin() as conn:

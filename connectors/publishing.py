@@ -40,8 +40,10 @@ __all__ = [
     "NewEntry",
     "PostResult",
     "PublishingClient",
+    "WriteFailure",
     "from_base64",
     "to_base64",
+    "write_failure",
 ]
 
 CallbackStage = Literal["multi_az", "ledger", "anchor"]
@@ -89,6 +91,42 @@ class PostResult:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+@dataclass(frozen=True)
+class WriteFailure:
+    """Why the publishing API gave a write up (an entry read at stage ``failed``,
+    docs/rest-api.md §3 and §4).
+
+    Attributes:
+        reason: the API's one-line reason.
+        failed_at: when it was given up, ISO 8601 UTC as the API wrote it (``None`` when
+            the API does not know).
+        attempts: submissions the API made, the refused one included.
+    """
+
+    reason: str
+    failed_at: str | None
+    attempts: int
+
+
+def write_failure(entry: dict[str, Any]) -> WriteFailure | None:
+    """The failure of an Entry (or Chain) read, ``None`` unless its ``stage`` is ``failed``.
+
+    Raises:
+        InvalidResponse: stage ``failed`` with a malformed ``failure`` object.
+    """
+    if entry.get("stage") != "failed":
+        return None
+    failure = entry.get("failure")
+    if not isinstance(failure, dict) or not isinstance(failure.get("reason"), str):
+        raise InvalidResponse(f"a failed write without a failure reason: {failure!r}")
+    failed_at, attempts = failure.get("failed_at"), failure.get("attempts")
+    return WriteFailure(
+        reason=failure["reason"],
+        failed_at=failed_at if isinstance(failed_at, str) else None,
+        attempts=attempts if isinstance(attempts, int) else 0,
+    )
 
 
 class PublishingClient:
@@ -240,6 +278,28 @@ class PublishingClient:
         path = f"/chains/{_seg(chain_id)}/entries/{_seg(entry_hash)}"
         answer = self._request("GET", path, allow_404=True)
         return None if answer is None else self._json_object(answer)
+
+    def failed_entries(self, chain_id: str, *, page_size: int = 1000) -> list[str]:
+        """Hashes of the chain's writes the API gave up (operation 7 with ``stage=failed``,
+        docs/rest-api.md §5), in chain order, every page; ``[]`` for an unknown chain.
+
+        Raises:
+            AuthError, RequestRejected (an API without the stage filter answers 400),
+            ServiceUnavailable, InvalidResponse.
+        """
+        hashes: list[str] = []
+        path = f"/chains/{_seg(chain_id)}/entries"
+        while True:
+            query = f"{path}?stage=failed&limit={page_size}&offset={len(hashes)}"
+            answer = self._request("GET", query, allow_404=True)
+            if answer is None:
+                return []
+            items = self._json_object(answer).get("items")
+            if not isinstance(items, list):
+                raise InvalidResponse(f"no items in {answer!r}", url=path)
+            hashes.extend(_entry_hash_of(self._json_object(item), path) for item in items)
+            if len(items) < page_size:
+                return hashes
 
     def create_entries(
         self,

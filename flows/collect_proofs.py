@@ -35,6 +35,7 @@ from connectors.errors import ConnectorError
 from flows.pipeline import open_audit_store, open_services
 from flows.settings import PipelineSettings
 from tasks.anchor_stage import AnchorSweep
+from tasks.failed_writes import FailedWrites, check_failed_writes
 from tasks.steps import sweep_anchor_once, sweep_ledger_once
 
 __all__ = ["CollectTotals", "collect_proofs", "collect_until_stopped", "receive_callbacks"]
@@ -49,9 +50,10 @@ _STOP_CHECK_S = 0.2
 def collect_proofs(
     settings: PipelineSettings | None = None, collection: str | None = None
 ) -> dict[str, Any]:
-    """Sweep the ``ledger`` stage (receipts fetched, verified, stored), then the ``anchor``
-    stage (anchor proofs fetched and verified down to the proof of work) for every
-    collection (or one); returns the counts of both sweeps and the stage counts afterwards.
+    """Sweep the ``ledger`` stage (receipts fetched, verified, stored; writes the publishing
+    API gave up failed with its reason), then the ``anchor`` stage (anchor proofs fetched
+    and verified down to the proof of work) for every collection (or one); returns the
+    counts of both sweeps and the stage counts afterwards.
 
     Raises:
         ConnectorError: the node could not be reached (nothing was recorded by the ledger
@@ -61,6 +63,9 @@ def collect_proofs(
     with open_services(settings) as services:
         run_id = services.store.start_run("collect_proofs", parameters={"collection": collection})
         ledger = sweep_ledger_once(services.store, services.node, collection=collection)
+        given_up = FailedWrites()
+        if ledger.waiting:  # some may wait for a write the API gave up
+            given_up = check_failed_writes(services.store, services.api, collection=collection)
         try:
             anchor = sweep_anchor_once(
                 services.store, services.node, services.anchor, collection=collection
@@ -77,7 +82,8 @@ def collect_proofs(
             "anchored": anchor.notarizations_anchored,
             "anchor_blocks_waiting": anchor.blocks_waiting,
             "anchor_blocks_rejected": anchor.blocks_rejected,
-            "errors": ledger.errors + anchor.errors,
+            "failed_writes": given_up.marked,
+            "errors": ledger.errors + given_up.errors + anchor.errors,
             "stages": counts,
         }
         services.store.finish_run(run_id, counts=result, status="completed")

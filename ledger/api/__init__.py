@@ -14,6 +14,8 @@ from ledger.api.accounts_cli import (
 )
 from ledger.api.app import create_app
 from ledger.api.auth import KeyCache, Principal, RateLimiter
+from ledger.api.credit_gate import CreditGate
+from ledger.api.credit_status import CreditStatus
 from ledger.api.db import Database
 from ledger.api.gateway import (
     AnchorInfo,
@@ -40,6 +42,8 @@ __all__ = [
     "ApiSettings",
     "ComposedCalls",
     "Composition",
+    "CreditGate",
+    "CreditStatus",
     "Database",
     "DirectoryBlockInfo",
     "GatewayUnavailable",

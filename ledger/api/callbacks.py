@@ -9,6 +9,8 @@ stage      query parameters added to the caller's own parameters
 multi_az   ``entry_hash``, ``stage=multi_az``
 ledger     ``dblock_keymr``, ``stage=ledger``
 anchor     ``anchor_block_hash``, ``stage=anchor``
+failed     ``entry_hash``, ``reason``, ``stage=failed`` (an extension: sent to every write
+           that asked for any callback, docs/rest-api.md §6)
 =========  ======================================================
 
 A caller parameter with the same name as one added is replaced. Callbacks are queued in
@@ -243,8 +245,12 @@ def callback_values(
 
     ``entry`` is anything with ``id``, ``callback_url`` and ``callback_stages`` (an
     ``EntryRow`` or a result row); ``None`` when it asked for no callback at this stage.
+    Stage ``failed`` is never listed in ``callback_stages``: it is sent to every write
+    that asked for at least one callback.
     """
-    if not entry.callback_url or stage.value not in (entry.callback_stages or ()):
+    stages = entry.callback_stages or ()
+    asked = bool(stages) if stage is Stage.FAILED else stage.value in stages
+    if not entry.callback_url or not asked:
         return None
     return {
         "entry_id": entry.id,

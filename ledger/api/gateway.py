@@ -18,6 +18,7 @@ gateway method              server        JSON-RPC methods
 ``directory_blocks``        node          ``dblock-by-height``
 ``entry_blocks``            node          ``entry-block``
 ``anchors``                 node          ``anchors`` {height}
+``ec_balance``              node          ``entry-credit-balance`` {address}
 ==========================  ============  ==========================================
 """
 
@@ -166,6 +167,11 @@ class LedgerGateway(Protocol):
         """Proof-of-work anchor of each directory block height, ``None`` while not anchored."""
         ...
 
+    def ec_balance(self) -> int:
+        """Acknowledged balance of the paying entry credit address, credits
+        (``entry-credit-balance``, docs/jsonrpc.md §4.2)."""
+        ...
+
 
 class JsonRpcLedgerGateway:
     """``LedgerGateway`` over the JSON-RPC interfaces of the wallet and the node.
@@ -236,6 +242,15 @@ class JsonRpcLedgerGateway:
     def anchors(self, heights: Sequence[int]) -> list[AnchorInfo | None]:
         replies = self._batch(self._node, [("anchors", {"height": h}) for h in heights])
         return [_anchor(h, r) for h, r in zip(heights, replies, strict=True)]
+
+    def ec_balance(self) -> int:
+        """Raises ``GatewayUnavailable`` when the node cannot be asked or refuses the address."""
+        (reply,) = self._batch(
+            self._node, [("entry-credit-balance", {"address": self._ec_address})]
+        )
+        if isinstance(reply, JsonRpcCallError):
+            raise GatewayUnavailable(f"entry-credit-balance failed: {reply.code} {reply.message}")
+        return _int_field(reply, "balance")
 
     def _batch(self, client: JsonRpcClient, calls: list[tuple[str, Any]]) -> list[Any]:
         """``client.batch`` in chunks of at most ``max_batch_items`` / ``max_batch_bytes``."""

@@ -10,7 +10,14 @@ and faults can be injected:
   ``GatewayUnavailable`` before doing anything (an outage).
 * ``lose_reply_next(method, times)``: those batches are carried out, then the reply is lost
   (``GatewayUnavailable``), as when the API process dies right after sending.
-* ``refuse_compose[entry_hash_hex] = RpcFailure(...)``: the wallet refuses that item.
+* ``refuse_compose[entry_hash_hex] = RpcFailure(...)``: the wallet refuses that item;
+  ``refuse_commit`` / ``refuse_reveal`` likewise for the node's answer to its commit or
+  reveal.
+
+Entry credits: ``credits`` is the paying address's balance (``None``, the default: never
+runs out). A commit costs what the wallet composes (docs/formats.md §1.4: one credit per KiB
+of payload, ten more for a new chain); one the balance does not cover is refused with the
+node's -32602 answer, word for word, and ``ec_balance`` reports the balance.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from ledger.api.gateway import (
     RpcCall,
     RpcFailure,
 )
-from ledger.core.entry import Entry
+from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry
 from ledger.core.errors import LedgerFormatError
 from ledger.core.hashing import sha256
 from ledger.jsonrpc.codes import ErrorCode
@@ -57,6 +64,8 @@ class InMemoryLedger:
         batches: the method names of every gateway call (one list per batch), in order.
         commits_sent / reveals_sent: Counter of entry hashes (hex) per commit / reveal sent.
         refuse_compose: entry hash hex -> RpcFailure the wallet answers for that item.
+        refuse_commit, refuse_reveal: entry hash hex -> RpcFailure the node answers.
+        credits: balance of the paying address (``None``: unlimited).
     """
 
     def __init__(self, *, start_height: int = 0) -> None:
@@ -66,6 +75,9 @@ class InMemoryLedger:
         self.commits_sent: Counter[str] = Counter()
         self.reveals_sent: Counter[str] = Counter()
         self.refuse_compose: dict[str, RpcFailure] = {}
+        self.refuse_commit: dict[str, RpcFailure] = {}
+        self.refuse_reveal: dict[str, RpcFailure] = {}
+        self.credits: int | None = None
         self._start_height = start_height
         self._fail: Counter[str] = Counter()
         self._lose: Counter[str] = Counter()
@@ -80,6 +92,7 @@ class InMemoryLedger:
         self._dblocks: dict[int, DirectoryBlockInfo] = {}
         self._eblocks: dict[str, list[str]] = {}
         self._anchors: dict[int, str] = {}
+        self._costs: dict[str, int] = {}  # entry hash -> credits its composed commit pays
 
     def reset(self) -> None:
         """Forget every commit, entry, block and anchor (back to ``start_height``).
@@ -175,6 +188,12 @@ class InMemoryLedger:
             ]
             return self._finish(methods, infos)
 
+    def ec_balance(self) -> int:
+        with self._lock:
+            self._enter(["entry-credit-balance"])
+            balance = 10**9 if self.credits is None else self.credits
+            return self._finish(["entry-credit-balance"], balance)
+
     # -- internals ----------------------------------------------------------------------
 
     def _enter(self, methods: list[str]) -> None:
@@ -197,6 +216,7 @@ class InMemoryLedger:
         if entry_hash in self.refuse_compose:
             return self.refuse_compose[entry_hash]
         kind = "chain" if item.new_chain else "entry"
+        self._costs[entry_hash] = item.entry.cost() + (NEW_CHAIN_FEE_EC if item.new_chain else 0)
         commit = RpcCall(f"commit-{kind}", {"message": entry_hash})
         reveal = RpcCall(f"reveal-{kind}", {"entry": item.entry.to_hex()})
         return ComposedCalls(commit, reveal)
@@ -210,9 +230,19 @@ class InMemoryLedger:
 
     def _commit(self, entry_hash: str) -> dict[str, Any] | RpcFailure:
         self.commits_sent[entry_hash] += 1
+        if entry_hash in self.refuse_commit:
+            return self.refuse_commit[entry_hash]
         if entry_hash in self._committed:
             data = {"info": REPEATED_COMMIT_INFO, "entryhash": entry_hash}
             return RpcFailure(ErrorCode.REPEATED_COMMIT, RepeatedCommit.MESSAGE, data)
+        cost = self._costs.get(entry_hash, 1)
+        if self.credits is not None:
+            if self.credits < cost:
+                text = (
+                    f"entry credit balance {self.credits} is less than the {cost} credits committed"
+                )
+                return RpcFailure.of(InvalidParams(text))
+            self.credits -= cost
         self._committed.add(entry_hash)
         return {"message": "Entry Commit Success", "entryhash": entry_hash}
 
@@ -223,6 +253,8 @@ class InMemoryLedger:
             return RpcFailure.of(InvalidParams(str(exc)))
         entry_hash, chain_id = entry.hash().hex(), entry.chain_id.hex()
         self.reveals_sent[entry_hash] += 1
+        if entry_hash in self.refuse_reveal:
+            return self.refuse_reveal[entry_hash]
         if entry_hash not in self._committed:
             return RpcFailure.of(InvalidParams("no commit for this entry"))
         if method == "reveal-entry" and chain_id not in self._chains:

@@ -13,6 +13,7 @@ Tables::
     external_id_tags  one row per external ID of an entry (SHA-256 of the value), for search
     callbacks         durable callback queue (one row per stage notification)
     service_state     small key/value facts of the worker (last followed block height, ...)
+    write_failures    why and when a write was given up (one row per write at stage ``failed``)
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ __all__ = [
     "Chain",
     "EntryRow",
     "ExternalIdTag",
+    "PUBLIC_STAGES",
     "ServiceState",
     "Stage",
     "SubmitState",
+    "WriteFailure",
 ]
 
 #: Integer primary keys: BIGINT on PostgreSQL, INTEGER (rowid alias) on SQLite.
@@ -59,6 +62,17 @@ class Stage(enum.StrEnum):
     MULTI_AZ = "multi_az"
     LEDGER = "ledger"
     ANCHOR = "anchor"
+    FAILED = "failed"  # given up: never on the ledger (``WriteFailure`` says why)
+
+
+#: The stages answers show, and operation 7's ``stage`` filter takes (``accepted`` is the
+#: instant before the commit that makes a write ``multi_az``; no answer shows it).
+PUBLIC_STAGES: tuple[str, ...] = (
+    Stage.MULTI_AZ.value,
+    Stage.LEDGER.value,
+    Stage.ANCHOR.value,
+    Stage.FAILED.value,
+)
 
 
 class SubmitState(enum.StrEnum):
@@ -67,7 +81,7 @@ class SubmitState(enum.StrEnum):
     PENDING = "pending"  # not yet committed (or the commit's outcome is unknown)
     COMMITTED = "committed"  # commit accepted by the node (or answered -32011)
     REVEALED = "revealed"  # reveal accepted by the node
-    FAILED = "failed"  # given up after repeated errors answered by wallet or node
+    FAILED = "failed"  # given up: refused for good, or too many errors (stage ``failed``)
 
 
 class CallbackStatus(enum.StrEnum):
@@ -187,3 +201,27 @@ class ServiceState(Base):
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+class WriteFailure(Base):
+    """Why an accepted write was given up (its ``entries`` row is at stage ``failed``).
+
+    A table of its own rather than columns of ``entries``, so that a database made before
+    failures were recorded gains it from ``create_schema`` without altering a table.
+
+    Attributes:
+        reason: one line, as the read fields and the ``failed`` callback show it.
+        failed_at: Unix seconds (the injected clock) when the write was given up.
+        attempts: submissions answered with an error, the last one included.
+        permanent: the node refused the write itself (it would refuse it again), as
+            opposed to a write given up after ``submit_max_attempts`` transient errors or
+            because its chain's first entry failed.
+    """
+
+    __tablename__ = "write_failures"
+
+    entry_id: Mapped[int] = mapped_column(ForeignKey("entries.id"), primary_key=True)
+    reason: Mapped[str] = mapped_column(Text)
+    failed_at: Mapped[float] = mapped_column(Double)
+    attempts: Mapped[int] = mapped_column(Integer)
+    permanent: Mapped[bool] = mapped_column(Boolean)

@@ -9,8 +9,9 @@ No HTML documentation pages are served.
 The document is FastAPI's description of the routes, completed with what FastAPI cannot
 see because the handlers read their bodies themselves (strict content-type and JSON
 checks): the request bodies, every status code an operation can answer with the one
-error body shape, the ``limit``/``offset`` bounds, and the two ways to send the key
-(``user-key``, or the ``app_id`` + ``app_key`` pair of the Connect SDKs).
+error body shape, the ``limit``/``offset`` bounds, the values of operation 7's ``stage``
+filter, and the two ways to send the key (``user-key``, or the ``app_id`` + ``app_key``
+pair of the Connect SDKs).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
+from ledger.api.models import PUBLIC_STAGES
 from ledger.api.schemas import ChainCreate, EntryCreate, ExternalIds
 from ledger.api.settings import ApiSettings
 
@@ -198,3 +200,6 @@ def _bound(parameter: dict[str, Any], settings: ApiSettings) -> None:
         }
     elif parameter["name"] == "offset":
         parameter["schema"] = {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET, "default": 0}
+    elif parameter["name"] == "stage":
+        parameter["schema"] = {"type": "string", "enum": list(PUBLIC_STAGES)}
+        parameter["description"] = "only the entries at this stage (an extension)"

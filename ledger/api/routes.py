@@ -43,7 +43,8 @@ from ledger.api.auth import Principal
 from ledger.api.deps import current_account, json_body, path_hash, read_json, services
 from ledger.api.encoding import to_base64
 from ledger.api.errors import BadRequest, PageNotFound
-from ledger.api.models import Chain, EntryRow
+from ledger.api.failures import failure_of
+from ledger.api.models import PUBLIC_STAGES, Chain, EntryRow
 from ledger.api.openapi import MAX_OFFSET, build_openapi
 from ledger.api.schemas import (
     AllInfo,
@@ -93,7 +94,8 @@ def _chain_url(base: str, chain_id: str) -> str:
     return f"{base}/chains/{chain_id}"
 
 
-def _chain_public(base: str, chain: Chain, first: EntryRow) -> dict[str, Any]:
+def _chain_public(session: Session, base: str, chain: Chain) -> dict[str, Any]:
+    first = store.first_entry(session, chain)
     url = _chain_url(base, chain.chain_id)
     return {
         "chain_id": chain.chain_id,
@@ -103,28 +105,36 @@ def _chain_public(base: str, chain: Chain, first: EntryRow) -> dict[str, Any]:
             "first": f"{url}/entries/first",
             "last": f"{url}/entries/last",
         },
-        **_stage_fields(first),
+        **_stage_fields(session, first),
     }
 
 
-def _entry_public(base: str, row: EntryRow) -> dict[str, Any]:
+def _entry_public(session: Session, base: str, row: EntryRow) -> dict[str, Any]:
     return {
         "entry_hash": row.entry_hash,
         "chain_id": row.chain_id,
         "external_ids": list(row.external_ids),
         "content": to_base64(bytes(row.content)),
         "links": {"chain": _chain_url(base, row.chain_id)},
-        **_stage_fields(row),
+        **_stage_fields(session, row),
     }
 
 
-def _stage_fields(row: EntryRow) -> dict[str, object]:
-    return {
+def _stage_fields(session: Session, row: EntryRow) -> dict[str, object]:
+    fields: dict[str, object] = {
         "stage": row.stage,
         "created_at": _iso(row.created_at),
         "dblock_keymr": row.dblock_keymr,
         "dblock_height": row.dblock_height,
     }
+    failure = failure_of(session, row)
+    if failure is not None:  # only on a write given up (docs/rest-api.md §3)
+        fields["failure"] = {
+            "reason": failure.reason,
+            "failed_at": None if failure.failed_at is None else _iso(failure.failed_at),
+            "attempts": failure.attempts,
+        }
+    return fields
 
 
 def _page(svc: Services, limit: int | None, offset: int) -> tuple[int, int]:
@@ -209,7 +219,7 @@ def search_chains(
         chain = store.search_chains(session, account, values)
         if chain is None:
             raise PageNotFound("No chain matches these external IDs")
-        return _json(_chain_public(_base(request, svc), chain, store.first_entry(session, chain)))
+        return _json(_chain_public(session, _base(request, svc), chain))
 
 
 @router.get("/chains/{chain_id}", response_model=ChainPublic, operation_id="getChain")
@@ -217,7 +227,7 @@ def get_chain(chain_id: str, request: Request, account: AccountDep, svc: Service
     """Operation 5: one chain."""
     with svc.db.read() as session:
         chain = _owned_chain(session, account, chain_id)
-        return _json(_chain_public(_base(request, svc), chain, store.first_entry(session, chain)))
+        return _json(_chain_public(session, _base(request, svc), chain))
 
 
 @router.post(
@@ -242,13 +252,17 @@ def list_entries(
     svc: ServicesDep,
     limit: Annotated[int | None, Query()] = None,
     offset: Annotated[int, Query()] = 0,
+    stage: Annotated[str | None, Query()] = None,
 ) -> Response:
-    """Operation 7: the chain's entries in sequence (``limit``/``offset`` paging)."""
+    """Operation 7: the chain's entries in sequence (``limit``/``offset`` paging); with
+    ``stage`` (an extension), only those at that stage, e.g. ``failed``."""
     size, start = _page(svc, limit, offset)
+    if stage is not None and stage not in PUBLIC_STAGES:
+        raise BadRequest(f"stage must be one of {', '.join(PUBLIC_STAGES)}")
     base = _base(request, svc)
     with svc.db.read() as session:
         chain = _owned_chain(session, account, chain_id)
-        hashes, total = store.list_entries(session, chain, limit=size, offset=start)
+        hashes, total = store.list_entries(session, chain, limit=size, offset=start, stage=stage)
         prefix = f"{_chain_url(base, chain.chain_id)}/entries"
         items = [{"entry_hash": h, "links": {"entry": f"{prefix}/{h}"}} for h in hashes]
     return _json({"items": items, "count": total, "offset": start, "limit": size})
@@ -263,7 +277,7 @@ def get_first_entry(
     """Operation 8: the first entry (made with the chain)."""
     with svc.db.read() as session:
         chain = _owned_chain(session, account, chain_id)
-        return _json(_entry_public(_base(request, svc), store.first_entry(session, chain)))
+        return _json(_entry_public(session, _base(request, svc), store.first_entry(session, chain)))
 
 
 @router.get(
@@ -275,7 +289,7 @@ def get_last_entry(
     """Operation 9: the most recently accepted entry."""
     with svc.db.read() as session:
         chain = _owned_chain(session, account, chain_id)
-        return _json(_entry_public(_base(request, svc), store.last_entry(session, chain)))
+        return _json(_entry_public(session, _base(request, svc), store.last_entry(session, chain)))
 
 
 @router.post(
@@ -295,7 +309,7 @@ def search_entries(
         row = store.search_entries(session, chain, values)
         if row is None:
             raise PageNotFound("No entry matches these external IDs")
-        return _json(_entry_public(_base(request, svc), row))
+        return _json(_entry_public(session, _base(request, svc), row))
 
 
 @router.get(
@@ -310,4 +324,4 @@ def get_entry(
         row = store.get_entry(session, chain, path_hash(entry_hash))
         if row is None:
             raise PageNotFound("No such entry in this chain")
-        return _json(_entry_public(_base(request, svc), row))
+        return _json(_entry_public(session, _base(request, svc), row))

@@ -52,6 +52,7 @@ from ledger.api.models import (
     EntryRow,
     ExternalIdTag,
     ServiceState,
+    WriteFailure,
 )
 from ledger.api.worker import LAST_HEIGHT_KEY, LedgerWorker
 from ledger.core.clock import Clock
@@ -91,6 +92,9 @@ class WithoutAnchors:
     def anchors(self, heights: Sequence[int]) -> list[AnchorInfo | None]:
         """No anchor, for every height (the inner ledger is not asked)."""
         return [None] * len(heights)
+
+    def ec_balance(self) -> int:
+        return self.inner.ec_balance()
 
 
 @dataclass(frozen=True)
@@ -217,13 +221,14 @@ class Sandbox:
     # -- purge ---------------------------------------------------------------------------
 
     def purge(self) -> PurgeReport:
-        """Delete every chain, entry, search tag and queued callback (accounts stay)."""
+        """Delete every chain, entry, search tag, failure and queued callback (accounts stay)."""
         pause = self._worker.paused() if self._worker is not None else nullcontext()
         with pause:
             if self.ledger is not None:
                 self.ledger.reset()
             with self._records.write() as session:
                 session.execute(delete(CallbackRow))
+                session.execute(delete(WriteFailure))
                 session.execute(delete(ExternalIdTag))
                 entries = _deleted(session.execute(delete(EntryRow)))
                 chains = _deleted(session.execute(delete(Chain)))

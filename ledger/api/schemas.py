@@ -4,8 +4,9 @@ their fields)).
 Every ``external_ids`` value and every ``content`` is Base64 on the wire, both ways.
 Chain and Entry responses carry extra fields beyond the original interface
 (docs/rest-api.md §11): ``stage``, ``created_at`` (ISO 8601 UTC), ``dblock_keymr`` and
-``dblock_height`` (``null`` until the entry is in a directory block). List responses add
-``count`` (total), ``offset`` and ``limit``.
+``dblock_height`` (``null`` until the entry is in a directory block), and, only on a write
+given up (stage ``failed``), ``failure``: ``{"reason", "failed_at", "attempts"}``. List
+responses add ``count`` (total), ``offset`` and ``limit``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "EntryList",
     "EntryPublic",
     "ExternalIds",
+    "FailurePublic",
 ]
 
 StageName = Literal["multi_az", "ledger", "anchor"]
@@ -63,6 +65,18 @@ class ExternalIds(_Request):
     external_ids: list[str] = Field(min_length=1)
 
 
+class FailurePublic(BaseModel):
+    """Why a write was given up (stage ``failed``; docs/rest-api.md §3).
+
+    ``failed_at`` is ISO 8601 UTC (``null`` for a write given up before failures were
+    recorded); ``attempts`` counts the submissions answered with an error.
+    """
+
+    reason: str
+    failed_at: str | None
+    attempts: int
+
+
 class ChainLinks(BaseModel):
     entries: str
     first: str
@@ -79,6 +93,7 @@ class ChainPublic(BaseModel):
     created_at: str
     dblock_keymr: str | None = None
     dblock_height: int | None = None
+    failure: FailurePublic | None = None
 
 
 class ChainLinkLinks(BaseModel):
@@ -113,6 +128,7 @@ class EntryPublic(BaseModel):
     created_at: str
     dblock_keymr: str | None = None
     dblock_height: int | None = None
+    failure: FailurePublic | None = None
 
 
 class EntryLinkLinks(BaseModel):

@@ -21,6 +21,8 @@ from sqlalchemy.exc import IntegrityError
 from ledger.api.auth import KeyCache, RateLimiter
 from ledger.api.block_follower import StageObserver
 from ledger.api.callbacks import CallbackDispatcher, HostPolicy, Resolver
+from ledger.api.credit_gate import CreditGate
+from ledger.api.credit_status import CreditStatus, read_credit_status
 from ledger.api.db import Database
 from ledger.api.gateway import JsonRpcLedgerGateway, LedgerGateway
 from ledger.api.memory_gateway import InMemoryLedger
@@ -45,6 +47,8 @@ class Services:
         accounts_db: database of the ``accounts`` table (``db`` itself unless sandbox).
         writer: the group-commit writer of operations 2 and 6.
         keys: key -> account cache; limiter: per-account rate limit.
+        credits: the paying entry credit address's gate (the worker holds writes while
+            it is dry); read it through ``credit_status()``.
         worker: built at startup by ``start()`` (``None`` before).
         sandbox: the sandbox runtime in sandbox mode, else ``None``.
         stage_observer: handed to the worker built by ``start()`` (stage latency metrics).
@@ -60,6 +64,7 @@ class Services:
     writer: GroupCommitWriter
     keys: KeyCache
     limiter: RateLimiter
+    credits: CreditGate
     http_transport: httpx.BaseTransport | None = None
     worker: LedgerWorker | None = None
     sandbox: Sandbox | None = None
@@ -79,6 +84,11 @@ class Services:
         if self.settings.worker_enabled:
             self.worker.start()
         return self.worker
+
+    def credit_status(self) -> CreditStatus:
+        """The paying address and the write queue now (``ledger.api.credit_status``):
+        read-only, for health checks and metrics; safe from any thread."""
+        return read_credit_status(self.credits, self.db, now=self.clock.now())
 
     def _build_worker(self) -> LedgerWorker:
         secret = load_callback_secret(self.db, self.settings)
@@ -102,6 +112,7 @@ class Services:
             self.db,
             self.gateway,
             clock=self.clock,
+            credits=self.credits,
             dispatcher=dispatcher,
             batch_size=self.settings.worker_batch_size,
             submit_rows_per_pass=self.settings.submit_rows_per_pass,
@@ -176,6 +187,13 @@ def build_services(
         keys=keys,
         limiter=RateLimiter(
             clock=clock, rate_per_s=settings.rate_limit_per_s, burst=settings.rate_limit_burst
+        ),
+        credits=CreditGate(
+            settings.ec_address,
+            clock=clock,
+            check_interval_s=settings.credit_check_interval_s,
+            retry_base_s=settings.credit_retry_base_s,
+            retry_max_s=settings.credit_retry_max_s,
         ),
         http_transport=http_transport,
         sandbox=sandbox,

@@ -42,9 +42,16 @@ class ApiSettings(BaseSettings):
             one pass; a pass that reaches it (or is behind on blocks) is followed at once.
         submit_chunk_rows: rows per compose / commit / reveal JSON-RPC round trip.
         anchor_poll_interval_s: least time between two look-ups of anchors, seconds.
-        submit_max_attempts: compose/commit/reveal failures (errors answered by the wallet
-            or node, not outages) after which a row is given up as ``failed``.
+        submit_max_attempts: transient compose/commit/reveal errors (answered by the wallet
+            or node; not outages) after which a row is given up as ``failed``; a refusal of
+            the write itself fails it at once, an under-funded commit holds it
+            (``ledger.api.refusals``).
         submit_retry_base_s: first back-off delay after such a failure, seconds (doubles).
+        credit_check_interval_s: how often the paying address's balance is looked up while
+            it pays, seconds (for the status: ``Services.credit_status()``).
+        credit_retry_base_s, credit_retry_max_s: once the address ran dry (writes held),
+            first and longest delay between two look-ups of its balance, seconds; the
+            delay doubles while it still does not pay (``ledger.api.credit_gate``).
         max_body_bytes: largest accepted request body, bytes (larger: HTTP 413).
         page_size_default, page_size_max: ``limit`` of list operations.
         callback_secret: HMAC-SHA256 key of the ``X-Notary-Signature`` callback header;
@@ -106,6 +113,9 @@ class ApiSettings(BaseSettings):
     anchor_poll_interval_s: float = Field(default=10.0, ge=0)
     submit_max_attempts: int = Field(default=20, ge=1)
     submit_retry_base_s: float = Field(default=2.0, ge=0)
+    credit_check_interval_s: float = Field(default=60.0, gt=0)
+    credit_retry_base_s: float = Field(default=2.0, gt=0)
+    credit_retry_max_s: float = Field(default=60.0, gt=0)
     max_body_bytes: int = Field(default=65_536, ge=1024)
     page_size_default: int = Field(default=100, ge=1)
     page_size_max: int = Field(default=1000, ge=1)
@@ -131,6 +141,12 @@ class ApiSettings(BaseSettings):
     log_level: str = "info"
     ready_timeout_s: float = Field(default=2.0, gt=0)
     ready_max_unblocked_age_s: float = Field(default=1800.0, gt=0)
+
+    @model_validator(mode="after")
+    def _credit_delays(self) -> Self:
+        if self.credit_retry_max_s < self.credit_retry_base_s:
+            raise ValueError("credit_retry_max_s must be at least credit_retry_base_s")
+        return self
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Self:

@@ -169,14 +169,20 @@ def list_chains(
 
 
 def list_entries(
-    session: Session, chain: Chain, *, limit: int, offset: int
+    session: Session, chain: Chain, *, limit: int, offset: int, stage: str | None = None
 ) -> tuple[list[str], int]:
     """Entry hashes of ``chain`` in sequence (``seq`` ascending): ``(page, total count)``.
 
     ``seq`` runs 0..count-1 without gaps, so a page is a range of the ``(chain_id, seq)``
     index: its cost does not grow with ``offset``. Only the hashes are read (not the
-    content), which is all operation 7 shows.
+    content), which is all operation 7 shows. With ``stage``, only the entries at that
+    stage (``limit``/``offset`` then page over those, and the total counts them).
     """
+    if stage is not None:
+        where = (EntryRow.chain_id == chain.chain_id, EntryRow.stage == stage)
+        total = session.scalar(select(func.count()).select_from(EntryRow).where(*where)) or 0
+        staged = select(EntryRow.entry_hash).where(*where).order_by(EntryRow.seq)
+        return list(session.scalars(staged.limit(limit).offset(offset))), total
     query = (
         select(EntryRow.entry_hash)
         .where(

@@ -8,11 +8,18 @@ an accepted commit, or Repeated Commit (``ErrorCode.REPEATED_COMMIT``), moves th
 ``committed`` have their reveal sent (one batch) and move to ``revealed``. Database
 changes are set-based (``executemany``), not row by row.
 
-New chains go first; an entry waits until its chain's first entry is revealed. A commit is
+New chains go first; an entry waits until its chain's first entry is revealed (one whose
+chain's first entry failed is given up instead, ``ledger.api.failures``). A commit is
 never sent again once its outcome is recorded; only a commit whose reply was lost (crash
-or outage after sending) is sent again, and the node answers it Repeated Commit. Errors
-answered by wallet or node are retried with exponential back-off (doubling from
-``retry_base_s``, at most an hour); after ``max_attempts`` the row is ``failed``.
+or outage after sending) is sent again, and the node answers it Repeated Commit.
+
+Errors answered by wallet or node (``ledger.api.refusals``): an under-funded commit leaves
+the row ``pending`` with its attempts, tells the ``CreditGate``, and no further commit is
+sent while the gate is dry (reveals of committed rows still go; ``due_rows`` then returns
+only those). A refusal of the write itself gives the row up at once; other errors are
+retried with exponential back-off (doubling from ``retry_base_s``, at most an hour) and
+give the row up after ``max_attempts``. A row given up moves to stage ``failed`` with its
+reason (``ledger.api.failures``).
 """
 
 from __future__ import annotations
@@ -20,14 +27,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, bindparam, exists, or_, select, update
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Session, aliased
 
+from ledger.api.credit_gate import CreditGate
 from ledger.api.db import Database
 from ledger.api.encoding import from_base64
+from ledger.api.failures import GiveUp, orphan_reason, record_failures
 from ledger.api.gateway import (
     ComposedCalls,
     Composition,
@@ -35,9 +44,10 @@ from ledger.api.gateway import (
     RpcCall,
     RpcFailure,
 )
-from ledger.api.models import EntryRow, Stage, SubmitState
+from ledger.api.models import EntryRow, Stage, SubmitState, WriteFailure
+from ledger.api.refusals import Refusal, RefusalKind, classify
 from ledger.core.clock import Clock
-from ledger.core.entry import Entry
+from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry
 from ledger.jsonrpc.codes import ErrorCode
 
 __all__ = ["OutboxRow", "Submitter"]
@@ -45,6 +55,21 @@ __all__ = ["OutboxRow", "Submitter"]
 _MAX_RETRY_DELAY_S = 3600.0
 _log = logging.getLogger(__name__)
 _ENTRIES = cast(Table, EntryRow.__table__)
+_FAILURES = cast(Table, WriteFailure.__table__)
+#: What ``_snapshot`` reads of an ``entries`` row.
+_OUTBOX_COLUMNS = tuple(
+    _ENTRIES.c[name]
+    for name in (
+        "id",
+        "chain_id",
+        "external_ids",
+        "content",
+        "is_first",
+        "state",
+        "attempts",
+        "reveal_call",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +82,11 @@ class OutboxRow:
     state: str
     attempts: int
     reveal: RpcCall | None
+    chain_failure: str | None = None  # an entry whose chain's first entry failed: why
+
+    def cost_ec(self) -> int:
+        """Credits its commit pays (docs/formats.md §1.4; ten more for a new chain)."""
+        return self.entry.cost() + (NEW_CHAIN_FEE_EC if self.new_chain else 0)
 
 
 @dataclass(frozen=True)
@@ -65,7 +95,7 @@ class _Composed:
 
     rows: list[OutboxRow]
     pairs: list[tuple[OutboxRow, ComposedCalls]]
-    failures: dict[int, str]
+    failures: dict[int, Refusal]
 
 
 class Submitter:
@@ -75,9 +105,10 @@ class Submitter:
         db: the API database.
         gateway: wallet + node access.
         clock: time source (due rows, back-off).
+        credits: the paying address's gate: no commit is sent while it is dry.
         rows_per_pass: most due rows of one kind (new chains, entries) ``due_rows`` returns.
         chunk_rows: rows per compose / commit / reveal round trip.
-        max_attempts: errors answered by wallet/node before a row is ``failed``.
+        max_attempts: transient errors answered by wallet/node before a row is ``failed``.
         retry_base_s: first back-off delay after such an error, seconds (doubles, capped
             at 1 h).
 
@@ -90,15 +121,17 @@ class Submitter:
         gateway: LedgerGateway,
         *,
         clock: Clock,
+        credits: CreditGate,
         rows_per_pass: int,
         chunk_rows: int,
         max_attempts: int,
         retry_base_s: float,
     ) -> None:
-        self._db, self._gateway, self._clock = db, gateway, clock
+        self._db, self._gateway, self._clock, self._credits = db, gateway, clock, credits
         self.rows_per_pass, self._chunk_rows = rows_per_pass, chunk_rows
         self._max_attempts, self._retry_base_s = max_attempts, retry_base_s
         self._composer: ThreadPoolExecutor | None = None  # made on first use
+        self._given_up = 0  # rows given up since ``take_given_up``
 
     def close(self) -> None:
         """Stop the composer thread (a chunk being composed is finished first)."""
@@ -112,8 +145,10 @@ class Submitter:
 
         The wallet composes chunk k+1 (in the composer thread) while the node handles the
         commits and reveals of chunk k. An outage (``GatewayUnavailable``) ends the loop;
-        chunks composed but not committed are dropped (composing sends nothing).
+        chunks composed but not committed are dropped (composing sends nothing), as are
+        those of the chunks after the credit gate went dry (their reveals still go).
         """
+        rows = self._give_up_orphans(rows)
         size = self._chunk_rows
         chunks = [rows[i : i + size] for i in range(0, len(rows), size)]
         ahead = self._compose_later(chunks[0]) if chunks else None
@@ -122,7 +157,7 @@ class Submitter:
             composed = ahead.result()
             ahead = self._compose_later(chunks[index + 1]) if index + 1 < len(chunks) else None
             try:
-                committed = self._commit(composed)
+                committed = self._commit(composed) if self._credits.funded else []
                 ready = [
                     (r, r.reveal)
                     for r in chunk
@@ -136,35 +171,87 @@ class Submitter:
 
     def due_rows(self, *, new_chains: bool) -> list[OutboxRow]:
         """Rows ``pending`` or ``committed`` whose next attempt is due, oldest first, at most
-        ``rows_per_pass``; entries only once their chain's first entry is revealed."""
+        ``rows_per_pass``; entries only once their chain's first entry is revealed (or
+        failed: ``submit`` gives those up). While the credit gate is dry, ``committed``
+        rows only (the others are held)."""
         e = _ENTRIES.c
-        states = [SubmitState.PENDING.value, SubmitState.COMMITTED.value]
-        query = select(
-            e.id,
-            e.chain_id,
-            e.external_ids,
-            e.content,
-            e.is_first,
-            e.state,
-            e.attempts,
-            e.reveal_call,
-        ).where(
+        states = [SubmitState.COMMITTED.value]
+        if self._credits.funded:
+            states.append(SubmitState.PENDING.value)
+        query = select(*_OUTBOX_COLUMNS).where(
             e.state.in_(states),
             e.next_attempt_at <= self._clock.now(),
             e.is_first.is_(new_chains),
         )
         if not new_chains:
             first = aliased(EntryRow)
-            chain_out = or_(
-                first.state == SubmitState.REVEALED.value,
+            chain_settled = or_(
+                first.state.in_([SubmitState.REVEALED.value, SubmitState.FAILED.value]),
                 first.stage.in_([Stage.LEDGER.value, Stage.ANCHOR.value]),
             )
             query = query.where(
-                exists().where(first.chain_id == e.chain_id, first.is_first.is_(True), chain_out)
+                exists().where(
+                    first.chain_id == e.chain_id, first.is_first.is_(True), chain_settled
+                )
             )
         with self._db.read() as session:
             rows = session.execute(query.order_by(e.id).limit(self.rows_per_pass)).all()
-        return [_snapshot(row) for row in rows]
+            snapshots = [_snapshot(row) for row in rows]
+            if not new_chains:
+                snapshots = self._with_chain_failures(session, snapshots)
+        return snapshots
+
+    def take_given_up(self) -> int:
+        """Rows this submitter gave up since the last call (for the pass report)."""
+        given_up, self._given_up = self._given_up, 0
+        return given_up
+
+    def oldest_held_cost(self) -> int:
+        """Credits the oldest write waiting for its commit pays; 0 when none waits."""
+        e = _ENTRIES.c
+        query = (
+            select(*_OUTBOX_COLUMNS)
+            .where(e.state == SubmitState.PENDING.value)
+            .order_by(e.id)
+            .limit(1)
+        )
+        with self._db.read() as session:
+            row = session.execute(query).first()
+        return 0 if row is None else _snapshot(row).cost_ec()
+
+    @staticmethod
+    def _with_chain_failures(session: Session, rows: list[OutboxRow]) -> list[OutboxRow]:
+        """``rows`` with ``chain_failure`` set on the entries of chains whose first entry
+        failed (one indexed look-up of those first entries)."""
+        chains = {r.entry.chain_id.hex() for r in rows}
+        if not chains:
+            return rows
+        e, f = _ENTRIES.c, _FAILURES.c
+        query = (
+            select(e.chain_id, f.reason)
+            .join(_FAILURES, f.entry_id == e.id)
+            .where(e.chain_id.in_(sorted(chains)), e.is_first.is_(True))
+        )
+        failed = dict(session.execute(query).tuples().all())
+        return [
+            replace(r, chain_failure=failed[r.entry.chain_id.hex()])
+            if r.entry.chain_id.hex() in failed
+            else r
+            for r in rows
+        ]
+
+    def _give_up_orphans(self, rows: list[OutboxRow]) -> list[OutboxRow]:
+        """Give up the rows whose chain failed; the others, to submit."""
+        orphans = [r for r in rows if r.chain_failure is not None]
+        if not orphans:
+            return rows
+        give_ups = [
+            GiveUp(r.id, orphan_reason(r.chain_failure or ""), r.attempts, permanent=False)
+            for r in orphans
+        ]
+        with self._db.transaction() as connection:
+            self._given_up += record_failures(connection, give_ups, now=self._clock.now())
+        return [r for r in rows if r.chain_failure is None]
 
     def _compose_later(self, chunk: list[OutboxRow]) -> Future[_Composed]:
         pending = [r for r in chunk if r.state == SubmitState.PENDING.value]
@@ -178,7 +265,7 @@ class Submitter:
             return _Composed([], [], {})
         composed = self._gateway.compose([Composition(r.entry, r.new_chain) for r in rows])
         failures = {
-            r.id: c.describe()
+            r.id: classify("compose", c)
             for r, c in zip(rows, composed, strict=True)
             if isinstance(c, RpcFailure)
         }
@@ -196,7 +283,7 @@ class Submitter:
         done: list[tuple[OutboxRow, RpcCall]] = []
         for (row, calls), result in zip(pairs, results, strict=True):
             if isinstance(result, RpcFailure) and result.code != ErrorCode.REPEATED_COMMIT:
-                failures[row.id] = f"commit: {result.describe()}"
+                failures[row.id] = classify("commit", result)
             else:
                 done.append((row, calls.reveal))
         with self._db.transaction() as connection:
@@ -217,11 +304,11 @@ class Submitter:
         if not ready:
             return 0
         results = self._gateway.submit([reveal for _, reveal in ready])
-        failures: dict[int, str] = {}
+        failures: dict[int, Refusal] = {}
         changes: list[dict[str, Any]] = []
         for (row, _), result in zip(ready, results, strict=True):
             if isinstance(result, RpcFailure):
-                failures[row.id] = f"reveal: {result.describe()}"
+                failures[row.id] = classify("reveal", result)
             else:
                 changes.append(
                     {"b_id": row.id, "state": SubmitState.REVEALED.value, "last_error": None}
@@ -232,24 +319,39 @@ class Submitter:
         return len(changes)
 
     def _record_failures(
-        self, connection: Connection, rows: Iterable[OutboxRow], failures: dict[int, str]
+        self, connection: Connection, rows: Iterable[OutboxRow], failures: dict[int, Refusal]
     ) -> None:
+        """Book the refusals of ``rows`` (module docstring): hold, retry later or give up."""
         now = self._clock.now()
+        unfunded: Refusal | None = None
+        give_ups: list[GiveUp] = []
         for row in rows:
-            if row.id not in failures:
+            refusal = failures.get(row.id)
+            if refusal is None:
+                continue
+            if refusal.kind is RefusalKind.UNFUNDED:
+                unfunded = refusal  # held: no attempt used, nothing written
                 continue
             attempts = row.attempts + 1
             delay = min(_MAX_RETRY_DELAY_S, self._retry_base_s * 2 ** (attempts - 1))
             changes: dict[str, Any] = {
                 "b_id": row.id,
                 "attempts": attempts,
-                "last_error": failures[row.id][:2000],
+                "last_error": refusal.text[:2000],
                 "next_attempt_at": now + delay,
             }
-            if attempts >= self._max_attempts:
-                changes["state"] = SubmitState.FAILED.value
             _bulk_update(connection, [changes])
-            _log.warning("entry row %s attempt %s failed: %s", row.id, attempts, failures[row.id])
+            _log.warning("entry row %s attempt %s failed: %s", row.id, attempts, refusal.text)
+            if refusal.kind is RefusalKind.PERMANENT:
+                reason = f"refused by the ledger: {refusal.text}"
+                give_ups.append(GiveUp(row.id, reason, attempts, permanent=True))
+            elif attempts >= self._max_attempts:
+                reason = f"gave up after {attempts} attempts; last error: {refusal.text}"
+                give_ups.append(GiveUp(row.id, reason, attempts, permanent=False))
+        if give_ups:
+            self._given_up += record_failures(connection, give_ups, now=now)
+        if unfunded is not None:
+            self._credits.refused(balance_ec=unfunded.balance_ec)
 
 
 def _snapshot(row: Any) -> OutboxRow:

@@ -5,7 +5,10 @@ The coordinator of three parts, each in its own module:
 1. Follow blocks (``ledger.api.block_follower``): entries found in new directory blocks
    move to stage ``ledger``.
 2. Submit (``ledger.api.submitter``): accepted rows are composed, committed and revealed;
-   only once the block cursor is set (see the block follower).
+   only once the block cursor is set (see the block follower). Before it, the paying
+   address's balance is looked up when the credit gate says so
+   (``ledger.api.credit_gate``: every minute while funded, with back-off while dry); the
+   first pass adopts rows an older version gave up (``ledger.api.failures.adopt_legacy``).
 3. Follow anchors (``ledger.api.anchor_follower``): entries of anchored directory blocks
    move to stage ``anchor``.
 4. Callbacks due are delivered (``CallbackDispatcher``).
@@ -32,7 +35,9 @@ from dataclasses import dataclass, field
 from ledger.api.anchor_follower import AnchorFollower
 from ledger.api.block_follower import LAST_HEIGHT_KEY, BlockFollower, StageObserver
 from ledger.api.callbacks import CallbackDispatcher
+from ledger.api.credit_gate import CreditGate
 from ledger.api.db import Database
+from ledger.api.failures import adopt_legacy
 from ledger.api.gateway import GatewayUnavailable, LedgerGateway
 from ledger.api.submitter import Submitter
 from ledger.core.clock import Clock
@@ -54,6 +59,7 @@ class PassReport:
     confirmed: int = 0
     anchored: int = 0
     callbacks: int = 0
+    failed: int = 0  # rows given up
     errors: list[str] = field(default_factory=list)
     backlog: bool = False  # more rows were due than one pass submits
 
@@ -65,13 +71,14 @@ class LedgerWorker:
         db: the API database.
         gateway: wallet + node access.
         clock: time source.
+        credits: the paying address's gate (``None``: one with the default delays).
         dispatcher: callback deliverer (``None``: callbacks stay queued).
         batch_size: most directory blocks, anchor heights or callbacks per step of a pass.
         submit_rows_per_pass: most due rows (of each kind: new chains, entries) one pass
             submits; a pass that reaches it is followed at once by the next (no pause).
         submit_chunk_rows: rows per compose / commit / reveal round trip; the wallet composes
             the next chunk while the node takes the commits and reveals of this one.
-        max_attempts: errors answered by wallet/node before a row is ``failed``.
+        max_attempts: transient errors answered by wallet/node before a row is ``failed``.
         retry_base_s: first back-off delay after such an error (doubles, capped at 1 h).
         poll_interval_s: pause between passes of the thread.
         anchor_poll_interval_s: least time between two anchor look-ups.
@@ -84,6 +91,7 @@ class LedgerWorker:
         gateway: LedgerGateway,
         *,
         clock: Clock,
+        credits: CreditGate | None = None,
         dispatcher: CallbackDispatcher | None = None,
         batch_size: int = 100,
         submit_rows_per_pass: int = 5000,
@@ -94,6 +102,10 @@ class LedgerWorker:
         anchor_poll_interval_s: float = 0.0,
         stage_observer: StageObserver | None = None,
     ) -> None:
+        self._db, self._gateway, self._clock = db, gateway, clock
+        self.credits = credits or CreditGate(
+            "", clock=clock, check_interval_s=60.0, retry_base_s=2.0, retry_max_s=60.0
+        )
         self._dispatcher = dispatcher
         self._batch = batch_size
         self._blocks = BlockFollower(
@@ -103,6 +115,7 @@ class LedgerWorker:
             db,
             gateway,
             clock=clock,
+            credits=self.credits,
             rows_per_pass=submit_rows_per_pass,
             chunk_rows=submit_chunk_rows,
             max_attempts=max_attempts,
@@ -122,6 +135,7 @@ class LedgerWorker:
         self._pass_lock = threading.Lock()
         self._unavailable = False  # log an outage once, not every pass
         self._reached = False  # the node answered at least once
+        self._adopted = False  # rows an older version gave up were adopted
         self._started_at = time.monotonic()
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -205,12 +219,30 @@ class LedgerWorker:
         report.backlog |= self._blocks.behind
 
     def _submit_all(self, report: PassReport) -> None:
+        if not self._adopted:
+            report.failed += adopt_legacy(self._db, now=self._clock.now())
+            self._adopted = True
+        if self.credits.check_due():
+            self._look_up_credits(report)
         for new_chains in (True, False):
             rows = self._submitter.due_rows(new_chains=new_chains)
             report.backlog |= len(rows) >= self._submitter.rows_per_pass
             for committed, revealed in self._submitter.submit(rows):
                 report.committed += committed
                 report.revealed += revealed
+        report.failed += self._submitter.take_given_up()
+
+    def _look_up_credits(self, report: PassReport) -> None:
+        """Give the credit gate the balance; a failed look-up does not stop submitting
+        (an address the node cannot read would otherwise hold every write)."""
+        try:
+            balance = self._gateway.ec_balance()
+        except GatewayUnavailable as exc:
+            self.credits.lookup_failed()
+            report.errors.append(f"credits: {exc}")
+            _log.debug("worker: entry credit balance not looked up: %s", exc)
+            return
+        self.credits.observe(balance, needed_ec=self._submitter.oldest_held_cost())
 
     def _follow_anchors(self, report: PassReport) -> None:
         report.anchored += self._anchors.follow()

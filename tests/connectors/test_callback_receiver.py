@@ -191,3 +191,41 @@ def test_anchor_callback_after_ledger_is_recorded(store: AuditStore) -> None:
     assert callback_events(store, nid) == [
         {"stage": "anchor", "anchor_block_hash": "b" * 64, "verified": False}
     ]
+
+
+def test_failed_callback_is_recorded_with_its_reason_and_wakes_the_collector(
+    store: AuditStore,
+) -> None:
+    entry_hash = "e" * 64
+    nid = published(store, entry_hash)
+    woken: list[CallbackEvent] = []
+    client = make_client(store, woken)
+    reason = "refused by the ledger: commit: -32602 Invalid params (invalid commit signature)"
+    url = callback_target(
+        callback_url_for(BASE, entry_hash),
+        {"entry_hash": entry_hash, "reason": reason, "stage": "failed"},
+    )
+    assert api_post(client, url) == 200
+    assert api_post(client, url) == 200  # delivered again: recorded once
+    assert callback_events(store, nid) == [{"stage": "failed", "reason": reason, "verified": False}]
+    assert woken == [CallbackEvent(entry_hash, "failed", {"reason": reason})]
+    # an announcement only: the sweep reads the failure from the API before failing it
+    (row,) = store.pending(stage_from="multi_az", stage_below="ledger")
+    assert row.id == nid and row.stage == "multi_az"
+
+
+def test_failed_callback_for_an_entry_already_in_a_block_changes_nothing(
+    store: AuditStore,
+) -> None:
+    entry_hash = "e" * 64
+    nid = published(store, entry_hash)
+    store.record_ledger({entry_hash: (5, KEYMR)})
+    client = make_client(store, [])
+    before = store.events(nid)
+    url = callback_target(
+        callback_url_for(BASE, entry_hash), {"reason": "x" * 900, "stage": "failed"}
+    )
+    assert api_post(client, url) == 200
+    assert store.events(nid) == before
+    assert parse_callback({"stage": "failed", "entry_hash": entry_hash, "reason": "x" * 900})
+    assert len(parse_callback({"stage": "failed", "entry_hash": entry_hash}).details["reason"]) == 0

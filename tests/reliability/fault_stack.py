@@ -11,16 +11,19 @@ started again through their lifespans, as a process restart would).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
 
 from connectors.audit_store import AuditStore
 from flows.settings import PipelineSettings
 from ledger.anchor.app import create_app as create_anchor_app
 from ledger.api.app import create_app as create_api_app
+from ledger.api.gateway import LedgerGateway
 from ledger.api.settings import ApiSettings
 from ledger.core.receipt import Receipt, verify_receipt
 from ledger.stack import Stack, StackSettings
@@ -50,6 +53,8 @@ class FaultStack:
         block_time_s: directory block period of the development network, seconds.
         api_overrides: ``ApiSettings`` fields replacing the stack's (e.g. callback back-off).
         with_anchor: also run the anchoring service (needed for the ``anchor`` stage).
+        api_gateway: builds the API's ledger gateway from its settings (a test's wrapper
+            around the real one); default: the API's own.
 
     Use as a context manager: every service started is stopped at exit.
     """
@@ -61,6 +66,7 @@ class FaultStack:
         block_time_s: float = 0.5,
         api_overrides: dict[str, Any] | None = None,
         with_anchor: bool = False,
+        api_gateway: Callable[[ApiSettings], LedgerGateway] | None = None,
     ) -> None:
         self.stack = Stack(
             StackSettings(
@@ -75,6 +81,8 @@ class FaultStack:
         )
         self._api_overrides = api_overrides or {}
         self._with_anchor = with_anchor
+        self._api_gateway = api_gateway
+        self.api_app: FastAPI | None = None  # the running API's app (its ``Services``)
         self.node = NodeProcess(self.stack.node_settings())
         self.api_key = ""
         self._wallet: AppServer | None = None
@@ -120,11 +128,14 @@ class FaultStack:
     ) -> None:
         self.close()
 
-    def start_api(self) -> None:
-        """Start the publishing API (a new app over the same database)."""
-        self._api = AppServer(
-            create_api_app(self.api_settings()), self.settings.api_port, name="api"
-        )
+    def start_api(self, **overrides: Any) -> None:
+        """Start the publishing API (a new app over the same database); ``overrides``
+        are added to ``api_overrides`` first (kept for later starts)."""
+        self._api_overrides.update(overrides)
+        settings = self.api_settings()
+        gateway = None if self._api_gateway is None else self._api_gateway(settings)
+        self.api_app = create_api_app(settings, gateway=gateway)
+        self._api = AppServer(self.api_app, self.settings.api_port, name="api")
         self._api.start()
 
     def stop_api(self) -> None:

@@ -76,6 +76,11 @@ def collect(
     console.print(
         f"recorded {result['ledger_recorded']} receipts; {result['ledger_waiting']} still waiting"
     )
+    if result["failed_writes"]:
+        console.print(
+            f"{result['failed_writes']} writes given up by the publishing API: now failed, "
+            "with the reason (`notary report` lists them)"
+        )
     console.print(table)
     waiting = result["ledger_waiting"] or result["receipts_rejected"]
     raise typer.Exit(ExitCode.INCOMPLETE if waiting else ExitCode.OK)

@@ -7,7 +7,8 @@ Connect mode (``ledger.api.connect``). Writes go through the same ``ledger.api.w
 * answers are wrapped (``{"data": ...}``) and lists are ``{"data", "offset", "limit",
   "count"}``; both searches answer every match as such a list, ``[]`` when none;
 * lists and searches take ``limit`` (default 15) and ``offset``; the lists also take
-  ``stages`` (comma-separated, ``replicated``, ``factom``, ``anchored``);
+  ``stages`` (comma-separated, ``replicated``, ``factom``, ``anchored``, ``failed``);
+* a write given up shows stage ``failed`` and a ``failure`` object (``shapes``);
 * ``callback_stages`` may use the hosted names or the spec's;
 * entry creation answers ``{"entry_hash", "stage"}``, chain creation ``{"chain_id",
   "entry_hash", "stage"}``, with the hosted stage names.
@@ -35,6 +36,8 @@ from ledger.api.connect.common import (
 from ledger.api.connect.ledger_reads import LedgerReads
 from ledger.api.deps import current_account, json_body, path_hash, read_json, services
 from ledger.api.errors import PageNotFound
+from ledger.api.failures import FailureInfo, failure_of
+from ledger.api.models import EntryRow
 from ledger.api.routes import API_VERSION
 from ledger.api.schemas import ChainCreate, EntryCreate, ExternalIds
 from ledger.api.services import Services
@@ -126,7 +129,9 @@ def get_chain(chain_id: str, account: AccountDep, svc: ServicesDep, reads: Reads
     with svc.db.read() as session:
         chain = owned_chain(session, account, chain_id)
         first = store.first_entry(session, chain)
-    return json_response(shapes.chain_detail(chain, first, eblock_keymr=eblock_keymr(reads, first)))
+        failure = failure_of(session, first)
+    keymr = eblock_keymr(reads, first)
+    return json_response(shapes.chain_detail(chain, first, eblock_keymr=keymr, failure=failure))
 
 
 @router.post("/chains/{chain_id}/entries", include_in_schema=False)
@@ -163,7 +168,8 @@ def get_first_entry(
 ) -> Response:
     with svc.db.read() as session:
         row = store.first_entry(session, owned_chain(session, account, chain_id))
-    return json_response(shapes.entry_detail(row, eblock_keymr=eblock_keymr(reads, row)))
+        failure = failure_of(session, row)
+    return _entry_answer(row, reads, failure)
 
 
 @router.get("/chains/{chain_id}/entries/last", include_in_schema=False)
@@ -172,7 +178,8 @@ def get_last_entry(
 ) -> Response:
     with svc.db.read() as session:
         row = store.last_entry(session, owned_chain(session, account, chain_id))
-    return json_response(shapes.entry_detail(row, eblock_keymr=eblock_keymr(reads, row)))
+        failure = failure_of(session, row)
+    return _entry_answer(row, reads, failure)
 
 
 @router.post("/chains/{chain_id}/entries/search", include_in_schema=False)
@@ -200,6 +207,15 @@ def get_entry(
     with svc.db.read() as session:
         chain = owned_chain(session, account, chain_id)
         row = store.get_entry(session, chain, path_hash(entry_hash))
-    if row is None:
-        raise PageNotFound("No such entry in this chain")
-    return json_response(shapes.entry_detail(row, eblock_keymr=eblock_keymr(reads, row)))
+        if row is None:
+            raise PageNotFound("No such entry in this chain")
+        failure = failure_of(session, row)
+    return _entry_answer(row, reads, failure)
+
+
+def _entry_answer(
+    row: EntryRow, reads: LedgerReads | None, failure: FailureInfo | None
+) -> Response:
+    """An entry's answer; the node is asked for its entry block after the session closed."""
+    detail = shapes.entry_detail(row, eblock_keymr=eblock_keymr(reads, row), failure=failure)
+    return json_response(detail)

@@ -12,6 +12,11 @@ The hosted service (and its official SDKs) differ from the spec's plain shapes:
 * a recorded chain or entry carries ``dblock`` ``{"keymr", "height"}`` and ``eblock``
   ``{"keymr"}``, ``null`` before it is in a directory block.
 
+A write given up has stage ``failed`` in both modes (the hosted service had no name for
+it: it never gave a write up visibly), and its chain or entry carries the spec mode's
+``failure`` object, ``{"reason", "failed_at", "attempts"}``, with ``failed_at`` in this
+mode's time format. ``failed`` is also accepted by the ``stages`` filter.
+
 ``created_at`` is the time the API accepted the write (ISO 8601, UTC), also before the
 ``factom`` stage (the hosted service left it ``null`` until then). Every ``external_ids``
 value and every ``content`` stays Base64, as the SDKs decode them.
@@ -25,6 +30,7 @@ from typing import Any
 
 from ledger.api.encoding import to_base64
 from ledger.api.errors import BadRequest
+from ledger.api.failures import FailureInfo
 from ledger.api.models import Chain, EntryRow, Stage
 
 __all__ = [
@@ -39,6 +45,7 @@ __all__ = [
     "entry_href",
     "entry_search_item",
     "entry_summary",
+    "failure_ref",
     "iso_time",
     "page",
     "spec_stages",
@@ -50,6 +57,7 @@ CONNECT_STAGES: dict[str, str] = {
     Stage.MULTI_AZ.value: "replicated",
     Stage.LEDGER.value: "factom",
     Stage.ANCHOR.value: "anchored",
+    Stage.FAILED.value: "failed",
 }
 _FROM_CONNECT = {
     "replicated": Stage.MULTI_AZ.value,
@@ -120,8 +128,23 @@ def chain_summary(chain: Chain, first: EntryRow) -> dict[str, Any]:
     }
 
 
-def chain_detail(chain: Chain, first: EntryRow, *, eblock_keymr: str | None) -> dict[str, Any]:
-    """``GET /v1/chains/{id}``: the chain with its first entry's content."""
+def failure_ref(failure: FailureInfo | None) -> dict[str, Any]:
+    """``{"failure": {...}}`` for a write given up, ``{}`` otherwise (module docstring)."""
+    if failure is None:
+        return {}
+    at = None if failure.failed_at is None else iso_time(failure.failed_at)
+    return {"failure": {"reason": failure.reason, "failed_at": at, "attempts": failure.attempts}}
+
+
+def chain_detail(
+    chain: Chain,
+    first: EntryRow,
+    *,
+    eblock_keymr: str | None,
+    failure: FailureInfo | None = None,
+) -> dict[str, Any]:
+    """``GET /v1/chains/{id}``: the chain with its first entry's content (``failure``: the
+    first entry's, when it was given up)."""
     return {
         "data": {
             "chain_id": chain.chain_id,
@@ -132,6 +155,7 @@ def chain_detail(chain: Chain, first: EntryRow, *, eblock_keymr: str | None) -> 
             "eblock": eblock_ref(eblock_keymr),
             "dblock": dblock_ref(first),
             "created_at": iso_time(first.created_at),
+            **failure_ref(failure),
         }
     }
 
@@ -161,8 +185,10 @@ def entry_search_item(row: EntryRow) -> dict[str, Any]:
     }
 
 
-def entry_detail(row: EntryRow, *, eblock_keymr: str | None) -> dict[str, Any]:
-    """An entry (get, first, last)."""
+def entry_detail(
+    row: EntryRow, *, eblock_keymr: str | None, failure: FailureInfo | None = None
+) -> dict[str, Any]:
+    """An entry (get, first, last); ``failure`` when it was given up."""
     return {
         "data": {
             "entry_hash": row.entry_hash,
@@ -173,5 +199,6 @@ def entry_detail(row: EntryRow, *, eblock_keymr: str | None) -> dict[str, Any]:
             "stage": connect_stage(row.stage),
             "dblock": dblock_ref(row),
             "eblock": eblock_ref(eblock_keymr),
+            **failure_ref(failure),
         }
     }

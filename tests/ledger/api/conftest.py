@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
@@ -159,3 +160,30 @@ def make_api(tmp_path: Path, sqlite_url: str) -> Iterator[ApiFactory]:
 @pytest.fixture
 def api(make_api: ApiFactory) -> Api:
     return make_api()
+
+
+class Receiver:
+    """httpx MockTransport that records callback requests and answers scripted statuses."""
+
+    def __init__(self, statuses: list[int] | None = None) -> None:
+        self.requests: list[httpx.Request] = []
+        self.statuses = list(statuses or [])
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return httpx.Response(self.statuses.pop(0) if self.statuses else 200)
+
+    def params(self) -> list[list[tuple[str, str]]]:
+        return [parse_qsl(urlsplit(str(r.url)).query) for r in self.requests]
+
+
+@pytest.fixture
+def receiver() -> Receiver:
+    return Receiver()
+
+
+@pytest.fixture
+def hooked(make_api: ApiFactory, receiver: Receiver) -> Api:
+    return make_api(
+        callback_allowed_hosts=["127.0.0.1"], http_transport=httpx.MockTransport(receiver)
+    )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlsplit
-
 import httpx
 import pytest
 from sqlalchemy import select
@@ -17,36 +15,9 @@ from ledger.core.callback_signature import (
     verify_callback_signature,
 )
 
-from .conftest import Api, ApiFactory
+from .conftest import Api, ApiFactory, Receiver
 
 HOOK = "http://127.0.0.1:9/hook?ref=abc&stage=mine"
-
-
-class Receiver:
-    """httpx MockTransport that records callback requests and answers scripted statuses."""
-
-    def __init__(self, statuses: list[int] | None = None) -> None:
-        self.requests: list[httpx.Request] = []
-        self.statuses = list(statuses or [])
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return httpx.Response(self.statuses.pop(0) if self.statuses else 200)
-
-    def params(self) -> list[list[tuple[str, str]]]:
-        return [parse_qsl(urlsplit(str(r.url)).query) for r in self.requests]
-
-
-@pytest.fixture
-def receiver() -> Receiver:
-    return Receiver()
-
-
-@pytest.fixture
-def hooked(make_api: ApiFactory, receiver: Receiver) -> Api:
-    return make_api(
-        callback_allowed_hosts=["127.0.0.1"], http_transport=httpx.MockTransport(receiver)
-    )
 
 
 def test_every_stage_is_called_back_with_the_spec_parameters(

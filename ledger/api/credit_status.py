@@ -9,17 +9,12 @@ one; nothing here changes anything. Health and metrics endpoints read it, e.g. r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
 
-from sqlalchemy import Table, func, select
-
+from ledger.api.backlog import read_backlog
 from ledger.api.credit_gate import CreditGate
 from ledger.api.db import Database
-from ledger.api.models import EntryRow, Stage, SubmitState
 
 __all__ = ["CreditStatus", "read_credit_status"]
-
-_ENTRIES = cast(Table, EntryRow.__table__)
 
 
 @dataclass(frozen=True)
@@ -50,17 +45,11 @@ class CreditStatus:
 
 
 def read_credit_status(gate: CreditGate, db: Database, *, now: float) -> CreditStatus:
-    """The status now (``now``: Unix seconds of the injected clock). Two indexed queries
-    (``entries.state``, ``entries.stage``); safe from any thread."""
+    """The status now (``now``: Unix seconds of the injected clock): the gate's state and
+    the queue figures of ``ledger.api.backlog`` (one read); safe from any thread."""
     state = gate.snapshot()
-    e = _ENTRIES.c
-    with db.read() as session:
-        queued = session.scalar(
-            select(func.count()).select_from(_ENTRIES).where(e.state == SubmitState.PENDING.value)
-        )
-        oldest = session.scalar(  # ids grow with acceptance: the first is the oldest
-            select(e.created_at).where(e.stage == Stage.MULTI_AZ.value).order_by(e.id).limit(1)
-        )
+    backlog = read_backlog(db)
+    oldest = backlog.oldest_unblocked_at
     return CreditStatus(
         ec_address=state.ec_address,
         funded=state.funded,
@@ -68,6 +57,6 @@ def read_credit_status(gate: CreditGate, db: Database, *, now: float) -> CreditS
         checked_at=state.checked_at,
         dry_since=state.dry_since,
         dry_for_s=0.0 if state.dry_since is None else max(0.0, now - state.dry_since),
-        queued_writes=int(queued or 0),
-        oldest_unblocked_age_s=None if oldest is None else max(0.0, now - float(oldest)),
+        queued_writes=backlog.unpaid_writes,
+        oldest_unblocked_age_s=None if oldest is None else backlog.oldest_unblocked_age_s(now),
     )

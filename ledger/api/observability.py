@@ -12,6 +12,8 @@ Metrics (``/metrics``), besides the process's own:
 ``notary_api_failed_writes``                     writes given up after repeated errors
 ``notary_api_callbacks_pending``                 callbacks queued, not yet delivered
 ``notary_api_entry_credit_balance``              balance of the paying ``ec_address``
+``notary_api_entry_credits_funded``              1, or 0 while it is dry and writes are held
+``notary_api_entry_credits_dry_seconds``         how long it has been dry (0 while funded)
 ``notary_api_entry_credits_needed_min``          least credits the unpaid writes cost
 ``notary_api_writes_accepted_total``             writes committed (answered 202)
 ``notary_api_write_commits_total``               group commits that carried them
@@ -28,8 +30,9 @@ Readiness (``/health/ready``), each a check of the answer:
 - ``node``: the node answers ``heights`` (through the gateway when the API was given one);
 - ``wallet``: the wallet answers ``properties`` (when the API talks to one);
 - ``worker``: the background worker thread runs (unless ``worker_enabled`` is off);
-- ``entry_credits``: the balance of ``ec_address`` covers ``needed_ec_min`` (figures
-  ``balance_ec``, ``needed_ec_min``, ``queued_writes``); only with a node and an address;
+- ``entry_credits``: the worker's credit gate (``ledger.api.credit_gate``) is funded, and
+  the balance of ``ec_address`` covers ``needed_ec_min`` (figures ``balance_ec``,
+  ``needed_ec_min``, ``queued_writes``); only with a node and an address;
 - ``write_backlog``: no accepted write has waited longer than
   ``ready_max_unblocked_age_s`` for its directory block (figures ``queued_writes``,
   ``oldest_unblocked_age_s``, ``failed_writes``, ``callbacks_pending``).
@@ -158,6 +161,17 @@ def _families(svc: Services, balance: _Balance) -> Iterable[Metric]:
         ),
     )
     yield from gauge_families("notary_api", gauges)
+    gate = svc.credits.snapshot()
+    yield GaugeMetricFamily(
+        "notary_api_entry_credits_funded",
+        "1 while the paying address pays for writes; 0 while it is dry and writes are held.",
+        value=1 if gate.funded else 0,
+    )
+    yield GaugeMetricFamily(
+        "notary_api_entry_credits_dry_seconds",
+        "Seconds since the paying address ran dry (0 while it is funded).",
+        value=0.0 if gate.dry_since is None else max(0.0, now - gate.dry_since),
+    )
     if balance.balance_ec is not None:
         yield GaugeMetricFamily(
             "notary_api_entry_credit_balance",
@@ -232,6 +246,12 @@ def _credits_probe(svc: Services, node: AsyncJsonRpcClient, balance: _Balance) -
             "needed_ec_min": backlog.needed_ec_min,
             "queued_writes": backlog.queued_writes,
         }
+        gate = svc.credits.snapshot()
+        if not gate.funded:  # the worker holds writes: say so even if the node is down
+            figures["balance_ec"] = gate.balance_ec
+            dry_s = 0.0 if gate.dry_since is None else svc.clock.now() - gate.dry_since
+            detail = f"the paying address ran dry {dry_s:.0f} s ago: writes are held"
+            return CheckResult(False, detail, figures)
         try:
             balance.balance_ec = await _ec_balance(node, svc.settings.ec_address)
         except JsonRpcError as exc:

@@ -39,6 +39,7 @@ from ledger import devnet
 from ledger.api.app import services_of
 from ledger.api.models import EntryRow
 from ledger.api.services import Services
+from tests.harness.metrics import Samples
 from tests.harness.waiting import wait_until
 from tests.reliability.ledger_audit import LedgerAudit
 
@@ -197,6 +198,16 @@ def run_dry(
                 early.scan()
                 on_ledger = {h.hex() for h in early.entries}
             assert not on_ledger & set(dry_acked), "a held write reached a block"
+            # the dry state is loud: readiness and metrics say so too
+            base = fs.settings.api_url.removesuffix("/v1")
+            readiness = httpx.get(f"{base}/health/ready", timeout=30)
+            assert readiness.status_code == 503, readiness.text
+            checks = {c["name"]: c for c in readiness.json()["checks"]}
+            assert not checks["entry_credits"]["ok"], checks["entry_credits"]
+            assert "dry" in checks["entry_credits"]["detail"]
+            metrics = Samples.parse(httpx.get(f"{base}/metrics", timeout=30).text)
+            assert metrics.value("notary_api_entry_credits_funded") == 0
+            assert metrics.value("notary_api_entry_credits_dry_seconds") > 0
 
             # 3. funded again while the writers go on
             funded_at = time.time()  # the funding transaction is sent now
@@ -226,6 +237,8 @@ def run_dry(
         assert not missing and not duplicates, (len(missing), len(duplicates))
         assert api_rows(svc)["max_attempts"] == 0
         assert svc.credit_status().queued_writes == 0
+        funded_again = Samples.parse(httpx.get(f"{base}/metrics", timeout=30).text)
+        assert funded_again.value("notary_api_entry_credits_funded") == 1
         baseline_s = funded_latency_s(svc, before=held.dry_since)
     changes = [
         (r.levelname, r.getMessage().split(":")[0])

@@ -8,12 +8,25 @@ stores only its hash), and writes the API's callback HMAC key to
 ``Stack.serve()`` runs the four services (the fourth, ``anchor/``, anchors directory blocks
 into the bundled proof-of-work chain) on loopback until told to stop. Every service binds
 ``host`` (127.0.0.1 unless told otherwise).
+
+Locking the JSON-RPC services (docs/jsonrpc.md §1.1): with RPC credentials (``rpc_auth``,
+``rpc_user``, ``rpc_password``: ``Stack.rpc_credentials``) the node, the wallet and the
+anchoring service answer only requests carrying them, and every client inside the stack
+(the API's gateways, the wallet's node link, the anchoring service's node client, the
+start-up health wait) sends them. ``prepare()`` keeps them in
+``<data_dir>/rpc-credentials`` (``user:password``, mode 0600), where the pipeline finds
+them (``flows.settings``); a data folder once locked stays locked on the next start until
+``rpc_auth`` is False.
+
+``Stack.stores()`` lists the data folder's stores in the order ``notary backup`` copies
+them (``ledger.backup``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,12 +46,15 @@ from ledger.api.db import Database
 from ledger.api.services import load_callback_secret
 from ledger.api.settings import ApiSettings
 from ledger.jsonrpc.client import JsonRpcClient
+from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcTransportError
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
 from ledger.secret_file import write_secret_file
 from ledger.wallet.app import create_app as create_wallet_app
 from ledger.wallet.settings import WalletSettings
+
+_RPC_USER = "notary"  # the RPC user when none is given
 
 
 class StackSettings(BaseSettings):
@@ -48,7 +64,9 @@ class StackSettings(BaseSettings):
     that the whole pipeline completes in seconds; a real network uses 600 s).
     """
 
-    model_config = SettingsConfigDict(env_prefix="NOTARY_STACK_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="NOTARY_STACK_", extra="ignore", hide_input_in_errors=True
+    )
 
     data_dir: Path = Path(".notary")
     host: str = "127.0.0.1"
@@ -63,6 +81,12 @@ class StackSettings(BaseSettings):
     pow_difficulty_bits: int = Field(default=16, ge=1, le=64)
     anchor_confirmations: int = Field(default=2, ge=1)
     sqlite_synchronous: str = "FULL"
+    #: Lock the JSON-RPC services (module docstring): True locks them (a password is
+    #: generated when none is given or kept), False opens them, None keeps what the data
+    #: folder has (locked when ``rpc-credentials`` exists). ``rpc_password`` locks them too.
+    rpc_auth: bool | None = None
+    rpc_user: str | None = None
+    rpc_password: SecretStr | None = None
 
     def url(self, port: int, path: str) -> str:
         return f"http://{self.host}:{port}{path}"
@@ -106,17 +130,20 @@ class Stack:
             data_dir=s.data_dir / "node",
             block_time_s=s.block_time_s,
             sqlite_synchronous=s.sqlite_synchronous,
+            **self._rpc_fields("rpc"),
         )
 
     def wallet_settings(self) -> WalletSettings:
         s = self.settings
-        secrets = [SecretStr(devnet.DEV_EC_SECRET), SecretStr(devnet.DEV_FCT_SECRET)]
+        keys = [SecretStr(devnet.DEV_EC_SECRET), SecretStr(devnet.DEV_FCT_SECRET)]
         return WalletSettings(
             host=s.host,
             port=s.wallet_port,
             data_dir=s.data_dir / "wallet",
             node_url=s.node_url,
-            import_secrets=secrets,
+            import_secrets=keys,
+            **self._rpc_fields("rpc"),
+            **self._rpc_fields("node_rpc"),
         )
 
     def api_settings(self) -> ApiSettings:
@@ -127,6 +154,8 @@ class Stack:
             data_dir=s.data_dir / "api",
             node_url=s.node_url,
             wallet_url=s.wallet_url,
+            **self._rpc_fields("node_rpc"),
+            **self._rpc_fields("wallet_rpc"),
             ec_address=devnet.DEV_EC_ADDRESS,
             worker_poll_interval_s=min(0.5, s.block_time_s / 10),
             anchor_poll_interval_s=min(1.0, s.block_time_s / 2),
@@ -146,7 +175,64 @@ class Stack:
             pow_difficulty_bits=s.pow_difficulty_bits,
             confirmations=s.anchor_confirmations,
             sqlite_synchronous=s.sqlite_synchronous,
+            **self._rpc_fields("rpc"),
+            **self._rpc_fields("node_rpc"),
         )
+
+    # -- RPC credentials ------------------------------------------------------------------
+
+    @property
+    def rpc_credentials_file(self) -> Path:
+        """``<data_dir>/rpc-credentials``: ``user:password`` of the JSON-RPC services (0600)."""
+        return self.settings.data_dir / "rpc-credentials"
+
+    def rpc_credentials(self) -> BasicCredentials | None:
+        """The credentials the node, wallet and anchoring service require, None when open.
+
+        ``rpc_auth`` False: None. ``rpc_password`` set: it, with ``rpc_user`` (default
+        ``notary``). Otherwise the data folder's ``rpc-credentials`` when it exists (with
+        ``rpc_user`` replacing its user when given), else None; ``prepare()`` creates that
+        file first when ``rpc_auth`` is True.
+
+        Raises:
+            CredentialsError: the file or the settings hold malformed credentials.
+        """
+        s = self.settings
+        if s.rpc_auth is False:
+            return None
+        if s.rpc_password is not None:
+            return BasicCredentials(s.rpc_user or _RPC_USER, s.rpc_password.get_secret_value())
+        try:
+            kept = BasicCredentials.from_text(self.rpc_credentials_file.read_text())
+        except FileNotFoundError:
+            return None
+        return BasicCredentials(s.rpc_user or kept.user, kept.password)
+
+    def node_access(self) -> RpcAccess:
+        """What a client inside the stack sends to its JSON-RPC services."""
+        return RpcAccess(self.rpc_credentials())
+
+    def _settle_rpc_credentials(self) -> None:
+        """Make ``rpc-credentials`` say what ``rpc_credentials`` should answer."""
+        s, path = self.settings, self.rpc_credentials_file
+        if s.rpc_auth is False:
+            path.unlink(missing_ok=True)
+            return
+        credentials = self.rpc_credentials()
+        if credentials is None and s.rpc_auth:
+            credentials = BasicCredentials(s.rpc_user or _RPC_USER, secrets.token_urlsafe(24))
+        if credentials is not None:
+            write_secret_file(path, credentials.to_text().encode("utf-8"))
+
+    def _rpc_fields(self, prefix: str) -> dict[str, Any]:
+        """``{prefix}_user`` and ``{prefix}_password`` settings fields of the credentials."""
+        credentials = self.rpc_credentials()
+        if credentials is None:
+            return {}
+        return {
+            f"{prefix}_user": credentials.user,
+            f"{prefix}_password": SecretStr(credentials.password),
+        }
 
     @property
     def api_key_file(self) -> Path:
@@ -159,10 +245,12 @@ class Stack:
         return self.settings.data_dir / "callback-secret"
 
     def prepare(self) -> str:
-        """Create the data folders, the development API account and the callback secret
-        file (``write_callback_secret``); return the account's key."""
+        """Create the data folders, the development API account, the callback secret file
+        (``write_callback_secret``) and the RPC credentials file (module docstring); return
+        the account's key."""
         for sub in ("node", "wallet", "api"):
             (self.settings.data_dir / sub).mkdir(parents=True, exist_ok=True)
+        self._settle_rpc_credentials()
         api = self.api_settings()
         db = Database(api.resolved_database_url())
         try:
@@ -289,7 +377,7 @@ class StackThread:
             raise RuntimeError("the stack did not start in time")
         if self._error is not None:
             raise RuntimeError(f"the stack failed to start: {self._error}") from self._error
-        wait_until_healthy(self.stack.settings)
+        wait_until_healthy(self.stack.settings, access=self.stack.node_access())
 
     def stop(self, *, timeout_s: float = 30.0) -> None:
         """Stop the services and wait for the thread to end."""
@@ -298,9 +386,12 @@ class StackThread:
         self._thread.join(timeout_s)
 
 
-def wait_until_healthy(settings: StackSettings, *, timeout_s: float = 30.0) -> None:
-    """Wait until the node answers ``heights`` (the wallet and API start after it)."""
-    with JsonRpcClient(settings.node_url, timeout_s=2.0) as client:
+def wait_until_healthy(
+    settings: StackSettings, *, timeout_s: float = 30.0, access: RpcAccess | None = None
+) -> None:
+    """Wait until the node answers ``heights`` (the wallet and API start after it);
+    ``access``: what reaches a locked node (``Stack.node_access``)."""
+    with JsonRpcClient(settings.node_url, timeout_s=2.0, access=access) as client:
         for _ in range(int(timeout_s / 0.05)):
             try:
                 client.call("heights")

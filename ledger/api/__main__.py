@@ -69,13 +69,9 @@ def _serve(settings: ApiSettings) -> int:
     import uvicorn
 
     from ledger.api.app import create_app
+    from ledger.serving import uvicorn_options
 
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        **settings.uvicorn_tls_options(),
-    )
+    uvicorn.run(create_app(settings), **uvicorn_options(settings))
     return 0
 
 

@@ -96,7 +96,7 @@ def _default_reads(settings: ApiSettings) -> LedgerReads | None:
     if settings.sandbox:
         url = settings.sandbox_node_url if settings.sandbox_wallet_url else None
         return None if url is None else JsonRpcLedgerReads(url)
-    return JsonRpcLedgerReads(settings.node_url)
+    return JsonRpcLedgerReads(settings.node_url, access=settings.node_access())
 
 
 def services_of(app: FastAPI) -> Services:

@@ -16,6 +16,12 @@ Errors (tree in ``ledger.jsonrpc.errors``):
 
 Timeouts: ``timeout_s`` bounds connecting, each read and each write; waiting for a free
 pooled connection is not bounded separately (each request holding one is).
+
+Locked services (docs/jsonrpc.md §1.1): ``access`` (``ledger.jsonrpc.credentials.RpcAccess``)
+gives the HTTP basic credentials sent with every request and the certificate authority
+trusted for ``https://``. Credentials written in the URL (``http://user:pass@host:8088/v2``)
+are used when ``access`` has none (httpx reads them); error messages show the URL without
+them. A refusal (HTTP 401) is a ``JsonRpcProtocolError`` with ``status_code`` 401.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any, Self
 
 import httpx
 
+from ledger.jsonrpc.credentials import RpcAccess
 from ledger.jsonrpc.errors import JsonRpcTransportError
 from ledger.jsonrpc.wire import Call, JsonRpcCodec, Params
 
@@ -44,6 +51,19 @@ def _timeout(timeout_s: float) -> httpx.Timeout:
     return httpx.Timeout(timeout_s, pool=None)
 
 
+def _http_options(timeout_s: float, access: RpcAccess | None) -> dict[str, Any]:
+    """The keyword arguments shared by ``httpx.Client`` and ``httpx.AsyncClient``."""
+    access = access or RpcAccess()
+    credentials = access.credentials
+    auth = None if credentials is None else httpx.BasicAuth(credentials.user, credentials.password)
+    return {
+        "timeout": _timeout(timeout_s),
+        "headers": _HEADERS,
+        "auth": auth,
+        "verify": access.ssl_verify(),
+    }
+
+
 def _transport_error(codec: JsonRpcCodec, exc: httpx.HTTPError) -> JsonRpcTransportError:
     return JsonRpcTransportError(
         f"JSON-RPC request to {codec.url} failed: {type(exc).__name__}: {exc}", url=codec.url
@@ -58,16 +78,23 @@ class JsonRpcClient:
         timeout_s: connect/read/write timeout in seconds.
         transport: optional httpx transport (``httpx.MockTransport`` in tests,
             ``httpx.HTTPTransport(retries=1)`` to retry failed connects).
+        access: credentials and TLS trust for a locked service (module docstring).
+
+    Raises:
+        OSError / ssl.SSLError: ``access.tls_ca_file`` cannot be read.
     """
 
     def __init__(
-        self, url: str, *, timeout_s: float = 30.0, transport: httpx.BaseTransport | None = None
+        self,
+        url: str,
+        *,
+        timeout_s: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        access: RpcAccess | None = None,
     ) -> None:
         self._url = url
         self._codec = JsonRpcCodec(_safe_url(url))
-        self._http = httpx.Client(
-            timeout=_timeout(timeout_s), transport=transport, headers=_HEADERS
-        )
+        self._http = httpx.Client(transport=transport, **_http_options(timeout_s, access))
 
     @property
     def url(self) -> str:
@@ -139,12 +166,11 @@ class AsyncJsonRpcClient:
         *,
         timeout_s: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        access: RpcAccess | None = None,
     ) -> None:
         self._url = url
         self._codec = JsonRpcCodec(_safe_url(url))
-        self._http = httpx.AsyncClient(
-            timeout=_timeout(timeout_s), transport=transport, headers=_HEADERS
-        )
+        self._http = httpx.AsyncClient(transport=transport, **_http_options(timeout_s, access))
 
     @property
     def url(self) -> str:

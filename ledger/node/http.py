@@ -9,7 +9,9 @@ routing and middleware cost more CPU than the node's own work on a commit
 Wire rules kept from the shared endpoint (``ledger.jsonrpc.server``): ``POST`` or ``GET``
 with the request in the body, any content type; a body over ``max_body_bytes`` is refused
 with HTTP 413 and an Invalid Request error (``ErrorCode.INVALID_REQUEST``) after reading at most one chunk past
-the limit; other verbs get 405, other paths 404.
+the limit; other verbs get 405, other paths 404. With an RPC user and password configured,
+a ``/v2`` request without them gets the gate's 401 before its body is read
+(``ledger.jsonrpc.auth``); ``/health`` stays open.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from ledger.jsonrpc.auth import BasicAuthGate
 from ledger.jsonrpc.errors import InvalidRequest
 from ledger.jsonrpc.server import JsonRpcEndpoint
 from ledger.jsonrpc.wire import encode_json, error_response
@@ -107,6 +110,7 @@ class NodeAsgiApp:
         routes: the routing.
         lifespan: ``async`` context manager factory run from the ASGI lifespan's startup to
             its shutdown (the block producer); None when the caller drives the node itself.
+        auth: the credentials gate of the JSON-RPC route; None leaves it open.
 
     ``state`` carries ``node`` (the ``NodeService``) and ``jsonrpc`` (the endpoint), as the
     Starlette app's ``app.state`` did.
@@ -116,9 +120,12 @@ class NodeAsgiApp:
         self,
         routes: NodeRoutes,
         lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
+        *,
+        auth: BasicAuthGate | None = None,
     ) -> None:
         self.routes = routes
         self._lifespan = lifespan
+        self._auth = auth
         self.state = SimpleNamespace(node=routes.service, jsonrpc=routes.endpoint)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -132,6 +139,10 @@ class NodeAsgiApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         method, path = scope["method"], scope["path"]
         reply = self.routes.refuse(method, path)
+        auth = self._auth
+        if reply is None and auth is not None and auth.guards(path) and not auth.allows(scope):
+            await auth.refuse(scope, send)
+            return
         if reply is None:
             body = await _read_body(scope, receive, self.routes.max_body_bytes)
             if body is None:

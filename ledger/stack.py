@@ -45,6 +45,7 @@ from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
 from ledger.api.services import load_callback_secret
 from ledger.api.settings import ApiSettings
+from ledger.backup import StoreSpec
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcTransportError
@@ -233,6 +234,35 @@ class Stack:
             f"{prefix}_user": credentials.user,
             f"{prefix}_password": SecretStr(credentials.password),
         }
+
+    def stores(self) -> list[StoreSpec]:
+        """The stack's stores in the order ``notary backup`` copies them.
+
+        Each store is copied before the stores it hands work to, so that what one copy
+        says was handed on is in the later copies: the API (accepted writes, and which it
+        submitted) before the node that received them; the anchoring service's record
+        before its proof-of-work chain (its anchor transactions) and both before the node
+        (the directory blocks they anchored, the records they wrote); the wallet last (a
+        key made after the node's copy is still there for coins sent to it). The
+        pipeline's audit store goes first of all (the caller adds it): what it says the
+        API accepted is then in the API's copy. The node's replay filter snapshot
+        (``node.txfilter``) is derived from its journal and rebuilt at start-up.
+        """
+        api, anchor = self.api_settings(), self.anchor_settings()
+        node, wallet = self.node_settings(), self.wallet_settings()
+        return [
+            StoreSpec.from_url("api", "api/api.sqlite", api.resolved_database_url()),
+            StoreSpec.sqlite("anchor", "anchor/anchor.sqlite", anchor.state_path),
+            StoreSpec.sqlite("pow", "anchor/pow.sqlite", anchor.pow_path),
+            StoreSpec.sqlite(
+                "node",
+                "node/node.sqlite",
+                node.db_path,
+                facts={"height": "SELECT max(height) FROM dblocks"},
+                derived=(node.commit_filter_path,),
+            ),
+            StoreSpec.sqlite("wallet", "wallet/wallet.sqlite", wallet.db_path),
+        ]
 
     @property
     def api_key_file(self) -> Path:

@@ -14,6 +14,7 @@ import typer
 
 from flows.cli.commands import (
     accounts,
+    backup,
     collect,
     notarize,
     proof,
@@ -38,7 +39,8 @@ def build_app() -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
     )
-    for module in (stack, notarize, collect, verify, watch, table, report, proof, accounts):
+    commands = (stack, notarize, collect, verify, watch, table, report, proof, accounts, backup)
+    for module in commands:
         module.register(application)
     return application
 

@@ -59,3 +59,9 @@ class NodeSettings(RpcServing):
     @property
     def db_path(self) -> Path:
         return self.data_dir / "node.sqlite"
+
+    @property
+    def commit_filter_path(self) -> Path:
+        """The commit replay filter's snapshot, derived from the journal (rebuilt when
+        missing or stale; ``ledger.node.commit_filter``)."""
+        return self.db_path.with_suffix(".txfilter")

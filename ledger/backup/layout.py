@@ -103,9 +103,14 @@ def sqlite_location(url: str) -> tuple[Path | None, str]:
 
 
 def check_archive_name(name: str) -> str:
-    """``name`` when it is a relative POSIX path below the backup folder, else ValueError."""
+    """``name`` when it is a normalized relative POSIX path below the backup folder.
+
+    Raises:
+        ValueError: absolute, with ``.`` or ``..`` parts, empty or not normalized.
+    """
     pure = PurePosixPath(name)
-    if pure.is_absolute() or not pure.parts or any(p in ("", ".", "..") for p in pure.parts):
+    odd = pure.is_absolute() or str(pure) != name or not pure.parts
+    if odd or any(p in ("", ".", "..") for p in pure.parts):
         raise ValueError(f"not a relative path inside a backup: {name!r}")
     return name
 

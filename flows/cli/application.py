@@ -39,7 +39,7 @@ def build_app() -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
     )
-    commands = (stack, notarize, collect, verify, watch, table, report, proof, accounts, backup)
+    commands = (stack, notarize, collect, verify, watch, table, report, backup, proof, accounts)
     for module in commands:
         module.register(application)
     return application

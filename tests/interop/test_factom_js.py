@@ -5,7 +5,8 @@ may have: Node.js and ``npm ci`` run in ``tests/interop/js`` (which installs the
 pinned in ``package-lock.json``). Without them it is skipped, saying which is missing.
 ``js/check.js`` makes the calls (chains and entries signed by factom.js itself and by the
 wallet's key, blocks of every kind, coin and entry credit transactions, errors) and prints
-what each answered; the assertions are here.
+what each answered; the assertions are here. ``js/check_auth.js`` does the same against
+a node and a wallet locked with an RPC user and password (docs/jsonrpc.md §1.1).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from ledger import devnet
-from tests.interop.conftest import RunningStack
+from ledger.stack import Stack
+from tests.interop.conftest import PASSWORD, USER, RunningStack
 
 pytestmark = pytest.mark.e2e
 
@@ -74,3 +76,32 @@ def test_factom_js_against_node_and_wallet(running: RunningStack) -> None:
     assert out["nodeError"] == {"name": "ApiError", "code": -32008}
     assert out["walletError"] == {"name": "ApiError", "code": -32602}
     assert out["unknownMethod"] == {"name": "ApiError", "code": -32601}
+
+
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+def test_factom_js_with_rpc_credentials(locked_stack: Stack) -> None:
+    s = locked_stack.settings
+    config = {
+        "node": {"host": s.host, "port": s.node_port},
+        "wallet": {"host": s.host, "port": s.wallet_port},
+        "user": USER,
+        "password": PASSWORD,
+    }
+    assert NODE is not None
+    done = subprocess.run(
+        [NODE, "check_auth.js", json.dumps(config)],
+        cwd=JS,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = json.loads(done.stdout)
+    assert out["height"] >= 0 and out["addresses"] >= 2
+    # factom.js answers a 401 at once (no retry) with a plain Error built from the body,
+    # which is the JSON object {"message": "Unauthorized"}: hence its message
+    refused = {"name": "Error", "apiError": False, "message": "[object Object]"}
+    for key in ("nodeWrong", "walletWrong", "nodeNone", "walletNone"):
+        assert out[key] == refused, key
+    assert PASSWORD not in done.stderr

@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
@@ -116,6 +116,16 @@ class PipelineSettings(BaseSettings):
     @property
     def callback_secret_file(self) -> Path:
         return self.data_dir / "callback-secret"
+
+    @model_validator(mode="after")
+    def _rpc_pairs(self) -> Self:
+        for user, password, name in (
+            (self.node_rpc_user, self.node_rpc_password, "node_rpc"),
+            (self.anchor_rpc_user, self.anchor_rpc_password, "anchor_rpc"),
+        ):
+            if (user is None) != (password is None):
+                raise ValueError(f"set both {name}_user and {name}_password, or neither")
+        return self
 
     @property
     def rpc_credentials_file(self) -> Path:

@@ -20,8 +20,9 @@ pooled connection is not bounded separately (each request holding one is).
 Locked services (docs/jsonrpc.md §1.1): ``access`` (``ledger.jsonrpc.credentials.RpcAccess``)
 gives the HTTP basic credentials sent with every request and the certificate authority
 trusted for ``https://``. Credentials written in the URL (``http://user:pass@host:8088/v2``)
-are used when ``access`` has none (httpx reads them); error messages show the URL without
-them. A refusal (HTTP 401) is a ``JsonRpcProtocolError`` with ``status_code`` 401.
+are used when ``access`` has none; they are taken out of the URL before any request, so
+neither httpx's request log nor an error message shows them. A refusal (HTTP 401) is a
+``JsonRpcProtocolError`` with ``status_code`` 401.
 """
 
 from __future__ import annotations
@@ -51,11 +52,28 @@ def _timeout(timeout_s: float) -> httpx.Timeout:
     return httpx.Timeout(timeout_s, pool=None)
 
 
-def _http_options(timeout_s: float, access: RpcAccess | None) -> dict[str, Any]:
+def _split_userinfo(url: str) -> tuple[str, httpx.BasicAuth | None]:
+    """``(url without user info, basic auth of that user info or None)``.
+
+    httpx logs every request's URL (logger ``httpx``, INFO): credentials written in the URL
+    are sent as an ``Authorization`` header instead, so that they never reach a log line.
+    """
+    parsed = httpx.URL(url)
+    if not parsed.userinfo:
+        return url, None
+    plain = str(parsed.copy_with(username=None, password=None))
+    return plain, httpx.BasicAuth(parsed.username, parsed.password)
+
+
+def _http_options(
+    timeout_s: float, access: RpcAccess | None, url_auth: httpx.BasicAuth | None
+) -> dict[str, Any]:
     """The keyword arguments shared by ``httpx.Client`` and ``httpx.AsyncClient``."""
     access = access or RpcAccess()
     credentials = access.credentials
-    auth = None if credentials is None else httpx.BasicAuth(credentials.user, credentials.password)
+    auth = url_auth
+    if credentials is not None:
+        auth = httpx.BasicAuth(credentials.user, credentials.password)
     return {
         "timeout": _timeout(timeout_s),
         "headers": _HEADERS,
@@ -94,7 +112,9 @@ class JsonRpcClient:
     ) -> None:
         self._url = url
         self._codec = JsonRpcCodec(_safe_url(url))
-        self._http = httpx.Client(transport=transport, **_http_options(timeout_s, access))
+        self._endpoint, url_auth = _split_userinfo(url)
+        options = _http_options(timeout_s, access, url_auth)
+        self._http = httpx.Client(transport=transport, **options)
 
     @property
     def url(self) -> str:
@@ -134,7 +154,7 @@ class JsonRpcClient:
 
     def _post(self, body: bytes) -> httpx.Response:
         try:
-            return self._http.post(self._url, content=body)
+            return self._http.post(self._endpoint, content=body)
         except httpx.HTTPError as exc:
             raise _transport_error(self._codec, exc) from exc
 
@@ -170,7 +190,9 @@ class AsyncJsonRpcClient:
     ) -> None:
         self._url = url
         self._codec = JsonRpcCodec(_safe_url(url))
-        self._http = httpx.AsyncClient(transport=transport, **_http_options(timeout_s, access))
+        self._endpoint, url_auth = _split_userinfo(url)
+        options = _http_options(timeout_s, access, url_auth)
+        self._http = httpx.AsyncClient(transport=transport, **options)
 
     @property
     def url(self) -> str:
@@ -197,7 +219,7 @@ class AsyncJsonRpcClient:
 
     async def _post(self, body: bytes) -> httpx.Response:
         try:
-            return await self._http.post(self._url, content=body)
+            return await self._http.post(self._endpoint, content=body)
         except httpx.HTTPError as exc:
             raise _transport_error(self._codec, exc) from exc
 

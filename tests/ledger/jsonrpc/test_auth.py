@@ -224,7 +224,10 @@ def test_the_client_sends_access_credentials(server: AppServer) -> None:
         assert client.call("ping") == "pong"
 
 
-def test_credentials_in_the_url_work_and_never_reach_an_error_message(server: AppServer) -> None:
+def test_credentials_in_the_url_work_and_never_reach_a_log_or_error(
+    server: AppServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # httpx logs each request's URL at INFO
     host = server.url.removeprefix("http://")
     with JsonRpcClient(f"http://alice:{PASSWORD}@{host}/v2") as client:
         assert client.call("ping") == "pong"
@@ -233,6 +236,7 @@ def test_credentials_in_the_url_work_and_never_reach_an_error_message(server: Ap
         refused.call("ping")
     assert raised.value.status_code == 401
     assert PASSWORD not in str(raised.value) and "alice" not in str(raised.value)
+    assert "HTTP Request" in caplog.text and PASSWORD not in caplog.text
 
 
 @pytest.mark.anyio

@@ -35,7 +35,7 @@ from typing import Any
 
 import uvicorn
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from ledger import devnet
 from ledger.anchor.app import create_app as create_anchor_app
@@ -52,17 +52,24 @@ from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcTransportError
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
 from ledger.secret_file import write_secret_file
+from ledger.serving import TlsServing, uvicorn_options
 from ledger.wallet.app import create_app as create_wallet_app
 from ledger.wallet.settings import WalletSettings
 
 _RPC_USER = "notary"  # the RPC user when none is given
 
 
-class StackSettings(BaseSettings):
+class StackSettings(TlsServing):
     """Settings of the bundled stack (environment prefix ``NOTARY_STACK_``).
 
     ``block_time_s`` is the directory block period of the development network (short, so
     that the whole pipeline completes in seconds; a real network uses 600 s).
+
+    ``tls_cert_file`` and ``tls_key_file`` (``ledger.serving.TlsServing``) make the node,
+    the wallet and the anchoring service serve HTTPS only (their URLs become ``https://``;
+    the publishing API stays plain HTTP here, ``python -m ledger.api`` serves it over
+    TLS); ``tls_ca_file`` is the authority the stack's own clients trust for that
+    certificate (default: the system's store).
     """
 
     model_config = SettingsConfigDict(
@@ -88,17 +95,19 @@ class StackSettings(BaseSettings):
     rpc_auth: bool | None = None
     rpc_user: str | None = None
     rpc_password: SecretStr | None = None
+    tls_ca_file: Path | None = None
 
-    def url(self, port: int, path: str) -> str:
-        return f"http://{self.host}:{port}{path}"
+    def url(self, port: int, path: str, *, tls: bool = False) -> str:
+        """``http://host:port/path`` (``https`` when ``tls``)."""
+        return f"{'https' if tls else 'http'}://{self.host}:{port}{path}"
 
     @property
     def node_url(self) -> str:
-        return self.url(self.node_port, "/v2")
+        return self.url(self.node_port, "/v2", tls=self.tls_enabled)
 
     @property
     def wallet_url(self) -> str:
-        return self.url(self.wallet_port, "/v2")
+        return self.url(self.wallet_port, "/v2", tls=self.tls_enabled)
 
     @property
     def api_url(self) -> str:
@@ -106,7 +115,7 @@ class StackSettings(BaseSettings):
 
     @property
     def anchor_url(self) -> str:
-        return self.url(self.anchor_port, "/v2")
+        return self.url(self.anchor_port, "/v2", tls=self.tls_enabled)
 
 
 class _QuietServer(uvicorn.Server):
@@ -132,6 +141,7 @@ class Stack:
             block_time_s=s.block_time_s,
             sqlite_synchronous=s.sqlite_synchronous,
             **self._rpc_fields("rpc"),
+            **self._tls_fields(),
         )
 
     def wallet_settings(self) -> WalletSettings:
@@ -143,8 +153,10 @@ class Stack:
             data_dir=s.data_dir / "wallet",
             node_url=s.node_url,
             import_secrets=keys,
+            node_tls_ca_file=s.tls_ca_file,
             **self._rpc_fields("rpc"),
             **self._rpc_fields("node_rpc"),
+            **self._tls_fields(),
         )
 
     def api_settings(self) -> ApiSettings:
@@ -155,6 +167,8 @@ class Stack:
             data_dir=s.data_dir / "api",
             node_url=s.node_url,
             wallet_url=s.wallet_url,
+            node_tls_ca_file=s.tls_ca_file,
+            wallet_tls_ca_file=s.tls_ca_file,
             **self._rpc_fields("node_rpc"),
             **self._rpc_fields("wallet_rpc"),
             ec_address=devnet.DEV_EC_ADDRESS,
@@ -176,8 +190,10 @@ class Stack:
             pow_difficulty_bits=s.pow_difficulty_bits,
             confirmations=s.anchor_confirmations,
             sqlite_synchronous=s.sqlite_synchronous,
+            node_tls_ca_file=s.tls_ca_file,
             **self._rpc_fields("rpc"),
             **self._rpc_fields("node_rpc"),
+            **self._tls_fields(),
         )
 
     # -- RPC credentials ------------------------------------------------------------------
@@ -210,8 +226,18 @@ class Stack:
         return BasicCredentials(s.rpc_user or kept.user, kept.password)
 
     def node_access(self) -> RpcAccess:
-        """What a client inside the stack sends to its JSON-RPC services."""
-        return RpcAccess(self.rpc_credentials())
+        """What a client inside the stack sends to its JSON-RPC services (credentials,
+        trusted authority)."""
+        return RpcAccess(self.rpc_credentials(), self.settings.tls_ca_file)
+
+    def _tls_fields(self) -> dict[str, Any]:
+        """The ``TlsServing`` fields of a JSON-RPC service: the stack's certificate."""
+        s = self.settings
+        return {
+            "tls_cert_file": s.tls_cert_file,
+            "tls_key_file": s.tls_key_file,
+            "tls_key_password": s.tls_key_password,
+        }
 
     def _settle_rpc_credentials(self) -> None:
         """Make ``rpc-credentials`` say what ``rpc_credentials`` should answer."""
@@ -327,18 +353,17 @@ class Stack:
     def servers(self) -> list[uvicorn.Server]:
         """One uvicorn server per service (node first: the others call it)."""
         s = self.settings
+        node, wallet, anchor = self.node_settings(), self.wallet_settings(), self.anchor_settings()
         # ASGI callables of different classes (the node's own, Starlette, FastAPI).
-        apps: list[tuple[Callable[..., Any], int]] = [
-            (create_node_app(self.node_settings()), s.node_port),
-            (create_wallet_app(self.wallet_settings()), s.wallet_port),
-            (create_api_app(self.api_settings()), s.api_port),
-            (create_anchor_app(self.anchor_settings()), s.anchor_port),
+        apps: list[tuple[Callable[..., Any], dict[str, Any]]] = [
+            (create_node_app(node), uvicorn_options(node)),
+            (create_wallet_app(wallet), uvicorn_options(wallet)),
+            (create_api_app(self.api_settings()), {"host": s.host, "port": s.api_port}),
+            (create_anchor_app(anchor), uvicorn_options(anchor)),
         ]
         return [
-            _QuietServer(
-                uvicorn.Config(app, host=s.host, port=port, log_level="warning", lifespan="on")
-            )
-            for app, port in apps
+            _QuietServer(uvicorn.Config(app, **options, log_level="warning", lifespan="on"))
+            for app, options in apps
         ]
 
     async def serve(self, stop: asyncio.Event, *, ready: threading.Event | None = None) -> None:

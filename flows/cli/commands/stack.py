@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 from rich.markup import escape
 
 from flows.cli.commands.notarize import run_folder_flow
@@ -114,19 +114,40 @@ def up(
         ),
     ] = True,
     prefect_port: Annotated[int, typer.Option(help="Port of that Prefect server.")] = 4200,
+    tls_cert_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-cert-file",
+            help="PEM certificate: node, wallet and anchoring serve HTTPS only (with "
+            "--tls-key-file).",
+        ),
+    ] = None,
+    tls_key_file: Annotated[
+        Path | None, typer.Option("--tls-key-file", help="PEM private key of that certificate.")
+    ] = None,
+    tls_ca_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-ca-file",
+            help="Authority the services trust for that certificate when they call each "
+            "other (default: the system's); give it to the pipeline as "
+            "NOTARY_NODE_TLS_CA_FILE / NOTARY_ANCHOR_TLS_CA_FILE.",
+        ),
+    ] = None,
 ) -> None:
     """Run the bundled node (8088), wallet (8089), publishing API (8090) and anchoring
     service (8091), and a Prefect server (4200), until Ctrl-C."""
     from flows.cli.prefect_server import PrefectServer
     from ledger.jsonrpc.credentials import CredentialsError
 
-    stack = _stack(
-        data_dir, block_time, host, **_rpc_options(rpc_auth, rpc_user, rpc_password_file)
-    )
+    tls = {"tls_cert_file": tls_cert_file, "tls_key_file": tls_key_file, "tls_ca_file": tls_ca_file}
+    options = _rpc_options(rpc_auth, rpc_user, rpc_password_file)
+    options |= {name: value for name, value in tls.items() if value is not None}
     try:
+        stack = _stack(data_dir, block_time, host, **options)
         stack.prepare()
         credentials = stack.rpc_credentials()
-    except CredentialsError as exc:
+    except (CredentialsError, ValidationError) as exc:
         fail(str(exc), ExitCode.USAGE)
     s = stack.settings
     console.print(
@@ -135,6 +156,11 @@ def up(
     console.print(
         f"API key in {stack.api_key_file}; callback secret in {stack.callback_secret_file}"
     )
+    if s.tls_enabled:
+        console.print(
+            "node, wallet and anchoring serve HTTPS: give the pipeline these URLs and "
+            "NOTARY_NODE_TLS_CA_FILE / NOTARY_ANCHOR_TLS_CA_FILE"
+        )
     if credentials is None:
         console.print("JSON-RPC services open to every local process (--rpc-auth locks them)")
     else:
@@ -207,7 +233,12 @@ def demo(
     try:
         s = stack.settings
         settings = PipelineSettings(
-            data_dir=data_dir, api_url=s.api_url, node_url=s.node_url, anchor_url=s.anchor_url
+            data_dir=data_dir,
+            api_url=s.api_url,
+            node_url=s.node_url,
+            anchor_url=s.anchor_url,
+            node_tls_ca_file=s.tls_ca_file,
+            anchor_tls_ca_file=s.tls_ca_file,
         )
         summary = run_folder_flow(folder, None, settings, wait=True)
     finally:

@@ -1,0 +1,99 @@
+"""The bundled stack with HTTPS and RPC credentials on its JSON-RPC services.
+
+A throw-away authority (``trustme``) issues the certificate; the stack's own clients
+trust it (``tls_ca_file``): the API's worker reaches the wallet and the node over TLS with
+the credentials, so a REST write reaches the ``ledger`` stage; the anchoring service
+reaches the node and anchors; the pipeline's clients get in with the authority and the
+credentials file, and a client that does not trust the authority fails the handshake.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import trustme
+
+from connectors.anchor import AnchorClient
+from connectors.errors import ServiceUnavailable
+from connectors.node import NodeClient
+from flows.settings import PipelineSettings
+from ledger.stack import Stack, StackSettings, StackThread
+from tests.harness.ports import free_port
+from tests.harness.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def tls_stack(tmp_path: Path) -> Iterator[Stack]:
+    authority = trustme.CA()
+    cert = authority.issue_cert("127.0.0.1", "localhost")
+    cert_file, key_file, ca_file = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "ca.pem"
+    cert.private_key_pem.write_to_path(str(key_file))
+    cert.cert_chain_pems[0].write_to_path(str(cert_file))
+    authority.cert_pem.write_to_path(str(ca_file))
+    settings = StackSettings(
+        data_dir=tmp_path / "data",
+        node_port=free_port(),
+        wallet_port=free_port(),
+        api_port=free_port(),
+        anchor_port=free_port(),
+        block_time_s=0.5,
+        pow_block_time_s=0.5,
+        sqlite_synchronous="NORMAL",
+        rpc_auth=True,
+        tls_cert_file=cert_file,
+        tls_key_file=key_file,
+        tls_ca_file=ca_file,
+    )
+    stack = Stack(settings)
+    stack.prepare()
+    thread = StackThread(stack)
+    thread.start()
+    try:
+        yield stack
+    finally:
+        thread.stop()
+
+
+def test_the_stack_works_over_tls_with_credentials(tls_stack: Stack) -> None:
+    s = tls_stack.settings
+    assert s.node_url.startswith("https://") and s.api_url.startswith("http://")
+    entry = {"external_ids": [base64.b64encode(b"tls stack").decode()], "content": ""}
+    key = tls_stack.api_key_file.read_text().strip()
+    with httpx.Client(headers={"user-key": key}, timeout=10) as http:
+        created = http.post(f"{s.api_url}/chains", json=entry)
+        assert created.status_code == 202
+        chain = created.json()["chain_id"]
+
+        def at_ledger() -> bool:
+            return http.get(f"{s.api_url}/chains/{chain}").json().get("stage") in (
+                "ledger",
+                "anchor",
+            )
+
+        wait_until(at_ledger, 60, 0.2, what="the chain at stage ledger through TLS")
+    settings = PipelineSettings(
+        data_dir=s.data_dir,
+        node_url=s.node_url,
+        anchor_url=s.anchor_url,
+        node_tls_ca_file=s.tls_ca_file,
+        anchor_tls_ca_file=s.tls_ca_file,
+    )
+    with NodeClient(s.node_url, access=settings.node_access()) as node:
+        height = node.heights()["directoryblockheight"]
+    with AnchorClient(s.anchor_url, access=settings.anchor_access()) as anchor:
+        wait_until(
+            lambda: anchor.call("anchor-status", {"height": height}).get("txid"),
+            60,
+            0.2,
+            what="the anchoring service anchoring through TLS",
+        )
+    untrusting = PipelineSettings(data_dir=s.data_dir, node_url=s.node_url)
+    refused = NodeClient(s.node_url, access=untrusting.node_access())
+    with refused, pytest.raises(ServiceUnavailable, match="CERTIFICATE_VERIFY_FAILED"):
+        refused.heights()

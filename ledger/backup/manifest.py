@@ -43,14 +43,13 @@ __all__ = [
     "Manifest",
     "SkippedStore",
     "file_sha256",
-    "fsync_folder",
+    "fsync_path",
     "read_manifest",
     "verify_files",
     "write_manifest",
 ]
 
 MANIFEST_NAME = "manifest.json"
-_CHUNK = 1 << 20
 
 
 def _octal_mode(text: str) -> str:
@@ -159,7 +158,7 @@ def write_manifest(folder: Path, manifest: Manifest) -> str:
         handle.flush()
         os.fsync(handle.fileno())
     part.replace(folder / MANIFEST_NAME)
-    fsync_folder(folder)
+    fsync_path(folder)
     return digest
 
 
@@ -224,17 +223,14 @@ def verify_files(folder: Path, manifest: Manifest) -> None:
 
 
 def file_sha256(path: Path) -> str:
-    """SHA-256 (hex) of the file at ``path``, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
+    """SHA-256 (hex) of the file at ``path``."""
     with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def fsync_folder(folder: Path) -> None:
-    """Make the folder's entries (new, renamed files) durable."""
-    fd = os.open(folder, os.O_RDONLY)
+def fsync_path(path: Path) -> None:
+    """Make a file's bytes, or a folder's entries (new, renamed files), durable."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:

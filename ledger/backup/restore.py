@@ -41,7 +41,7 @@ from ledger.backup.layout import StoreSpec
 from ledger.backup.manifest import (
     FileRecord,
     Manifest,
-    fsync_folder,
+    fsync_path,
     read_manifest,
     verify_files,
 )
@@ -197,5 +197,5 @@ def _place(source: Path, destination: Path, record: FileRecord) -> Path:
         part.unlink()
         raise ManifestError("changed while it was being restored", path=source)
     part.replace(destination)
-    fsync_folder(destination.parent)
+    fsync_path(destination.parent)
     return destination

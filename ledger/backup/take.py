@@ -46,7 +46,7 @@ from ledger.backup.manifest import (
     SkippedStore,
     StoreRecord,
     file_sha256,
-    fsync_folder,
+    fsync_path,
     write_manifest,
 )
 from ledger.core.clock import Clock, SystemClock
@@ -141,9 +141,9 @@ def _copy_store(spec: StoreSpec, source: Path, target: Path) -> StoreRecord:
     finally:
         src.close()
     checks = _inspect(part, spec)
-    _fsync_file(part)
+    fsync_path(part)
     part.replace(final)
-    fsync_folder(final.parent)
+    fsync_path(final.parent)
     return StoreRecord(
         path=spec.archive_name,
         size=final.stat().st_size,
@@ -185,14 +185,6 @@ def _copy_secret(path: Path, target: Path) -> SecretRecord:
 
 def _mode_text(path: Path) -> str:
     return f"{stat.S_IMODE(path.stat().st_mode):04o}"
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _versions() -> dict[str, str]:

@@ -20,8 +20,8 @@ from typing import TypeVar
 import pytest
 from pydantic import SecretStr
 
-from ledger.stack import Stack, StackSettings, StackThread
-from tests.harness.ports import free_port
+from ledger.stack import Stack, StackSettings
+from tests.harness.stack import running_stack
 
 T = TypeVar("T")
 
@@ -61,46 +61,14 @@ class RunningStack:
 @pytest.fixture(scope="package")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
     root: Path = tmp_path_factory.mktemp("interop")
-    settings = StackSettings(
-        data_dir=root / "data",
-        node_port=free_port(),
-        wallet_port=free_port(),
-        api_port=free_port(),
-        anchor_port=free_port(),
-        block_time_s=0.5,
-        pow_block_time_s=0.5,
-        sqlite_synchronous="NORMAL",
-    )
-    stack = Stack(settings)
-    key = stack.prepare()
-    thread = StackThread(stack)
-    thread.start()
-    try:
-        yield RunningStack(stack, key)
-    finally:
-        thread.stop()
+    with running_stack(root / "data", pow_block_time_s=0.5) as stack:
+        yield RunningStack(stack, stack.api_key_file.read_text().strip())
 
 
 @pytest.fixture(scope="package")
 def locked_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A second stack whose JSON-RPC services need ``USER`` and ``PASSWORD``."""
-    settings = StackSettings(
-        data_dir=tmp_path_factory.mktemp("locked") / "data",
-        node_port=free_port(),
-        wallet_port=free_port(),
-        api_port=free_port(),
-        anchor_port=free_port(),
-        block_time_s=0.5,
-        pow_block_time_s=0.5,
-        sqlite_synchronous="NORMAL",
-        rpc_user=USER,
-        rpc_password=SecretStr(PASSWORD),
-    )
-    stack = Stack(settings)
-    stack.prepare()
-    thread = StackThread(stack)
-    thread.start()
-    try:
+    root = tmp_path_factory.mktemp("locked")
+    locked = {"rpc_user": USER, "rpc_password": SecretStr(PASSWORD)}
+    with running_stack(root / "data", pow_block_time_s=0.5, **locked) as stack:
         yield stack
-    finally:
-        thread.stop()

@@ -25,7 +25,6 @@ from pathlib import Path
 import httpx
 import pytest
 import requests
-import trustme
 from factom import Factomd, FactomWalletd
 from factom.exceptions import FactomAPIError
 from pydantic import SecretStr
@@ -40,6 +39,7 @@ from ledger.stack import Stack
 from ledger.wallet.settings import WalletSettings
 from tests.harness.ports import free_port
 from tests.harness.processes import ManagedProcess, child_env, settings_env
+from tests.harness.tls import issue_certificate
 from tests.harness.waiting import wait_until
 from tests.interop.conftest import PASSWORD, USER
 
@@ -134,12 +134,8 @@ def _serve(name: str, settings: object, log: Path) -> ManagedProcess:
 @pytest.fixture(scope="module")
 def tls_services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsServices]:
     root = tmp_path_factory.mktemp("tls")
-    authority = trustme.CA()
-    cert = authority.issue_cert("127.0.0.1", "localhost")
-    cert_file, key_file, ca_file = root / "server.pem", root / "server.key", root / "ca.pem"
-    cert.private_key_pem.write_to_path(str(key_file))
-    cert.cert_chain_pems[0].write_to_path(str(cert_file))
-    authority.cert_pem.write_to_path(str(ca_file))
+    material = issue_certificate(root)
+    cert_file, key_file, ca_file = material.cert_file, material.key_file, material.ca_file
     ports = {name: free_port() for name in ("node", "wallet", "anchor")}
     node_url = f"https://127.0.0.1:{ports['node']}/v2"
     tls = {"tls_cert_file": cert_file, "tls_key_file": key_file}

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-import trustme
 
 from connectors.anchor import AnchorClient
 from connectors.errors import ServiceUnavailable
 from connectors.node import NodeClient
 from flows.settings import PipelineSettings
-from ledger.stack import Stack, StackSettings, StackThread
-from tests.harness.ports import free_port
+from ledger.stack import Stack
+from tests.harness.stack import running_stack
+from tests.harness.tls import issue_certificate
 from tests.harness.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -30,34 +30,16 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def tls_stack(tmp_path: Path) -> Iterator[Stack]:
-    authority = trustme.CA()
-    cert = authority.issue_cert("127.0.0.1", "localhost")
-    cert_file, key_file, ca_file = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "ca.pem"
-    cert.private_key_pem.write_to_path(str(key_file))
-    cert.cert_chain_pems[0].write_to_path(str(cert_file))
-    authority.cert_pem.write_to_path(str(ca_file))
-    settings = StackSettings(
-        data_dir=tmp_path / "data",
-        node_port=free_port(),
-        wallet_port=free_port(),
-        api_port=free_port(),
-        anchor_port=free_port(),
-        block_time_s=0.5,
+    tls = issue_certificate(tmp_path / "tls")
+    with running_stack(
+        tmp_path / "data",
         pow_block_time_s=0.5,
-        sqlite_synchronous="NORMAL",
         rpc_auth=True,
-        tls_cert_file=cert_file,
-        tls_key_file=key_file,
-        tls_ca_file=ca_file,
-    )
-    stack = Stack(settings)
-    stack.prepare()
-    thread = StackThread(stack)
-    thread.start()
-    try:
+        tls_cert_file=tls.cert_file,
+        tls_key_file=tls.key_file,
+        tls_ca_file=tls.ca_file,
+    ) as stack:
         yield stack
-    finally:
-        thread.stop()
 
 
 def test_the_stack_works_over_tls_with_credentials(tls_stack: Stack) -> None:

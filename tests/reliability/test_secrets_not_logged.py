@@ -19,8 +19,8 @@ from connectors.node import NodeClient
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
 from ledger import devnet
-from ledger.stack import Stack, StackSettings, StackThread
-from tests.harness.ports import free_port
+from ledger.stack import Stack
+from tests.harness.stack import running_stack, settings_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
@@ -54,24 +54,8 @@ def test_full_run_logs_no_secret_and_api_keys_are_stored_hashed(
 @pytest.fixture
 def locked_stack(tmp_path: Path) -> Iterator[Stack]:
     """The bundled stack with its JSON-RPC services locked (a generated password)."""
-    settings = StackSettings(
-        data_dir=tmp_path / "locked",
-        node_port=free_port(),
-        wallet_port=free_port(),
-        api_port=free_port(),
-        anchor_port=free_port(),
-        block_time_s=0.5,
-        sqlite_synchronous="NORMAL",
-        rpc_auth=True,
-    )
-    stack = Stack(settings)
-    stack.prepare()
-    thread = StackThread(stack)
-    thread.start()
-    try:
+    with running_stack(tmp_path / "locked", rpc_auth=True) as stack:
         yield stack
-    finally:
-        thread.stop()
 
 
 def test_the_rpc_password_reaches_no_log(
@@ -84,14 +68,7 @@ def test_the_rpc_password_reaches_no_log(
     credentials = locked_stack.rpc_credentials()
     assert credentials is not None
     s = locked_stack.settings
-    settings = PipelineSettings(
-        data_dir=s.data_dir,
-        api_url=s.api_url,
-        node_url=s.node_url,
-        anchor_url=s.anchor_url,
-        batch_size=7,
-        ledger_wait_s=60,
-    )
+    settings = settings_for(locked_stack)
     folder = tmp_path / "docs"
     folder.mkdir()
     for i in range(5):

@@ -111,7 +111,7 @@ def restore(
         fail(f"the backup does not check out, nothing restored: {exc}", ExitCode.INCOMPLETE)
     except BackupError as exc:
         fail(str(exc), ExitCode.USAGE)
-    except OSError as exc:
+    except (OSError, sqlite3.Error) as exc:
         fail(f"the restore failed (run it again with --force): {exc}", ExitCode.UNREACHABLE)
     _print_restore(report, data_dir)
 

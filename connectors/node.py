@@ -30,6 +30,7 @@ import httpx
 from connectors.errors import InvalidResponse, RpcError, from_jsonrpc_error
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.jsonrpc.codes import ErrorCode
+from ledger.jsonrpc.credentials import RpcAccess
 from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcTransportError
 from ledger.jsonrpc.wire import Call, Params
 
@@ -56,6 +57,8 @@ class NodeClient:
         batch_size: at most this many calls per JSON-RPC batch request (>= 1).
         transport: an ``httpx`` transport to use instead of the network (tests); by default
             one that retries a failed connect once.
+        access: credentials and trusted authority of a locked node (docs/jsonrpc.md §1.1);
+            a refusal raises ``AuthError``.
 
     Raises (every method): ``ServiceUnavailable`` (connect error, timeout, HTTP 5xx
     without a JSON-RPC body), ``AuthError`` (HTTP 401/403), ``RequestRejected`` (other
@@ -70,15 +73,18 @@ class NodeClient:
         timeout_s: float = 10.0,
         batch_size: int = 200,
         transport: httpx.BaseTransport | None = None,
+        access: RpcAccess | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if transport is None:
-            transport = httpx.HTTPTransport(retries=1)
+            # The transport does the TLS handshake: it carries the trusted authority.
+            verify = access.ssl_verify() if access is not None else True
+            transport = httpx.HTTPTransport(retries=1, verify=verify)
         self._url = url
         self._batch_size = batch_size
         self._batch_supported = True
-        self._rpc = JsonRpcClient(url, timeout_s=timeout_s, transport=transport)
+        self._rpc = JsonRpcClient(url, timeout_s=timeout_s, transport=transport, access=access)
 
     def close(self) -> None:
         """Close the pooled connections."""

@@ -54,7 +54,8 @@ def reverify_sample(
     (no node call when ``sample`` is 0 or nothing has a receipt)."""
     if sample <= 0 or not any(p.receipt is not None for p in proofs):
         return pd.DataFrame(columns=list(REVERIFY_COLUMNS))
-    with NodeClient(settings.node_url, timeout_s=settings.http_timeout_s) as node:
+    access = settings.node_access()
+    with NodeClient(settings.node_url, timeout_s=settings.http_timeout_s, access=access) as node:
         return reverify_receipts(proofs, node_dblock_fetcher(node), sample=sample, seed=seed)
 
 

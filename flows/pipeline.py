@@ -143,8 +143,8 @@ def open_services(settings: PipelineSettings) -> Iterator[Services]:
     store = open_audit_store(settings)
     timeout = settings.http_timeout_s
     api = _publishing_client(settings, key)
-    node = NodeClient(settings.node_url, timeout_s=timeout)
-    anchor = AnchorClient(settings.anchor_url, timeout_s=timeout)
+    node = NodeClient(settings.node_url, timeout_s=timeout, access=settings.node_access())
+    anchor = AnchorClient(settings.anchor_url, timeout_s=timeout, access=settings.anchor_access())
     try:
         yield Services(store, api, node, anchor, settings)
     finally:

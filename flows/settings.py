@@ -5,12 +5,13 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.observability.logs import LogFormat
 
 #: Path of the callback receiver's one route (``connectors.callback_receiver``).
@@ -31,6 +32,14 @@ class PipelineSettings(BaseSettings):
         api_key: the account's key (``user-key``); default: read from ``<data_dir>/api-key``.
         node_url: ledger node JSON-RPC URL (receipts are fetched from the node).
         anchor_url: anchoring service JSON-RPC URL (anchor proofs of directory blocks).
+        node_rpc_user, node_rpc_password: the node's RPC user and password
+            (``NOTARY_NODE_RPC_USER`` / ``NOTARY_NODE_RPC_PASSWORD``, the variables that
+            lock the node itself; docs/jsonrpc.md §1.1); default: the ``user:password`` that
+            ``notary up`` keeps in ``<data_dir>/rpc-credentials``, else none.
+        anchor_rpc_user, anchor_rpc_password: the same for the anchoring service
+            (``NOTARY_ANCHOR_RPC_USER`` / ``..._PASSWORD``; same default).
+        node_tls_ca_file, anchor_tls_ca_file: PEM file of the authorities trusted for an
+            ``https://`` node or anchoring URL; default: the system's store.
         table_url: source database of ``notarize_table`` when a run gives none (kept out of
             Prefect's stored parameters because it may hold a password).
         batch_size: documents per task run (a task run costs milliseconds in Prefect).
@@ -70,7 +79,10 @@ class PipelineSettings(BaseSettings):
             notarization has waited longer than this for its anchor, seconds.
     """
 
-    model_config = SettingsConfigDict(env_prefix="NOTARY_", extra="ignore")
+    # hide_input_in_errors: a validation error must not quote a password or a URL's.
+    model_config = SettingsConfigDict(
+        env_prefix="NOTARY_", extra="ignore", hide_input_in_errors=True
+    )
 
     data_dir: Path = Path(".notary")
     audit_db_url: str | None = None
@@ -79,6 +91,12 @@ class PipelineSettings(BaseSettings):
     api_key: SecretStr | None = None
     node_url: str = "http://127.0.0.1:8088/v2"
     anchor_url: str = "http://127.0.0.1:8091/v2"
+    node_rpc_user: str | None = None
+    node_rpc_password: SecretStr | None = None
+    node_tls_ca_file: Path | None = None
+    anchor_rpc_user: str | None = None
+    anchor_rpc_password: SecretStr | None = None
+    anchor_tls_ca_file: Path | None = None
     table_url: SecretStr | None = None
     batch_size: int = Field(default=500, ge=1, le=10_000)
     hash_workers: int = Field(default=4, ge=1, le=64)
@@ -113,6 +131,46 @@ class PipelineSettings(BaseSettings):
     @property
     def callback_secret_file(self) -> Path:
         return self.data_dir / "callback-secret"
+
+    @model_validator(mode="after")
+    def _rpc_pairs(self) -> Self:
+        for user, password, name in (
+            (self.node_rpc_user, self.node_rpc_password, "node_rpc"),
+            (self.anchor_rpc_user, self.anchor_rpc_password, "anchor_rpc"),
+        ):
+            if (user is None) != (password is None):
+                raise ValueError(f"set both {name}_user and {name}_password, or neither")
+        return self
+
+    @property
+    def rpc_credentials_file(self) -> Path:
+        """Where ``notary up`` keeps the ``user:password`` of its locked JSON-RPC services."""
+        return self.data_dir / "rpc-credentials"
+
+    def node_access(self) -> RpcAccess:
+        """Credentials and trusted authority of the node client (see the attributes).
+
+        Raises:
+            CredentialsError: only one of user and password is set, or a malformed
+                ``rpc-credentials`` file.
+        """
+        return self._access(self.node_rpc_user, self.node_rpc_password, self.node_tls_ca_file)
+
+    def anchor_access(self) -> RpcAccess:
+        """Credentials and trusted authority of the anchoring client (see ``node_access``)."""
+        return self._access(self.anchor_rpc_user, self.anchor_rpc_password, self.anchor_tls_ca_file)
+
+    def _access(
+        self, user: str | None, password: SecretStr | None, ca_file: Path | None
+    ) -> RpcAccess:
+        if user is not None or password is not None:
+            secret = None if password is None else password.get_secret_value()
+            return RpcAccess.from_parts(user, secret, ca_file)
+        try:
+            text = self.rpc_credentials_file.read_text()
+        except FileNotFoundError:
+            return RpcAccess(None, ca_file)
+        return RpcAccess(BasicCredentials.from_text(text), ca_file)
 
     @property
     def prefect_api_url_file(self) -> Path:

@@ -8,14 +8,26 @@ stores only its hash), and writes the API's callback HMAC key to
 ``Stack.serve()`` runs the four services (the fourth, ``anchor/``, anchors directory blocks
 into the bundled proof-of-work chain) on loopback until told to stop. Every service binds
 ``host`` (127.0.0.1 unless told otherwise) and answers ``/health/live``, ``/health/ready``
-and ``/metrics`` on its own port. Their uvicorn servers keep the process's logging set-up
-(``ledger.observability.logs``; the command line configures it).
+and ``/metrics`` on its own port (open: no credentials). Their uvicorn servers keep the
+process's logging set-up (``ledger.observability.logs``; the command line configures it).
+
+Locking the JSON-RPC services (docs/jsonrpc.md §1.1): with RPC credentials (``rpc_auth``,
+``rpc_user``, ``rpc_password``: ``Stack.rpc_credentials``) the node, the wallet and the
+anchoring service answer only requests carrying them, and every client inside the stack
+(the API's gateways, the wallet's node link, the anchoring service's node client) sends
+them. ``prepare()`` keeps them in ``<data_dir>/rpc-credentials`` (``user:password``, mode
+0600), where the pipeline finds them (``flows.settings``); a data folder once locked stays
+locked on the next start until ``rpc_auth`` is False.
+
+``Stack.stores()`` lists the data folder's stores in the order ``notary backup`` copies
+them (``ledger.backup``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,7 +38,7 @@ from typing import Any
 import httpx
 import uvicorn
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from ledger import devnet
 from ledger.anchor.app import create_app as create_anchor_app
@@ -36,21 +48,34 @@ from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
 from ledger.api.services import load_callback_secret
 from ledger.api.settings import ApiSettings
+from ledger.backup import StoreSpec
+from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
 from ledger.secret_file import write_secret_file
+from ledger.serving import TlsServing, uvicorn_options
 from ledger.wallet.app import create_app as create_wallet_app
 from ledger.wallet.settings import WalletSettings
 
+_RPC_USER = "notary"  # the RPC user when none is given
 
-class StackSettings(BaseSettings):
+
+class StackSettings(TlsServing):
     """Settings of the bundled stack (environment prefix ``NOTARY_STACK_``).
 
     ``block_time_s`` is the directory block period of the development network (short, so
     that the whole pipeline completes in seconds; a real network uses 600 s).
+
+    ``tls_cert_file`` and ``tls_key_file`` (``ledger.serving.TlsServing``) make the node,
+    the wallet and the anchoring service serve HTTPS only (their URLs become ``https://``;
+    the publishing API stays plain HTTP here, ``python -m ledger.api`` serves it over
+    TLS); ``tls_ca_file`` is the authority the stack's own clients trust for that
+    certificate (default: the system's store).
     """
 
-    model_config = SettingsConfigDict(env_prefix="NOTARY_STACK_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="NOTARY_STACK_", extra="ignore", hide_input_in_errors=True
+    )
 
     data_dir: Path = Path(".notary")
     host: str = "127.0.0.1"
@@ -65,17 +90,25 @@ class StackSettings(BaseSettings):
     pow_difficulty_bits: int = Field(default=16, ge=1, le=64)
     anchor_confirmations: int = Field(default=2, ge=1)
     sqlite_synchronous: str = "FULL"
+    #: Lock the JSON-RPC services (module docstring): True locks them (a password is
+    #: generated when none is given or kept), False opens them, None keeps what the data
+    #: folder has (locked when ``rpc-credentials`` exists). ``rpc_password`` locks them too.
+    rpc_auth: bool | None = None
+    rpc_user: str | None = None
+    rpc_password: SecretStr | None = None
+    tls_ca_file: Path | None = None
 
-    def url(self, port: int, path: str) -> str:
-        return f"http://{self.host}:{port}{path}"
+    def url(self, port: int, path: str, *, tls: bool = False) -> str:
+        """``http://host:port/path`` (``https`` when ``tls``)."""
+        return f"{'https' if tls else 'http'}://{self.host}:{port}{path}"
 
     @property
     def node_url(self) -> str:
-        return self.url(self.node_port, "/v2")
+        return self.url(self.node_port, "/v2", tls=self.tls_enabled)
 
     @property
     def wallet_url(self) -> str:
-        return self.url(self.wallet_port, "/v2")
+        return self.url(self.wallet_port, "/v2", tls=self.tls_enabled)
 
     @property
     def api_url(self) -> str:
@@ -83,7 +116,7 @@ class StackSettings(BaseSettings):
 
     @property
     def anchor_url(self) -> str:
-        return self.url(self.anchor_port, "/v2")
+        return self.url(self.anchor_port, "/v2", tls=self.tls_enabled)
 
 
 class _QuietServer(uvicorn.Server):
@@ -108,17 +141,23 @@ class Stack:
             data_dir=s.data_dir / "node",
             block_time_s=s.block_time_s,
             sqlite_synchronous=s.sqlite_synchronous,
+            **self._rpc_fields("rpc"),
+            **self._tls_fields(),
         )
 
     def wallet_settings(self) -> WalletSettings:
         s = self.settings
-        secrets = [SecretStr(devnet.DEV_EC_SECRET), SecretStr(devnet.DEV_FCT_SECRET)]
+        keys = [SecretStr(devnet.DEV_EC_SECRET), SecretStr(devnet.DEV_FCT_SECRET)]
         return WalletSettings(
             host=s.host,
             port=s.wallet_port,
             data_dir=s.data_dir / "wallet",
             node_url=s.node_url,
-            import_secrets=secrets,
+            import_secrets=keys,
+            node_tls_ca_file=s.tls_ca_file,
+            **self._rpc_fields("rpc"),
+            **self._rpc_fields("node_rpc"),
+            **self._tls_fields(),
         )
 
     def api_settings(self) -> ApiSettings:
@@ -129,6 +168,10 @@ class Stack:
             data_dir=s.data_dir / "api",
             node_url=s.node_url,
             wallet_url=s.wallet_url,
+            node_tls_ca_file=s.tls_ca_file,
+            wallet_tls_ca_file=s.tls_ca_file,
+            **self._rpc_fields("node_rpc"),
+            **self._rpc_fields("wallet_rpc"),
             ec_address=devnet.DEV_EC_ADDRESS,
             worker_poll_interval_s=min(0.5, s.block_time_s / 10),
             anchor_poll_interval_s=min(1.0, s.block_time_s / 2),
@@ -148,7 +191,105 @@ class Stack:
             pow_difficulty_bits=s.pow_difficulty_bits,
             confirmations=s.anchor_confirmations,
             sqlite_synchronous=s.sqlite_synchronous,
+            node_tls_ca_file=s.tls_ca_file,
+            **self._rpc_fields("rpc"),
+            **self._rpc_fields("node_rpc"),
+            **self._tls_fields(),
         )
+
+    # -- RPC credentials ------------------------------------------------------------------
+
+    @property
+    def rpc_credentials_file(self) -> Path:
+        """``<data_dir>/rpc-credentials``: ``user:password`` of the JSON-RPC services (0600)."""
+        return self.settings.data_dir / "rpc-credentials"
+
+    def rpc_credentials(self) -> BasicCredentials | None:
+        """The credentials the node, wallet and anchoring service require, None when open.
+
+        ``rpc_auth`` False: None. ``rpc_password`` set: it, with ``rpc_user`` (default
+        ``notary``). Otherwise the data folder's ``rpc-credentials`` when it exists (with
+        ``rpc_user`` replacing its user when given), else None; ``prepare()`` creates that
+        file first when ``rpc_auth`` is True.
+
+        Raises:
+            CredentialsError: the file or the settings hold malformed credentials.
+        """
+        s = self.settings
+        if s.rpc_auth is False:
+            return None
+        if s.rpc_password is not None:
+            return BasicCredentials(s.rpc_user or _RPC_USER, s.rpc_password.get_secret_value())
+        try:
+            kept = BasicCredentials.from_text(self.rpc_credentials_file.read_text())
+        except FileNotFoundError:
+            return None
+        return BasicCredentials(s.rpc_user or kept.user, kept.password)
+
+    def node_access(self) -> RpcAccess:
+        """What a client inside the stack sends to its JSON-RPC services (credentials,
+        trusted authority)."""
+        return RpcAccess(self.rpc_credentials(), self.settings.tls_ca_file)
+
+    def _tls_fields(self) -> dict[str, Any]:
+        """The ``TlsServing`` fields of a JSON-RPC service: the stack's certificate."""
+        s = self.settings
+        return {
+            "tls_cert_file": s.tls_cert_file,
+            "tls_key_file": s.tls_key_file,
+            "tls_key_password": s.tls_key_password,
+        }
+
+    def _settle_rpc_credentials(self) -> None:
+        """Make ``rpc-credentials`` say what ``rpc_credentials`` should answer."""
+        s, path = self.settings, self.rpc_credentials_file
+        if s.rpc_auth is False:
+            path.unlink(missing_ok=True)
+            return
+        credentials = self.rpc_credentials()
+        if credentials is None and s.rpc_auth:
+            credentials = BasicCredentials(s.rpc_user or _RPC_USER, secrets.token_urlsafe(24))
+        if credentials is not None:
+            write_secret_file(path, credentials.to_text().encode("utf-8"))
+
+    def _rpc_fields(self, prefix: str) -> dict[str, Any]:
+        """``{prefix}_user`` and ``{prefix}_password`` settings fields of the credentials."""
+        credentials = self.rpc_credentials()
+        if credentials is None:
+            return {}
+        return {
+            f"{prefix}_user": credentials.user,
+            f"{prefix}_password": SecretStr(credentials.password),
+        }
+
+    def stores(self) -> list[StoreSpec]:
+        """The stack's stores in the order ``notary backup`` copies them.
+
+        Each store is copied before the stores it hands work to, so that what one copy
+        says was handed on is in the later copies: the API (accepted writes, and which it
+        submitted) before the node that received them; the anchoring service's record
+        before its proof-of-work chain (its anchor transactions) and both before the node
+        (the directory blocks they anchored, the records they wrote); the wallet last (a
+        key made after the node's copy is still there for coins sent to it). The
+        pipeline's audit store goes first of all (the caller adds it): what it says the
+        API accepted is then in the API's copy. The node's replay filter snapshot
+        (``node.txfilter``) is derived from its journal and rebuilt at start-up.
+        """
+        api, anchor = self.api_settings(), self.anchor_settings()
+        node, wallet = self.node_settings(), self.wallet_settings()
+        return [
+            StoreSpec.from_url("api", "api/api.sqlite", api.resolved_database_url()),
+            StoreSpec.sqlite("anchor", "anchor/anchor.sqlite", anchor.state_path),
+            StoreSpec.sqlite("pow", "anchor/pow.sqlite", anchor.pow_path),
+            StoreSpec.sqlite(
+                "node",
+                "node/node.sqlite",
+                node.db_path,
+                facts={"height": "SELECT max(height) FROM dblocks"},
+                derived=(node.commit_filter_path,),
+            ),
+            StoreSpec.sqlite("wallet", "wallet/wallet.sqlite", wallet.db_path),
+        ]
 
     @property
     def api_key_file(self) -> Path:
@@ -161,10 +302,12 @@ class Stack:
         return self.settings.data_dir / "callback-secret"
 
     def prepare(self) -> str:
-        """Create the data folders, the development API account and the callback secret
-        file (``write_callback_secret``); return the account's key."""
+        """Create the data folders, the development API account, the callback secret file
+        (``write_callback_secret``) and the RPC credentials file (module docstring); return
+        the account's key."""
         for sub in ("node", "wallet", "api"):
             (self.settings.data_dir / sub).mkdir(parents=True, exist_ok=True)
+        self._settle_rpc_credentials()
         api = self.api_settings()
         db = Database(api.resolved_database_url())
         try:
@@ -211,20 +354,19 @@ class Stack:
     def servers(self) -> list[uvicorn.Server]:
         """One uvicorn server per service (node first: the others call it)."""
         s = self.settings
+        node, wallet, anchor = self.node_settings(), self.wallet_settings(), self.anchor_settings()
         # ASGI callables of different classes (the node's own, Starlette, FastAPI).
-        apps: list[tuple[Callable[..., Any], int]] = [
-            (create_node_app(self.node_settings()), s.node_port),
-            (create_wallet_app(self.wallet_settings()), s.wallet_port),
-            (create_api_app(self.api_settings()), s.api_port),
-            (create_anchor_app(self.anchor_settings()), s.anchor_port),
+        apps: list[tuple[Callable[..., Any], dict[str, Any]]] = [
+            (create_node_app(node), uvicorn_options(node)),
+            (create_wallet_app(wallet), uvicorn_options(wallet)),
+            (create_api_app(self.api_settings()), {"host": s.host, "port": s.api_port}),
+            (create_anchor_app(anchor), uvicorn_options(anchor)),
         ]
         return [
             _QuietServer(
-                uvicorn.Config(
-                    app, host=s.host, port=port, log_level="warning", log_config=None, lifespan="on"
-                )
+                uvicorn.Config(app, **options, log_level="warning", log_config=None, lifespan="on")
             )
-            for app, port in apps
+            for app, options in apps
         ]
 
     async def serve(self, stop: asyncio.Event, *, ready: threading.Event | None = None) -> None:
@@ -293,7 +435,7 @@ class StackThread:
             raise RuntimeError("the stack did not start in time")
         if self._error is not None:
             raise RuntimeError(f"the stack failed to start: {self._error}") from self._error
-        wait_until_healthy(self.stack.settings)
+        wait_until_healthy(self.stack.settings, access=self.stack.node_access())
 
     def stop(self, *, timeout_s: float = 30.0) -> None:
         """Stop the services and wait for the thread to end."""
@@ -302,28 +444,33 @@ class StackThread:
         self._thread.join(timeout_s)
 
 
-def wait_until_healthy(settings: StackSettings, *, timeout_s: float = 30.0) -> None:
+def wait_until_healthy(
+    settings: StackSettings, *, timeout_s: float = 30.0, access: RpcAccess | None = None
+) -> None:
     """Wait until every service answers ``GET /health/ready`` with 200 (docs/jsonrpc.md
     §1, docs/rest-api.md §5): its database, the services it calls, and for the API its
-    entry credits and write backlog.
+    entry credits and write backlog. The probes need no credentials; ``access`` gives the
+    authority trusted for the services' certificate when they serve HTTPS.
 
     Raises:
         RuntimeError: a service was still not ready after ``timeout_s`` seconds (the
             message names it and the checks that failed).
     """
-    ports = {
-        "node": settings.node_port,
-        "wallet": settings.wallet_port,
-        "api": settings.api_port,
-        "anchor": settings.anchor_port,
+    tls = settings.tls_enabled
+    urls = {
+        "node": settings.url(settings.node_port, "/health/ready", tls=tls),
+        "wallet": settings.url(settings.wallet_port, "/health/ready", tls=tls),
+        "api": settings.url(settings.api_port, "/health/ready"),
+        "anchor": settings.url(settings.anchor_port, "/health/ready", tls=tls),
     }
-    waiting = dict(ports)
+    waiting = dict(urls)
     last: dict[str, str] = {}
     deadline = time.monotonic() + timeout_s
-    with httpx.Client(timeout=5.0) as client:
+    verify = (access or RpcAccess()).ssl_verify()
+    with httpx.Client(timeout=5.0, verify=verify) as client:
         while waiting and time.monotonic() < deadline:
-            for name, port in list(waiting.items()):
-                problem = _readiness_problem(client, settings.url(port, "/health/ready"))
+            for name, url in list(waiting.items()):
+                problem = _readiness_problem(client, url)
                 if problem is None:
                     del waiting[name]
                 else:

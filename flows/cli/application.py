@@ -15,6 +15,7 @@ import typer
 
 from flows.cli.commands import (
     accounts,
+    backup,
     collect,
     notarize,
     proof,
@@ -40,7 +41,8 @@ def build_app() -> typer.Typer:
         add_completion=False,
     )
     application.callback()(log_options)
-    for module in (stack, notarize, collect, verify, watch, table, report, proof, accounts):
+    commands = (stack, notarize, collect, verify, watch, table, report, backup, proof, accounts)
+    for module in commands:
         module.register(application)
     return application
 

@@ -1,5 +1,5 @@
 """``python -m ledger.anchor``: run the anchoring service with settings from the environment
-(``NOTARY_ANCHOR_*``)."""
+(``NOTARY_ANCHOR_*``; HTTPS with ``NOTARY_ANCHOR_TLS_CERT_FILE`` and ``..._TLS_KEY_FILE``)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,22 @@ import uvicorn
 from ledger.anchor.app import create_app
 from ledger.anchor.settings import AnchorSettings
 from ledger.observability.logs import configure_logging
+from ledger.serving import uvicorn_options
 
 
 def main() -> None:
     """Serve until interrupted; one log line per event in ``NOTARY_ANCHOR_LOG_FORMAT``."""
     settings = AnchorSettings()
     secrets = [settings.anchor_secret.get_secret_value(), settings.ec_secret.get_secret_value()]
+    secrets += [
+        s.get_secret_value()
+        for s in (settings.rpc_password, settings.node_rpc_password, settings.tls_key_password)
+        if s
+    ]
     configure_logging(settings.log_format, settings.log_level, secrets=secrets)
     uvicorn.run(
         create_app(settings),
-        host=settings.host,
-        port=settings.port,
+        **uvicorn_options(settings),
         log_level=settings.log_level,
         log_config=None,
     )

@@ -1,9 +1,11 @@
 """Composition root of the anchoring service: ``create_app(settings)``.
 
 Builds the proof-of-work chain (``pow.sqlite``), the service's state (``anchor.sqlite``),
-the node client, the ledger writer and the service, and serves JSON-RPC at ``/v2``, health
-checks and metrics (``ledger.anchor.observability``). The lifespan mines the chain every ``pow_block_time_s`` and runs an
-anchoring round every ``poll_interval_s``; everything is closed when it ends.
+the node client, the ledger writer and the service, and serves JSON-RPC at ``/v2`` (locked
+with HTTP basic authentication when ``rpc_user``/``rpc_password`` are set), and open health
+checks and metrics (``ledger.anchor.observability``). The lifespan mines the chain every
+``pow_block_time_s`` and runs an anchoring round every ``poll_interval_s``; everything is
+closed when it ends.
 """
 
 from __future__ import annotations
@@ -80,7 +82,10 @@ def build_runtime(
     backend = EmbeddedPowBackend(chain)
     state = AnchorState(settings.state_path, synchronous=settings.sqlite_synchronous)
     node = AsyncJsonRpcClient(
-        settings.node_url, timeout_s=settings.node_timeout_s, transport=node_transport
+        settings.node_url,
+        timeout_s=settings.node_timeout_s,
+        transport=node_transport,
+        access=settings.node_access(),
     )
     ec_key = SigningKey.from_seed(seed_from_ec_secret(settings.ec_secret.get_secret_value()))
     seed = from_hex(settings.anchor_secret.get_secret_value(), "anchor_secret", size=32)
@@ -127,6 +132,8 @@ def create_app(
         error_http_status=400,
         max_body_bytes=settings.max_body_bytes,
         lifespan=lifespan,
+        credentials=settings.rpc_credentials(),
+        realm="notary anchoring RPC",
     )
     app.state.anchor = runtime
     app.state.observability = anchor_observability(

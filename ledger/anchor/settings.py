@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from ledger import devnet
 from ledger.core.hexbytes import from_hex
 from ledger.core.pow.params import PowParams
 from ledger.observability.logs import LogFormat
+from ledger.serving import NodeAccess, RpcServing
 
 
-class AnchorSettings(BaseSettings):
+class AnchorSettings(RpcServing, NodeAccess):
     """Settings of one anchoring service.
 
     Units are in the names. ``poll_interval_s``: how often the node is asked for new
@@ -23,6 +24,10 @@ class AnchorSettings(BaseSettings):
     ``window_blocks``: directory blocks per window commitment (factomd's Ethereum anchor
     uses 1000). Secrets: ``anchor_secret`` (hex ed25519 seed signing the anchor records) and
     ``ec_secret`` (``Es...`` address paying for them) default to public development keys.
+    Reaching it and the node (``ledger.serving``, docs/jsonrpc.md §1.1): ``rpc_user`` /
+    ``rpc_password`` lock its JSON-RPC route, ``tls_cert_file`` / ``tls_key_file`` serve
+    HTTPS, ``node_rpc_user`` / ``node_rpc_password`` / ``node_tls_ca_file`` reach a locked
+    node.
     """
 
     model_config = SettingsConfigDict(env_prefix="NOTARY_ANCHOR_", extra="ignore")

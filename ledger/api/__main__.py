@@ -70,18 +70,24 @@ def _serve(settings: ApiSettings) -> int:
 
     from ledger.api.app import create_app
     from ledger.observability.logs import configure_logging
+    from ledger.serving import uvicorn_options
 
     secrets = [
-        s.get_secret_value() for s in (settings.callback_secret, settings.tls_key_password) if s
+        s.get_secret_value()
+        for s in (
+            settings.callback_secret,
+            settings.tls_key_password,
+            settings.node_rpc_password,
+            settings.wallet_rpc_password,
+        )
+        if s
     ]
     configure_logging(settings.log_format, settings.log_level, secrets=secrets)
     uvicorn.run(
         create_app(settings),
-        host=settings.host,
-        port=settings.port,
+        **uvicorn_options(settings),
         log_level=settings.log_level,
         log_config=None,
-        **settings.uvicorn_tls_options(),
     )
     return 0
 

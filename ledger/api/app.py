@@ -126,8 +126,8 @@ def _probe_clients(
         node_url, wallet_url = settings.sandbox_node_url, settings.sandbox_wallet_url
     timeout_s = settings.ready_timeout_s
     return (
-        AsyncJsonRpcClient(node_url, timeout_s=timeout_s),
-        AsyncJsonRpcClient(wallet_url, timeout_s=timeout_s),
+        AsyncJsonRpcClient(node_url, timeout_s=timeout_s, access=settings.node_access()),
+        AsyncJsonRpcClient(wallet_url, timeout_s=timeout_s, access=settings.wallet_access()),
     )
 
 
@@ -136,7 +136,7 @@ def _default_reads(settings: ApiSettings) -> LedgerReads | None:
     if settings.sandbox:
         url = settings.sandbox_node_url if settings.sandbox_wallet_url else None
         return None if url is None else JsonRpcLedgerReads(url)
-    return JsonRpcLedgerReads(settings.node_url)
+    return JsonRpcLedgerReads(settings.node_url, access=settings.node_access())
 
 
 def services_of(app: FastAPI) -> Services:

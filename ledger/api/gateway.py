@@ -34,6 +34,7 @@ import orjson
 from ledger.core.entry import Entry
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.jsonrpc.codes import ErrorCode
+from ledger.jsonrpc.credentials import RpcAccess
 from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcError, JsonRpcTransportError
 
 __all__ = [
@@ -203,12 +204,20 @@ class JsonRpcLedgerGateway:
 
     @classmethod
     def from_urls(
-        cls, node_url: str, wallet_url: str, *, ec_address: str, timeout_s: float = 30.0
+        cls,
+        node_url: str,
+        wallet_url: str,
+        *,
+        ec_address: str,
+        timeout_s: float = 30.0,
+        node_access: RpcAccess | None = None,
+        wallet_access: RpcAccess | None = None,
     ) -> JsonRpcLedgerGateway:
-        """Build the two clients from their URLs."""
+        """Build the two clients from their URLs and what reaches each when it is locked
+        (credentials, trusted authority: docs/jsonrpc.md §1.1)."""
         return cls(
-            JsonRpcClient(node_url, timeout_s=timeout_s),
-            JsonRpcClient(wallet_url, timeout_s=timeout_s),
+            JsonRpcClient(node_url, timeout_s=timeout_s, access=node_access),
+            JsonRpcClient(wallet_url, timeout_s=timeout_s, access=wallet_access),
             ec_address=ec_address,
         )
 

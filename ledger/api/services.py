@@ -207,7 +207,15 @@ def _default_gateway(settings: ApiSettings, owned: list[Any]) -> LedgerGateway:
         if not (settings.sandbox_node_url and settings.sandbox_wallet_url):
             return InMemoryLedger()
         node_url, wallet_url = settings.sandbox_node_url, settings.sandbox_wallet_url
-    gateway = JsonRpcLedgerGateway.from_urls(node_url, wallet_url, ec_address=settings.ec_address)
+    # A sandbox's external network takes its credentials in its URLs (user:pass@host).
+    main = not settings.sandbox
+    gateway = JsonRpcLedgerGateway.from_urls(
+        node_url,
+        wallet_url,
+        ec_address=settings.ec_address,
+        node_access=settings.node_access() if main else None,
+        wallet_access=settings.wallet_access() if main else None,
+    )
     owned.append(gateway)
     return gateway
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from ledger.jsonrpc.credentials import RpcAccess
 from ledger.observability.logs import LogFormat
+from ledger.serving import NodeAccess, TlsServing, rpc_access
 
 __all__ = ["ApiSettings"]
 
 
-class ApiSettings(BaseSettings):
+class ApiSettings(TlsServing, NodeAccess):
     """Settings of one publishing API process.
 
     Every field can be set from the environment as ``NOTARY_API_<FIELD>`` (for instance
@@ -30,6 +32,10 @@ class ApiSettings(BaseSettings):
         database_url: SQLAlchemy URL; ``None`` means ``sqlite:///<data_dir>/api.sqlite``.
             PostgreSQL: ``postgresql+psycopg://user:pass@host:5432/dbname``.
         node_url, wallet_url: JSON-RPC endpoints of the ledger node and the wallet service.
+        node_rpc_user, node_rpc_password, node_tls_ca_file: what the API sends to a locked
+            node and the authority it trusts for the node's certificate
+            (``ledger.serving.NodeAccess``; docs/jsonrpc.md §1.1).
+        wallet_rpc_user, wallet_rpc_password, wallet_tls_ca_file: the same for the wallet.
         ec_address: public entry credit address (``EC...``) that pays for chains and entries;
             the wallet holds its key.
         public_base_url: origin used in response ``links`` (``https://api.example.org``);
@@ -96,13 +102,13 @@ class ApiSettings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8090, ge=0, le=65535)
-    tls_cert_file: Path | None = None
-    tls_key_file: Path | None = None
-    tls_key_password: SecretStr | None = None
     data_dir: Path = Path(".notary/api")
     database_url: str | None = None
     node_url: str = "http://127.0.0.1:8088/v2"
     wallet_url: str = "http://127.0.0.1:8089/v2"
+    wallet_rpc_user: str | None = None
+    wallet_rpc_password: SecretStr | None = None
+    wallet_tls_ca_file: Path | None = None
     ec_address: str = ""
     public_base_url: str | None = None
     worker_enabled: bool = True
@@ -149,26 +155,17 @@ class ApiSettings(BaseSettings):
         return self
 
     @model_validator(mode="after")
-    def _tls_pair(self) -> Self:
-        if (self.tls_cert_file is None) != (self.tls_key_file is None):
-            raise ValueError("set both tls_cert_file and tls_key_file, or neither")
+    def _wallet_access_pair(self) -> Self:
+        self.wallet_access()
         return self
 
-    @property
-    def tls_enabled(self) -> bool:
-        """Whether the API serves HTTPS (a certificate and key are configured)."""
-        return self.tls_cert_file is not None
+    def wallet_access(self) -> RpcAccess:
+        """The wallet client's ``access`` (credentials and trusted authority).
 
-    def uvicorn_tls_options(self) -> dict[str, Any]:
-        """The ``uvicorn.Config`` / ``uvicorn.run`` keyword arguments of the TLS settings."""
-        if self.tls_cert_file is None or self.tls_key_file is None:
-            return {}
-        password = self.tls_key_password
-        return {
-            "ssl_certfile": str(self.tls_cert_file),
-            "ssl_keyfile": str(self.tls_key_file),
-            "ssl_keyfile_password": None if password is None else password.get_secret_value(),
-        }
+        Raises:
+            CredentialsError: only one of user and password is set, or either is malformed.
+        """
+        return rpc_access(self.wallet_rpc_user, self.wallet_rpc_password, self.wallet_tls_ca_file)
 
     def resolved_database_url(self) -> str:
         """The SQLAlchemy URL to use: ``database_url`` or the SQLite file under ``data_dir``."""

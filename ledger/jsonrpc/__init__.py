@@ -6,11 +6,14 @@ Client side (importing the package loads only these; no server library):
 - :mod:`ledger.jsonrpc.errors`: the error tree (server-rendered errors, client errors).
 - :mod:`ledger.jsonrpc.wire`: :class:`JsonRpcCodec`, request/response objects, reply rules.
 - :mod:`ledger.jsonrpc.client`: :class:`JsonRpcClient` / :class:`AsyncJsonRpcClient` (httpx).
+- :mod:`ledger.jsonrpc.credentials`: ``BasicCredentials`` and ``RpcAccess``, what reaches a
+  locked service (docs/jsonrpc.md §1.1).
 
 Server side, imported from their modules (they load Starlette and anyio):
 
 - :mod:`ledger.jsonrpc.registry`: ``MethodRegistry`` of typed handlers.
 - :mod:`ledger.jsonrpc.server`: ``create_jsonrpc_app`` (Starlette) implementing the wire rules.
+- :mod:`ledger.jsonrpc.auth`: the HTTP basic authentication gate of a locked service.
 """
 
 from ledger.jsonrpc.client import AsyncJsonRpcClient, JsonRpcClient

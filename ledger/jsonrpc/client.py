@@ -16,6 +16,13 @@ Errors (tree in ``ledger.jsonrpc.errors``):
 
 Timeouts: ``timeout_s`` bounds connecting, each read and each write; waiting for a free
 pooled connection is not bounded separately (each request holding one is).
+
+Locked services (docs/jsonrpc.md §1.1): ``access`` (``ledger.jsonrpc.credentials.RpcAccess``)
+gives the HTTP basic credentials sent with every request and the certificate authority
+trusted for ``https://``. Credentials written in the URL (``http://user:pass@host:8088/v2``)
+are used when ``access`` has none; they are taken out of the URL before any request, so
+neither httpx's request log nor an error message shows them. A refusal (HTTP 401) is a
+``JsonRpcProtocolError`` with ``status_code`` 401.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any, Self
 
 import httpx
 
+from ledger.jsonrpc.credentials import RpcAccess
 from ledger.jsonrpc.errors import JsonRpcTransportError
 from ledger.jsonrpc.wire import Call, JsonRpcCodec, Params
 
@@ -44,6 +52,36 @@ def _timeout(timeout_s: float) -> httpx.Timeout:
     return httpx.Timeout(timeout_s, pool=None)
 
 
+def _split_userinfo(url: str) -> tuple[str, httpx.BasicAuth | None]:
+    """``(url without user info, basic auth of that user info or None)``.
+
+    httpx logs every request's URL (logger ``httpx``, INFO): credentials written in the URL
+    are sent as an ``Authorization`` header instead, so that they never reach a log line.
+    """
+    parsed = httpx.URL(url)
+    if not parsed.userinfo:
+        return url, None
+    plain = str(parsed.copy_with(username=None, password=None))
+    return plain, httpx.BasicAuth(parsed.username, parsed.password)
+
+
+def _http_options(
+    timeout_s: float, access: RpcAccess | None, url_auth: httpx.BasicAuth | None
+) -> dict[str, Any]:
+    """The keyword arguments shared by ``httpx.Client`` and ``httpx.AsyncClient``."""
+    access = access or RpcAccess()
+    credentials = access.credentials
+    auth = url_auth
+    if credentials is not None:
+        auth = httpx.BasicAuth(credentials.user, credentials.password)
+    return {
+        "timeout": _timeout(timeout_s),
+        "headers": _HEADERS,
+        "auth": auth,
+        "verify": access.ssl_verify(),
+    }
+
+
 def _transport_error(codec: JsonRpcCodec, exc: httpx.HTTPError) -> JsonRpcTransportError:
     return JsonRpcTransportError(
         f"JSON-RPC request to {codec.url} failed: {type(exc).__name__}: {exc}", url=codec.url
@@ -58,16 +96,25 @@ class JsonRpcClient:
         timeout_s: connect/read/write timeout in seconds.
         transport: optional httpx transport (``httpx.MockTransport`` in tests,
             ``httpx.HTTPTransport(retries=1)`` to retry failed connects).
+        access: credentials and TLS trust for a locked service (module docstring).
+
+    Raises:
+        OSError / ssl.SSLError: ``access.tls_ca_file`` cannot be read.
     """
 
     def __init__(
-        self, url: str, *, timeout_s: float = 30.0, transport: httpx.BaseTransport | None = None
+        self,
+        url: str,
+        *,
+        timeout_s: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        access: RpcAccess | None = None,
     ) -> None:
         self._url = url
         self._codec = JsonRpcCodec(_safe_url(url))
-        self._http = httpx.Client(
-            timeout=_timeout(timeout_s), transport=transport, headers=_HEADERS
-        )
+        self._endpoint, url_auth = _split_userinfo(url)
+        options = _http_options(timeout_s, access, url_auth)
+        self._http = httpx.Client(transport=transport, **options)
 
     @property
     def url(self) -> str:
@@ -107,7 +154,7 @@ class JsonRpcClient:
 
     def _post(self, body: bytes) -> httpx.Response:
         try:
-            return self._http.post(self._url, content=body)
+            return self._http.post(self._endpoint, content=body)
         except httpx.HTTPError as exc:
             raise _transport_error(self._codec, exc) from exc
 
@@ -139,12 +186,13 @@ class AsyncJsonRpcClient:
         *,
         timeout_s: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        access: RpcAccess | None = None,
     ) -> None:
         self._url = url
         self._codec = JsonRpcCodec(_safe_url(url))
-        self._http = httpx.AsyncClient(
-            timeout=_timeout(timeout_s), transport=transport, headers=_HEADERS
-        )
+        self._endpoint, url_auth = _split_userinfo(url)
+        options = _http_options(timeout_s, access, url_auth)
+        self._http = httpx.AsyncClient(transport=transport, **options)
 
     @property
     def url(self) -> str:
@@ -171,7 +219,7 @@ class AsyncJsonRpcClient:
 
     async def _post(self, body: bytes) -> httpx.Response:
         try:
-            return await self._http.post(self._url, content=body)
+            return await self._http.post(self._endpoint, content=body)
         except httpx.HTTPError as exc:
             raise _transport_error(self._codec, exc) from exc
 

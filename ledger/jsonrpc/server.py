@@ -28,10 +28,13 @@ from typing import Any
 
 import orjson
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from ledger.jsonrpc.auth import BasicAuthGate, BasicAuthMiddleware
+from ledger.jsonrpc.credentials import BasicCredentials
 from ledger.jsonrpc.errors import InternalError, InvalidRequest, JsonRpcError, ParseError
 from ledger.jsonrpc.registry import MethodRegistry
 from ledger.jsonrpc.wire import encode_json, error_response, result_response
@@ -203,6 +206,8 @@ def create_jsonrpc_app(
     batch_scope: BatchScope | None = None,
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
     extra_routes: Sequence[BaseRoute] = (),
+    credentials: BasicCredentials | None = None,
+    realm: str = "JSON-RPC",
 ) -> Starlette:
     """Build the Starlette app serving ``registry`` at ``path`` (GET and POST).
 
@@ -215,6 +220,10 @@ def create_jsonrpc_app(
         batch_scope: context entered around each batch (see :data:`BatchScope`).
         lifespan: optional Starlette lifespan context (open/close stores, start block timers).
         extra_routes: further routes served by the same app (health checks, ...).
+        credentials: when given, ``path`` answers only requests carrying them (HTTP basic
+            authentication, ``ledger.jsonrpc.auth``: 401 otherwise); ``extra_routes`` stay
+            open.
+        realm: the ``WWW-Authenticate`` realm of that 401.
 
     The endpoint object is reachable as ``app.state.jsonrpc``.
     """
@@ -226,6 +235,10 @@ def create_jsonrpc_app(
         batch_scope=batch_scope,
     )
     routes = [Route(path, endpoint.handle_http, methods=["GET", "POST"]), *extra_routes]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    middleware = []
+    if credentials is not None:
+        gate = BasicAuthGate(credentials, realm=realm, paths=(path,))
+        middleware.append(Middleware(BasicAuthMiddleware, gate=gate))
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
     app.state.jsonrpc = endpoint
     return app

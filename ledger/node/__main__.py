@@ -15,7 +15,10 @@ def main() -> None:
     """Serve the node until SIGINT/SIGTERM, on uvloop when it is installed; one log line
     per event in ``NOTARY_NODE_LOG_FORMAT`` (text or json)."""
     settings = NodeSettings()
-    configure_logging(settings.log_format, settings.log_level)
+    secrets = [
+        s.get_secret_value() for s in (settings.rpc_password, settings.tls_key_password) if s
+    ]
+    configure_logging(settings.log_format, settings.log_level, secrets=secrets)
     sys.setswitchinterval(settings.gil_switch_interval_s)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(serve(settings))

@@ -14,17 +14,19 @@ import logging
 from collections.abc import AsyncIterator
 
 from ledger.core.clock import Clock, SystemClock
+from ledger.jsonrpc.auth import BasicAuthGate
 from ledger.jsonrpc.observed import CallObserver, ObservedRegistry
 from ledger.node.endpoint import NodeEndpoint
 from ledger.node.handlers import build_registry
-from ledger.node.http import NodeAsgiApp, NodeRoutes
+from ledger.node.http import RPC_PATH, NodeAsgiApp, NodeRoutes
 from ledger.node.observability import node_observability
 from ledger.node.service import NodeService
 from ledger.node.settings import NodeSettings
 from ledger.node.store import Store
 from ledger.observability import Observability, RpcCallMetrics
+from ledger.serving import uvicorn_options
 
-__all__ = ["create_app", "create_observed_routes", "create_routes", "serve"]
+__all__ = ["auth_gate", "create_app", "create_observed_routes", "create_routes", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,14 @@ def create_observed_routes(
     return routes, node_observability(routes.service, settings, base=base)
 
 
+def auth_gate(settings: NodeSettings) -> BasicAuthGate | None:
+    """The gate of ``/v2`` when ``rpc_user``/``rpc_password`` are set, else None (open)."""
+    credentials = settings.rpc_credentials()
+    if credentials is None:
+        return None
+    return BasicAuthGate(credentials, realm="notary node RPC", paths=(RPC_PATH,))
+
+
 @contextlib.asynccontextmanager
 async def running(service: NodeService, *, produce_blocks: bool = True) -> AsyncIterator[None]:
     """Produce blocks (unless told not to) while inside; close the node on the way out."""
@@ -80,7 +90,8 @@ async def running(service: NodeService, *, produce_blocks: bool = True) -> Async
 def create_app(
     settings: NodeSettings, *, clock: Clock | None = None, produce_blocks: bool = True
 ) -> NodeAsgiApp:
-    """The node's ASGI app: JSON-RPC 2.0 at ``/v2``, health checks and metrics.
+    """The node's ASGI app: JSON-RPC 2.0 at ``/v2`` (locked when ``settings`` give an RPC
+    user and password, ``auth_gate``), health checks and metrics (always open).
 
     Args:
         settings: node settings.
@@ -97,11 +108,13 @@ def create_app(
         routes,
         lambda: running(routes.service, produce_blocks=produce_blocks),
         observability=observability,
+        auth=auth_gate(settings),
     )
 
 
 async def serve(settings: NodeSettings, *, ready: asyncio.Event | None = None) -> None:
-    """Serve the node on ``settings.host:port`` until SIGINT or SIGTERM.
+    """Serve the node on ``settings.host:port`` (HTTPS with ``tls_cert_file`` and
+    ``tls_key_file``) until SIGINT or SIGTERM.
 
     The node is opened (and the journal replayed) before the port is bound, so a client
     that can connect gets answers. ``ready`` is set once listening. uvicorn's loggers keep
@@ -114,11 +127,15 @@ async def serve(settings: NodeSettings, *, ready: asyncio.Event | None = None) -
     gc.freeze()
     import uvicorn
 
-    app = NodeAsgiApp(routes, lambda: running(routes.service), observability=observability)
+    app = NodeAsgiApp(
+        routes,
+        lambda: running(routes.service),
+        observability=observability,
+        auth=auth_gate(settings),
+    )
     config = uvicorn.Config(
         app,
-        host=settings.host,
-        port=settings.port,
+        **uvicorn_options(settings),
         log_level=settings.log_level,
         log_config=None,
         lifespan="on",

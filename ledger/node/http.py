@@ -10,7 +10,9 @@ routing and middleware cost more CPU than the node's own work on a commit
 Wire rules kept from the shared endpoint (``ledger.jsonrpc.server``): ``POST`` or ``GET``
 with the request in the body, any content type; a body over ``max_body_bytes`` is refused
 with HTTP 413 and an Invalid Request error (``ErrorCode.INVALID_REQUEST``) after reading at most one chunk past
-the limit; other verbs get 405, other paths 404.
+the limit; other verbs get 405, other paths 404. With an RPC user and password configured,
+a ``/v2`` request without them gets the gate's 401 before its body is read
+(``ledger.jsonrpc.auth``); ``/health`` stays open.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+from ledger.jsonrpc.auth import BasicAuthGate
 from ledger.jsonrpc.errors import InvalidRequest
 from ledger.jsonrpc.server import JsonRpcEndpoint
 from ledger.jsonrpc.wire import encode_json, error_response
@@ -100,6 +103,8 @@ class NodeAsgiApp:
             its shutdown (the block producer); None when the caller drives the node itself.
         observability: health, metrics and request measurement (``ObservabilityMiddleware``
             in front of the routing); None: neither.
+        auth: the credentials gate of the JSON-RPC route; None leaves it open (the health
+            and metrics routes are answered before it, so they stay open).
 
     ``state`` carries ``node`` (the ``NodeService``), ``jsonrpc`` (the endpoint) and
     ``observability``, as the Starlette app's ``app.state`` did.
@@ -111,9 +116,11 @@ class NodeAsgiApp:
         lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None,
         *,
         observability: Observability | None = None,
+        auth: BasicAuthGate | None = None,
     ) -> None:
         self.routes = routes
         self._lifespan = lifespan
+        self._auth = auth
         self.state = SimpleNamespace(
             node=routes.service, jsonrpc=routes.endpoint, observability=observability
         )
@@ -134,6 +141,10 @@ class NodeAsgiApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         method, path = scope["method"], scope["path"]
         reply = self.routes.refuse(method, path)
+        auth = self._auth
+        if reply is None and auth is not None and auth.guards(path) and not auth.allows(scope):
+            await auth.refuse(scope, send)
+            return
         if reply is None:
             body = await _read_body(scope, receive, self.routes.max_body_bytes)
             if body is None:

@@ -107,7 +107,7 @@ class NodeService(NodeQueries):
         self.started_at_s = clock.now()
         self.accepted_entries = 0
         self.signatures = SignatureChecker()
-        self.commit_filter_path = settings.db_path.with_suffix(".txfilter")
+        self.commit_filter_path = settings.commit_filter_path
         self._commit_filter = CommitFilter(
             store,
             self.commit_filter_path,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from ledger.observability.logs import LogFormat
+from ledger.serving import RpcServing
 
 #: Network IDs of the directory block header (docs/formats.md §0.7).
 MAINNET_ID = 0xFA92E5A2
@@ -15,12 +16,15 @@ TESTNET_ID = 0xFA92E5A3
 LOCAL_NETWORK_ID = 0xFA92E5A4
 
 
-class NodeSettings(BaseSettings):
+class NodeSettings(RpcServing):
     """Settings of one node process.
 
     Units are in the names: ``block_time_s`` is the whole directory block period in seconds
     (ten minute markers per block), ``commit_window_s`` the accepted distance between a
-    commit's or transaction's timestamp and the node clock.
+    commit's or transaction's timestamp and the node clock. ``rpc_user`` /
+    ``rpc_password`` (``NOTARY_NODE_RPC_USER`` / ``NOTARY_NODE_RPC_PASSWORD``) lock the
+    JSON-RPC route with HTTP basic authentication; ``tls_cert_file`` / ``tls_key_file``
+    serve HTTPS (``ledger.serving``, docs/jsonrpc.md §1.1).
     """
 
     model_config = SettingsConfigDict(env_prefix="NOTARY_NODE_", extra="ignore")
@@ -63,3 +67,9 @@ class NodeSettings(BaseSettings):
     @property
     def db_path(self) -> Path:
         return self.data_dir / "node.sqlite"
+
+    @property
+    def commit_filter_path(self) -> Path:
+        """The commit replay filter's snapshot, derived from the journal (rebuilt when
+        missing or stale; ``ledger.node.commit_filter``)."""
+        return self.db_path.with_suffix(".txfilter")

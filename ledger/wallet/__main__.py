@@ -1,6 +1,7 @@
 """``python -m ledger.wallet``: run the wallet service with uvicorn (127.0.0.1:8089 default).
 
-Configuration comes from ``NOTARY_WALLET_*`` environment variables (``WalletSettings``).
+Configuration comes from ``NOTARY_WALLET_*`` environment variables (``WalletSettings``);
+HTTPS with ``NOTARY_WALLET_TLS_CERT_FILE`` and ``NOTARY_WALLET_TLS_KEY_FILE``.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import uvicorn
 
 from ledger.observability.logs import configure_logging
+from ledger.serving import uvicorn_options
 from ledger.wallet.app import create_app
 from ledger.wallet.settings import WalletSettings
 
@@ -18,11 +20,14 @@ def main() -> None:
     settings = WalletSettings()
     secrets = [s.get_secret_value() for s in (settings.passphrase, settings.restore_mnemonic) if s]
     secrets += [s.get_secret_value() for s in settings.import_secrets]
+    secrets += [
+        s.get_secret_value()
+        for s in (settings.rpc_password, settings.node_rpc_password, settings.tls_key_password)
+        if s
+    ]
     configure_logging(settings.log_format, settings.log_level, secrets=secrets)
     app = create_app(settings)
-    uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None
-    )
+    uvicorn.run(app, **uvicorn_options(settings), log_level=settings.log_level, log_config=None)
 
 
 if __name__ == "__main__":

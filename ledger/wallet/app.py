@@ -1,6 +1,7 @@
 """Composition root of the wallet service: ``create_app(settings)`` -> Starlette app.
 
-Serves JSON-RPC 2.0 at ``/v2`` (GET and POST), errors with HTTP 400 as factom-walletd does
+Serves JSON-RPC 2.0 at ``/v2`` (GET and POST; locked with HTTP basic authentication when
+``rpc_user``/``rpc_password`` are set, docs/jsonrpc.md §1.1), errors with HTTP 400 as factom-walletd does
 (its ``wsapi/errors.go`` ``httpBad``): clients such as the ``factom-api`` package treat only
 a status of 400 or more as an error reply.
 The wallet file is opened (and created on first start) when the app is built; the node
@@ -110,7 +111,9 @@ def create_app(
         raise
     node_client = None
     if node is None:
-        node_client = AsyncJsonRpcClient(settings.node_url, timeout_s=settings.node_timeout_s)
+        node_client = AsyncJsonRpcClient(
+            settings.node_url, timeout_s=settings.node_timeout_s, access=settings.node_access()
+        )
         node = NodeLink(node_client)
     heights = heights if heights is not None else node
     book = TransactionBook(store, keyring, clock=clock)
@@ -134,6 +137,8 @@ def create_app(
         error_http_status=400,
         max_body_bytes=settings.max_body_bytes,
         lifespan=lifespan,
+        credentials=settings.rpc_credentials(),
+        realm="notary wallet RPC",
     )
     app.state.keyring = keyring
     app.state.transactions = book

@@ -5,16 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from ledger.observability.logs import LogFormat
+from ledger.serving import NodeAccess, RpcServing
 from ledger.wallet.sealing import DEFAULT_MEMLIMIT_BYTES, DEFAULT_OPSLIMIT
 
 __all__ = ["WalletSettings"]
 
 
-class WalletSettings(BaseSettings):
+class WalletSettings(RpcServing, NodeAccess):
     """Settings of one wallet process.
+
+    Reaching it and reaching the node (``ledger.serving``, docs/jsonrpc.md §1.1):
+    ``rpc_user`` / ``rpc_password`` (``NOTARY_WALLET_RPC_USER`` / ``..._PASSWORD``) lock
+    its JSON-RPC route, ``tls_cert_file`` / ``tls_key_file`` serve HTTPS, and
+    ``node_rpc_user`` / ``node_rpc_password`` / ``node_tls_ca_file`` are what it sends to
+    a locked node.
 
     Encryption at rest: a wallet file is created encrypted when ``encrypted`` is true (the
     ``passphrase`` is then required to create it). An existing file keeps the mode it was

@@ -15,7 +15,18 @@ from flows.cli import app, main
 from flows.cli.exit_codes import ExitCode
 
 REPO = Path(__file__).resolve().parents[2]
-COMMANDS = ["up", "demo", "notarize", "collect", "verify", "watch", "table", "report"]
+COMMANDS = [
+    "up",
+    "demo",
+    "notarize",
+    "collect",
+    "verify",
+    "watch",
+    "table",
+    "report",
+    "backup",
+    "restore",
+]
 GROUPS = ["proof", "accounts"]
 
 

@@ -13,7 +13,9 @@ module             what it holds
 ``metrics``        ``Samples``: a ``/metrics`` scrape, parsed, by name and labels
 ``postgres``       ``PG_URL``, the reachability check, the ``postgres_url`` fixture and the
                    ``--require-postgres`` / ``NOTARY_TEST_REQUIRE_POSTGRES`` switch
-``stack``          fixtures: the bundled stack in a thread, pipeline settings, Prefect
+``stack``          fixtures: the bundled stack in a thread (``running_stack`` to configure
+                   it), pipeline settings, Prefect
+``tls``            ``issue_certificate``: a throw-away authority and server certificate
 =================  ========================================================================
 
 Tests import what they need from the module that holds it; ``tests/conftest.py`` loads the

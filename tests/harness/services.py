@@ -29,6 +29,7 @@ from types import TracebackType
 
 import httpx
 
+from ledger.jsonrpc.credentials import BasicCredentials
 from ledger.node.settings import NodeSettings
 from ledger.stack import Stack, StackSettings
 from tests.harness.ports import free_port
@@ -137,12 +138,15 @@ class LedgerProcesses:
         block_time_s: directory block period of the network, seconds.
         anchor: also run the anchoring service.
         start_timeout_s: longest wait for a service to answer after (re)starting.
+        rpc_auth: lock the JSON-RPC services (``StackSettings.rpc_auth``: True locks them,
+            None keeps what the data folder has); the probes send the credentials.
     """
 
     root: Path
     block_time_s: float = 0.5
     anchor: bool = False
     start_timeout_s: float = 60.0
+    rpc_auth: bool | None = None
     stack: Stack = field(init=False)
     api_key: str = field(init=False, default="")
     _services: dict[str, _Service] = field(init=False, default_factory=dict)
@@ -158,6 +162,7 @@ class LedgerProcesses:
             anchor_port=free_port(),
             block_time_s=self.block_time_s,
             sqlite_synchronous="FULL",  # what a crash test is about
+            rpc_auth=self.rpc_auth,
         )
         self.stack = Stack(settings)
 
@@ -219,11 +224,12 @@ class LedgerProcesses:
             "api": self.stack.api_settings(),
             "anchor": self.stack.anchor_settings(),
         }
+        credentials = self.stack.rpc_credentials()
         probes = {
-            "node": rpc_probe(self.node_url, "heights"),
-            "wallet": rpc_probe(self.wallet_url, "properties"),
+            "node": rpc_probe(self.node_url, "heights", credentials),
+            "wallet": rpc_probe(self.wallet_url, "properties", credentials),
             "api": api_probe(self.api_url, self.api_key),
-            "anchor": rpc_probe(self.anchor_url, "pow-info"),
+            "anchor": rpc_probe(self.anchor_url, "pow-info", credentials),
         }
         for name in self.names:
             process = ManagedProcess(
@@ -370,12 +376,14 @@ def safe_probe(probe: Probe, client: httpx.Client) -> bool:
         return False
 
 
-def rpc_probe(url: str, method: str) -> Probe:
-    """A probe that holds once the JSON-RPC server at ``url`` answers ``method``."""
+def rpc_probe(url: str, method: str, credentials: BasicCredentials | None = None) -> Probe:
+    """A probe that holds once the JSON-RPC server at ``url`` answers ``method`` (sending
+    ``credentials`` to a locked one)."""
     body = {"jsonrpc": "2.0", "id": 1, "method": method}
+    auth = None if credentials is None else (credentials.user, credentials.password)
 
     def probe(client: httpx.Client) -> bool:
-        response = client.post(url, json=body)
+        response = client.post(url, json=body, auth=auth)
         return response.status_code == 200 and "result" in response.json()
 
     return probe

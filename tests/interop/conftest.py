@@ -5,6 +5,9 @@ ports, with short blocks so that entries reach ``ledger`` (the hosted service's
 ``factom``) and ``anchor`` stages in seconds. The clients under test are the published
 packages, unchanged (dev dependencies of the project): the Harmony Connect SDK
 (``factom-harmony-connect``), ``factom-api``, ``factom-core`` and ``factom-keys``.
+
+``locked_stack`` is a second such stack whose node, wallet and anchoring service are
+locked with an RPC user and password (docs/jsonrpc.md §1.1).
 """
 
 from __future__ import annotations
@@ -15,11 +18,15 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from pydantic import SecretStr
 
-from ledger.stack import Stack, StackSettings, StackThread
-from tests.harness.ports import free_port
+from ledger.stack import Stack, StackSettings
+from tests.harness.stack import running_stack
 
 T = TypeVar("T")
+
+#: The RPC user and password of the locked stack (``locked_stack``).
+USER, PASSWORD = "factom", "rpc-password-for-factom-clients"
 
 
 @dataclass(frozen=True)
@@ -54,21 +61,14 @@ class RunningStack:
 @pytest.fixture(scope="package")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
     root: Path = tmp_path_factory.mktemp("interop")
-    settings = StackSettings(
-        data_dir=root / "data",
-        node_port=free_port(),
-        wallet_port=free_port(),
-        api_port=free_port(),
-        anchor_port=free_port(),
-        block_time_s=0.5,
-        pow_block_time_s=0.5,
-        sqlite_synchronous="NORMAL",
-    )
-    stack = Stack(settings)
-    key = stack.prepare()
-    thread = StackThread(stack)
-    thread.start()
-    try:
-        yield RunningStack(stack, key)
-    finally:
-        thread.stop()
+    with running_stack(root / "data", pow_block_time_s=0.5) as stack:
+        yield RunningStack(stack, stack.api_key_file.read_text().strip())
+
+
+@pytest.fixture(scope="package")
+def locked_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A second stack whose JSON-RPC services need ``USER`` and ``PASSWORD``."""
+    root = tmp_path_factory.mktemp("locked")
+    locked = {"rpc_user": USER, "rpc_password": SecretStr(PASSWORD)}
+    with running_stack(root / "data", pow_block_time_s=0.5, **locked) as stack:
+        yield stack

@@ -1,9 +1,12 @@
 """``notary up`` and ``notary demo``: the bundled services, on their own or around one run.
 
 ``up`` runs the node, wallet, publishing API and anchoring service (and, unless told not
-to, a Prefect server the other commands reuse) until Ctrl-C. ``demo`` starts the services
-in a background thread, notarizes one folder end to end, prints the summary, waits for the
-``anchor`` stage, exports the proof bundles and the verification page
+to, a Prefect server the other commands reuse) until Ctrl-C. ``--rpc-auth``,
+``--rpc-user`` and ``--rpc-password-file`` lock the JSON-RPC services with HTTP basic
+authentication (docs/jsonrpc.md §1.1); the credentials go to
+``<data_dir>/rpc-credentials`` (0600), where the other commands find them. ``demo`` starts
+the services in a background thread, notarizes one folder end to end, prints the summary,
+waits for the ``anchor`` stage, exports the proof bundles and the verification page
 (``flows.cli.demo_ending``), shows how to check one document, and stops.
 The stack writes the API key and the callback secret into the data folder itself
 (``ledger.stack.Stack.prepare``); the other commands read those files.
@@ -18,13 +21,14 @@ import asyncio
 import signal
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import SecretStr, ValidationError
 from rich.markup import escape
 
 from flows.cli.commands.notarize import run_folder_flow
-from flows.cli.common import BlockTime, DataDir, console, err
+from flows.cli.common import BlockTime, DataDir, console, err, fail
 from flows.cli.exit_codes import ExitCode
 from flows.cli.run_output import run_exit_code
 from flows.settings import PipelineSettings
@@ -42,16 +46,67 @@ def register(app: typer.Typer) -> None:
     app.command("demo")(demo)
 
 
-def _stack(data_dir: Path, block_time: float, host: str = "127.0.0.1") -> Stack:
+def _stack(data_dir: Path, block_time: float, host: str = "127.0.0.1", **rpc: Any) -> Stack:
     from ledger.stack import Stack, StackSettings
 
-    return Stack(StackSettings(data_dir=data_dir, block_time_s=block_time, host=host))
+    settings = StackSettings(data_dir=data_dir, block_time_s=block_time, host=host, **rpc)
+    return Stack(settings)
+
+
+def _rpc_options(
+    rpc_auth: bool | None, rpc_user: str | None, rpc_password_file: Path | None
+) -> dict[str, Any]:
+    """The ``StackSettings`` fields of the ``--rpc-*`` flags (only those given, so that the
+    ``NOTARY_STACK_RPC_*`` variables still apply); a user or a password file locks.
+
+    Raises:
+        typer.Exit: ``USAGE`` for contradicting flags or an unreadable password file.
+    """
+    options: dict[str, Any] = {}
+    wants_lock = rpc_user is not None or rpc_password_file is not None
+    if rpc_auth is False and wants_lock:
+        fail("--no-rpc-auth cannot go with --rpc-user or --rpc-password-file", ExitCode.USAGE)
+    if rpc_auth is not None or wants_lock:
+        options["rpc_auth"] = True if wants_lock else rpc_auth
+    if rpc_user is not None:
+        options["rpc_user"] = rpc_user
+    if rpc_password_file is not None:
+        try:
+            password = rpc_password_file.read_text().strip()
+        except OSError as exc:
+            fail(f"cannot read the RPC password file: {exc}", ExitCode.USAGE)
+        if not password:
+            fail(f"{rpc_password_file} is empty", ExitCode.USAGE)
+        options["rpc_password"] = SecretStr(password)
+    return options
 
 
 def up(
     data_dir: DataDir = Path(".notary"),
     block_time: BlockTime = 2.0,
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
+    rpc_auth: Annotated[
+        bool | None,
+        typer.Option(
+            "--rpc-auth/--no-rpc-auth",
+            help="Lock the node, wallet and anchoring JSON-RPC services with HTTP basic "
+            "authentication (a password is generated and kept owner-only in "
+            "DATA_DIR/rpc-credentials, where the other commands find it), or open them. "
+            "Default: as the data folder was (locked when rpc-credentials exists).",
+            show_default=False,
+        ),
+    ] = None,
+    rpc_user: Annotated[
+        str | None, typer.Option("--rpc-user", help="RPC user name (default notary); locks.")
+    ] = None,
+    rpc_password_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--rpc-password-file",
+            help="File holding the RPC password (not the password itself: command lines "
+            "are visible to other users); locks. Or NOTARY_STACK_RPC_PASSWORD.",
+        ),
+    ] = None,
     prefect: Annotated[
         bool,
         typer.Option(
@@ -61,13 +116,41 @@ def up(
         ),
     ] = True,
     prefect_port: Annotated[int, typer.Option(help="Port of that Prefect server.")] = 4200,
+    tls_cert_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-cert-file",
+            help="PEM certificate: node, wallet and anchoring serve HTTPS only (with "
+            "--tls-key-file).",
+        ),
+    ] = None,
+    tls_key_file: Annotated[
+        Path | None, typer.Option("--tls-key-file", help="PEM private key of that certificate.")
+    ] = None,
+    tls_ca_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--tls-ca-file",
+            help="Authority the services trust for that certificate when they call each "
+            "other (default: the system's); give it to the pipeline as "
+            "NOTARY_NODE_TLS_CA_FILE / NOTARY_ANCHOR_TLS_CA_FILE.",
+        ),
+    ] = None,
 ) -> None:
     """Run the bundled node (8088), wallet (8089), publishing API (8090) and anchoring
     service (8091), and a Prefect server (4200), until Ctrl-C."""
     from flows.cli.prefect_server import PrefectServer
+    from ledger.jsonrpc.credentials import CredentialsError
 
-    stack = _stack(data_dir, block_time, host)
-    stack.prepare()
+    tls = {"tls_cert_file": tls_cert_file, "tls_key_file": tls_key_file, "tls_ca_file": tls_ca_file}
+    options = _rpc_options(rpc_auth, rpc_user, rpc_password_file)
+    options |= {name: value for name, value in tls.items() if value is not None}
+    try:
+        stack = _stack(data_dir, block_time, host, **options)
+        stack.prepare()
+        credentials = stack.rpc_credentials()
+    except (CredentialsError, ValidationError) as exc:
+        fail(str(exc), ExitCode.USAGE)
     s = stack.settings
     console.print(
         f"node    {s.node_url}\nwallet  {s.wallet_url}\napi     {s.api_url}\nanchor  {s.anchor_url}"
@@ -75,6 +158,18 @@ def up(
     console.print(
         f"API key in {stack.api_key_file}; callback secret in {stack.callback_secret_file}"
     )
+    if s.tls_enabled:
+        console.print(
+            "node, wallet and anchoring serve HTTPS: give the pipeline these URLs and "
+            "NOTARY_NODE_TLS_CA_FILE / NOTARY_ANCHOR_TLS_CA_FILE"
+        )
+    if credentials is None:
+        console.print("JSON-RPC services open to every local process (--rpc-auth locks them)")
+    else:
+        console.print(
+            f"JSON-RPC services locked: user {escape(credentials.user)}, credentials in "
+            f"{stack.rpc_credentials_file}"
+        )
     console.print(f"block time {block_time} s. Ctrl-C stops the services.")
     server = None
     if prefect:
@@ -150,7 +245,12 @@ def demo(
     try:
         s = stack.settings
         settings = PipelineSettings(
-            data_dir=data_dir, api_url=s.api_url, node_url=s.node_url, anchor_url=s.anchor_url
+            data_dir=data_dir,
+            api_url=s.api_url,
+            node_url=s.node_url,
+            anchor_url=s.anchor_url,
+            node_tls_ca_file=s.tls_ca_file,
+            anchor_tls_ca_file=s.tls_ca_file,
         )
         summary = run_folder_flow(folder, None, settings, wait=True)
         code = run_exit_code(summary)

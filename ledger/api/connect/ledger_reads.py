@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from ledger.api.errors import TemporarilyUnavailable
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.jsonrpc.codes import ErrorCode
+from ledger.jsonrpc.credentials import RpcAccess
 from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcTransportError
 
 __all__ = ["JsonRpcLedgerReads", "LedgerReads"]
@@ -45,10 +46,13 @@ class JsonRpcLedgerReads:
     Args:
         node_url: ``{node_url}/v2``.
         timeout_s: per-call timeout, seconds.
+        access: credentials and trusted authority of a locked node (docs/jsonrpc.md §1.1).
     """
 
-    def __init__(self, node_url: str, *, timeout_s: float = 10.0) -> None:
-        self._node = JsonRpcClient(node_url, timeout_s=timeout_s)
+    def __init__(
+        self, node_url: str, *, timeout_s: float = 10.0, access: RpcAccess | None = None
+    ) -> None:
+        self._node = JsonRpcClient(node_url, timeout_s=timeout_s, access=access)
 
     def receipt(self, entry_hash: str) -> dict[str, Any] | None:
         reply = self._call("receipt", {"hash": entry_hash, "includerawentry": True})

@@ -23,6 +23,7 @@ from ledger.api.db import Database
 from ledger.api.settings import ApiSettings
 from tests.harness.ports import free_port
 from tests.harness.processes import ManagedProcess, child_env
+from tests.harness.tls import TlsFiles, issue_certificate
 from tests.harness.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -68,16 +69,18 @@ def _wait_listening(proc: ManagedProcess, url: str, verify: ssl.SSLContext | boo
 
 
 @pytest.fixture
-def authority() -> trustme.CA:
-    return trustme.CA()
+def tls_files(tmp_path: Path) -> TlsFiles:
+    return issue_certificate(tmp_path / "tls")
 
 
 @pytest.fixture
-def https_api(tmp_path: Path, authority: trustme.CA) -> Iterator[tuple[int, str]]:
-    cert = authority.issue_cert("127.0.0.1", "localhost")
-    cert_file, key_file = tmp_path / "server.pem", tmp_path / "server.key"
-    cert.private_key_pem.write_to_path(str(key_file))
-    cert.cert_chain_pems[0].write_to_path(str(cert_file))
+def authority(tls_files: TlsFiles) -> trustme.CA:
+    return tls_files.authority
+
+
+@pytest.fixture
+def https_api(tmp_path: Path, tls_files: TlsFiles) -> Iterator[tuple[int, str]]:
+    cert_file, key_file = tls_files.cert_file, tls_files.key_file
     (tmp_path / "api").mkdir()
     key = _account_key(tmp_path / "api")
     port = free_port()
@@ -87,7 +90,7 @@ def https_api(tmp_path: Path, authority: trustme.CA) -> Iterator[tuple[int, str]
         {"NOTARY_API_TLS_CERT_FILE": str(cert_file), "NOTARY_API_TLS_KEY_FILE": str(key_file)},
     )
     try:
-        _wait_listening(proc, f"https://127.0.0.1:{port}/v1", _trusting(authority))
+        _wait_listening(proc, f"https://127.0.0.1:{port}/v1", _trusting(tls_files.authority))
         yield port, key
     finally:
         proc.stop()

@@ -1,8 +1,10 @@
-"""factom.js (npm ``factom``), unchanged, against the node and the wallet, where it can run.
+"""factom.js (npm ``factom``), unchanged, against the node and the wallet.
 
-CI installs the project with pip only, so this check needs what only a developer machine
-may have: Node.js and ``npm ci`` run in ``tests/interop/js`` (which installs the version
-pinned in ``package-lock.json``). Without them it is skipped, saying which is missing.
+It needs Node.js (the project's machines and CI have it; a developer without it sees the
+tests skipped, saying so). The package is installed on first use: the ``factom_js``
+fixture runs ``npm ci`` in ``tests/interop/js`` (the version pinned in
+``package-lock.json``, from the npm registry) when ``node_modules`` lacks it, and fails the
+tests, rather than skipping them, when that install fails.
 ``js/check.js`` makes the calls (chains and entries signed by factom.js itself and by the
 wallet's key, blocks of every kind, coin and entry credit transactions, errors) and prints
 what each answered; the assertions are here. ``js/check_auth.js`` does the same against
@@ -29,12 +31,26 @@ JS = Path(__file__).with_name("js")
 NODE = shutil.which("node")
 
 
-def _skip_reason() -> str | None:
+@pytest.fixture(scope="module")
+def factom_js() -> Path:
+    """The folder of the installed factom.js (``npm ci`` on first use; module docstring)."""
     if NODE is None:
-        return "factom.js needs Node.js (not installed here; CI has Python only)"
+        pytest.skip("factom.js needs Node.js, which is not installed here")
     if not (JS / "node_modules" / "factom" / "package.json").exists():
-        return "factom.js is not installed: run `npm ci` in tests/interop/js"
-    return None
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.fail("Node.js is installed without npm: cannot install factom.js")
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=JS,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.fail(f"`npm ci` in {JS} failed: {done.stderr[-2000:]}")
+    return JS
 
 
 def _run(script: str, config: dict[str, Any], *, timeout_s: float) -> dict[str, Any]:
@@ -53,7 +69,7 @@ def _run(script: str, config: dict[str, Any], *, timeout_s: float) -> dict[str, 
     return out
 
 
-@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+@pytest.mark.usefixtures("factom_js")
 def test_factom_js_against_node_and_wallet(running: RunningStack) -> None:
     s = running.settings
     config = {
@@ -85,7 +101,7 @@ def test_factom_js_against_node_and_wallet(running: RunningStack) -> None:
     assert out["unknownMethod"] == {"name": "ApiError", "code": -32601}
 
 
-@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+@pytest.mark.usefixtures("factom_js")
 def test_factom_js_with_rpc_credentials(locked_stack: Stack) -> None:
     s = locked_stack.settings
     config = {

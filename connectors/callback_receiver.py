@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from ledger.core.callback_signature import (
     check_callback,
 )
 from ledger.core.clock import Clock, SystemClock
+from ledger.core.hexbytes import is_hash_hex
 
 __all__ = [
     "CALLBACK_EVENT",
@@ -77,7 +77,6 @@ _STAGE_PARAMETER = {"multi_az": None, "ledger": "dblock_keymr", "anchor": "ancho
 #: The API's extension: a write given up, with its ``reason`` (kept up to this length).
 _FAILED = "failed"
 _MAX_REASON_CHARS = 500
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 _MAX_BODY_BYTES = 1024
 
 _log = logging.getLogger(__name__)
@@ -123,7 +122,7 @@ def parse_callback(query: Mapping[str, str]) -> CallbackEvent:
     if stage not in _STAGE_PARAMETER and stage != _FAILED:
         raise ValueError(f"unknown stage {stage[:40]!r}")
     entry_hash = query.get("entry_hash", "").lower()
-    if not _HEX64.fullmatch(entry_hash):
+    if not is_hash_hex(entry_hash):
         raise ValueError("entry_hash is missing or not 64 hex characters")
     if stage == _FAILED:
         return CallbackEvent(
@@ -133,7 +132,7 @@ def parse_callback(query: Mapping[str, str]) -> CallbackEvent:
     name = _STAGE_PARAMETER[stage]
     if name is not None:
         value = query.get(name, "").lower()
-        if not _HEX64.fullmatch(value):
+        if not is_hash_hex(value):
             raise ValueError(f"{name} is missing or not 64 hex characters")
         details[name] = value
     return CallbackEvent(entry_hash, stage, details)

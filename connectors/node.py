@@ -20,7 +20,6 @@ error objects and raised as ``RpcError``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import httpx
 
 from connectors.errors import InvalidResponse, RpcError, from_jsonrpc_error
+from ledger.core.hexbytes import is_hash_hex
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.jsonrpc.codes import ErrorCode
 from ledger.jsonrpc.credentials import RpcAccess
@@ -45,7 +45,6 @@ __all__ = [
 NOT_FOUND_CODES = frozenset({ErrorCode.OBJECT_NOT_FOUND, ErrorCode.RECEIPT_CREATION_ERROR})
 # A batch refused as a whole with one of these means the server does not take batches.
 _BATCH_REFUSED_CODES = frozenset({ErrorCode.INVALID_REQUEST, ErrorCode.PARSE_ERROR})
-_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 class NodeClient:
@@ -147,7 +146,7 @@ class NodeClient:
             RpcError: any other JSON-RPC error.
         """
         for h in entry_hashes:
-            if not _HEX64.fullmatch(h):
+            if not is_hash_hex(h):
                 raise ValueError(f"not a 64-hex entry hash: {h!r}")
         params: dict[str, Any] = {"includerawentry": True} if include_raw_entry else {}
         calls = [("receipt", {"hash": h, **params}) for h in entry_hashes]

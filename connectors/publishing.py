@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +33,7 @@ from connectors.errors import (
     from_transport_error,
 )
 from connectors.http_keepalive import KeepAlivePool, RawResponse, proxy_configured
+from ledger.core.hexbytes import is_hash_hex
 
 __all__ = [
     "CallbackStage",
@@ -47,8 +47,6 @@ __all__ = [
 ]
 
 CallbackStage = Literal["multi_az", "ledger", "anchor"]
-
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def to_base64(data: bytes) -> str:
@@ -418,7 +416,7 @@ def _as_httpx(answer: RawResponse, method: str, url: str) -> httpx.Response:
 
 def _entry_hash_of(answer: dict[str, Any], path: str) -> str:
     entry_hash = answer.get("entry_hash")
-    if not isinstance(entry_hash, str) or not _HEX64.fullmatch(entry_hash.lower()):
+    if not isinstance(entry_hash, str) or not is_hash_hex(entry_hash):
         raise InvalidResponse(f"no valid entry_hash in {answer!r}", url=path)
     return entry_hash.lower()
 

@@ -31,6 +31,7 @@ __all__ = [
     "from_hex_list",
     "hash32_from_hex",
     "hex_or_none",
+    "is_hash_hex",
     "to_hex",
 ]
 
@@ -129,6 +130,12 @@ def from_hex_list(
     return tuple(
         from_hex(item, f"{what}[{i}]", size=size, allow_0x=allow_0x) for i, item in enumerate(value)
     )
+
+
+def is_hash_hex(text: object) -> bool:
+    """True when ``text`` is a 32-byte hash in strict hex: 64 hex digits of either case,
+    nothing else (the rule of ``hash32_from_hex``), for edges that only need to check."""
+    return hex_or_none(text, size=32) is not None
 
 
 def hex_or_none(text: object, *, size: int | None = None, lowercase: bool = False) -> bytes | None:

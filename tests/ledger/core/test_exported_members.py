@@ -29,6 +29,7 @@ EXPECTED = {
         "from_hex_list",
         "hash32_from_hex",
         "hex_or_none",
+        "is_hash_hex",
         "to_hex",
     },
     "ledger.core.pow.encoding": {

@@ -12,6 +12,7 @@ from ledger.core.hexbytes import (
     from_hex_list,
     hash32_from_hex,
     hex_or_none,
+    is_hash_hex,
     to_hex,
 )
 
@@ -127,3 +128,22 @@ def test_the_hash_path_refuses_like_the_general_one(text: object) -> None:
 def test_the_hash_path_accepts_like_the_general_one(data: bytes) -> None:
     for text in (data.hex(), data.hex().upper()):
         assert hash32_from_hex(text, "h") == from_hex(text, "h", size=32) == data
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ab" * 32, True),
+        ("AB" * 32, True),
+        ("ab" * 31, False),
+        ("ab" * 32 + "\n", False),
+        (" " + "ab" * 31 + "a", False),
+        ("0x" + "ab" * 31, False),
+        ("zz" * 32, False),
+        ("٠" * 64, False),
+        (b"ab" * 32, False),
+        (None, False),
+    ],
+)
+def test_is_hash_hex_is_the_strict_64_digit_rule(text: object, expected: bool) -> None:
+    assert is_hash_hex(text) is expected

@@ -31,8 +31,12 @@ def decode_varint(data: bytes, offset: int = 0) -> tuple[int, int]:
         ``(value, next_offset)``.
 
     Raises:
-        DecodeError: the buffer ends inside the varint, or it is longer than 10 bytes / 2**64-1.
+        DecodeError: the buffer ends inside the varint, it starts with an empty 7-bit group
+            (``0x80``: not the shortest form, so one value would have two encodings), or it
+            is longer than 10 bytes / 2**64-1.
     """
+    if offset < len(data) and data[offset] == 0x80:
+        raise DecodeError("varint not in its shortest form (leading 0x80)")
     value = 0
     for i in range(MAX_VARINT_BYTES):
         pos = offset + i

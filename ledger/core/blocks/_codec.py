@@ -1,7 +1,7 @@
 """Private byte-level helpers shared by the block and transaction codecs.
 
-``Reader`` walks a buffer and raises ``DecodeError`` for every short read, so a codec
-built on it never leaks ``IndexError``/``struct.error`` on malformed input. The ``u*``
+``Reader`` is the core's ``ByteReader`` (big-endian, ``DecodeError`` on every short read)
+with Factom's varInt_F. The ``u*``
 encoders and ``check_*`` validators raise ``DecodeError`` (wrong byte lengths) or
 ``LimitError`` (integers out of range). Hex is decoded by ``ledger.core.hexbytes``.
 """
@@ -11,67 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ledger.core.byte_reader import HASH_BYTES, ByteReader
 from ledger.core.errors import DecodeError, LimitError
 from ledger.core.varint import decode_varint, encode_varint
 
-HASH_BYTES = 32
 
+class Reader(ByteReader):
+    """Sequential big-endian reader with Factom's varInt_F (``ledger.core.byte_reader``)."""
 
-class Reader:
-    """Sequential big-endian reader over ``data``; every method raises DecodeError when short."""
-
-    __slots__ = ("_data", "_pos", "_what")
-
-    def __init__(self, data: bytes, what: str, offset: int = 0) -> None:
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise DecodeError(f"{what} must be bytes, got {type(data).__name__}")
-        self._data = bytes(data)
-        self._pos = offset
-        self._what = what
-
-    @property
-    def position(self) -> int:
-        """Offset of the next unread byte."""
-        return self._pos
-
-    @property
-    def remaining(self) -> int:
-        """Number of unread bytes."""
-        return len(self._data) - self._pos
-
-    def take(self, size: int) -> bytes:
-        """The next ``size`` bytes."""
-        if size < 0 or size > self.remaining:
-            raise DecodeError(
-                f"{self._what}: needs {size} bytes at offset {self._pos}, {self.remaining} left"
-            )
-        chunk = self._data[self._pos : self._pos + size]
-        self._pos += size
-        return chunk
-
-    def peek(self) -> int:
-        """The next byte, without consuming it."""
-        if self.remaining < 1:
-            raise DecodeError(f"{self._what}: unexpected end at offset {self._pos}")
-        return self._data[self._pos]
-
-    def uint(self, size: int) -> int:
-        """Unsigned big-endian integer of ``size`` bytes."""
-        return int.from_bytes(self.take(size), "big")
-
-    def hash32(self) -> bytes:
-        """A 32-byte hash."""
-        return self.take(HASH_BYTES)
+    __slots__ = ()
 
     def varint(self) -> int:
         """One varInt_F (docs/formats.md §0.4)."""
         value, self._pos = decode_varint(self._data, self._pos)
         return value
-
-    def expect_end(self) -> None:
-        """DecodeError unless every byte was consumed."""
-        if self.remaining:
-            raise DecodeError(f"{self._what}: {self.remaining} trailing bytes")
 
 
 def uint_bytes(value: int, size: int, what: str) -> bytes:

@@ -1,6 +1,6 @@
 """Byte helpers of the proof-of-work chain: little-endian reader, CompactSize, display hex.
 
-- ``LEReader`` walks a buffer and raises ``DecodeError`` on every short read.
+- ``LEReader`` is the core's ``ByteReader`` reading little-endian, with CompactSize.
 - CompactSize is Bitcoin's variable-length integer (``< 0xfd``: 1 byte; ``0xfd`` + u16;
   ``0xfe`` + u32; ``0xff`` + u64, little-endian). Decoding is strict: a value must use its
   shortest form, so every byte string has one meaning.
@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from ledger.core.byte_reader import ByteReader
 from ledger.core.errors import DecodeError, LimitError
 from ledger.core.hexbytes import Hash32, from_hex, to_hex
 
@@ -23,46 +24,17 @@ __all__ = [
 ]
 
 
-class LEReader:
-    """Sequential little-endian reader over ``data`` (DecodeError when short)."""
+class LEReader(ByteReader):
+    """Sequential little-endian reader with CompactSize (``ledger.core.byte_reader``)."""
 
-    __slots__ = ("_data", "_pos", "_what")
+    __slots__ = ()
 
-    def __init__(self, data: bytes, what: str) -> None:
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise DecodeError(f"{what} must be bytes, got {type(data).__name__}")
-        self._data = bytes(data)
-        self._pos = 0
-        self._what = what
-
-    @property
-    def remaining(self) -> int:
-        """Number of unread bytes."""
-        return len(self._data) - self._pos
-
-    def take(self, size: int) -> bytes:
-        """The next ``size`` bytes."""
-        if size < 0 or size > self.remaining:
-            raise DecodeError(
-                f"{self._what}: needs {size} bytes at offset {self._pos}, {self.remaining} left"
-            )
-        chunk = self._data[self._pos : self._pos + size]
-        self._pos += size
-        return chunk
-
-    def uint(self, size: int) -> int:
-        """Unsigned little-endian integer of ``size`` bytes."""
-        return int.from_bytes(self.take(size), "little")
+    BYTE_ORDER = "little"
 
     def compact_size(self) -> int:
         """One CompactSize integer (shortest form required)."""
         value, self._pos = decode_compact_size(self._data, self._pos, what=self._what)
         return value
-
-    def expect_end(self) -> None:
-        """DecodeError unless every byte was consumed."""
-        if self.remaining:
-            raise DecodeError(f"{self._what}: {self.remaining} trailing bytes")
 
 
 def encode_compact_size(value: int) -> bytes:

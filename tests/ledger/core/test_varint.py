@@ -48,3 +48,11 @@ def test_decode_rejects_truncated_or_oversized(hex_bytes: str) -> None:
 def test_round_trip_at_offset(value: int, prefix: bytes) -> None:
     encoded = encode_varint(value)
     assert decode_varint(prefix + encoded, len(prefix)) == (value, len(prefix) + len(encoded))
+
+
+@pytest.mark.parametrize("encoded", [b"\x80\x00", b"\x80\x01", b"\x80\x80\x7f", b"\x80\x81\x00"])
+def test_a_leading_empty_group_is_refused(encoded: bytes) -> None:
+    """Only the shortest form decodes, so every value has one encoding (found by the
+    decoder fuzzing: an admin block with ``0x80 0x00`` as its expansion size)."""
+    with pytest.raises(DecodeError, match="shortest form"):
+        decode_varint(encoded)

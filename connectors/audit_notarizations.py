@@ -8,6 +8,7 @@ change, at most one notarization per chain and document hash) is drawn in
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
@@ -83,6 +84,27 @@ class NotarizationsPart(AuditStoreBase):
                     notarizations_table.c.sha256.in_(chunk),
                 )
                 found.update(conn.scalars(query))
+        return found
+
+    def notarized_at(
+        self, chain_id: str, sha256s: Iterable[str]
+    ) -> dict[str, tuple[int, datetime]]:
+        """The notarizations of these hashes in ``chain_id`` (at any stage).
+
+        Returns:
+            hash (lowercase hex) -> (notarization id, ``created_at``, aware UTC); hashes
+            not notarized in the chain are absent.
+        """
+        wanted = sorted({hex64(h) for h in sha256s})
+        n = notarizations_table.c
+        found: dict[str, tuple[int, datetime]] = {}
+        with self._engine.connect() as conn:
+            for chunk in chunks(wanted, IN_CHUNK):
+                query = select(n.sha256, n.id, n.created_at).where(
+                    n.chain_id == hex64(chain_id), n.sha256.in_(chunk)
+                )
+                for row in conn.execute(query):
+                    found[row.sha256] = (int(row.id), aware_utc(row.created_at))
         return found
 
     def add_notarizations(self, rows: Sequence[NewNotarization]) -> list[int]:

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
 from connectors.audit_base import AuditStoreBase
-from connectors.audit_models import ALL_STAGES, RunStatus
-from connectors.audit_sql import aware_utc, notarizations_table, receipts_table, runs_table
+from connectors.audit_models import ALL_STAGES, RunStatus, Stage
+from connectors.audit_sql import (
+    IN_CHUNK,
+    aware_utc,
+    chunks,
+    notarizations_table,
+    receipts_table,
+    runs_table,
+)
 
 __all__ = ["RunsPart"]
 
@@ -77,3 +84,19 @@ class RunsPart(AuditStoreBase):
             query = query.where(n.collection == collection)
         with self._engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
+
+    def progress(self, notarization_ids: Iterable[int]) -> dict[int, tuple[Stage, bool]]:
+        """Where these notarizations are: id -> (stage, whether a verified receipt is
+        stored); unknown ids are absent. A run's own counts, where ``summary`` and
+        ``receipt_count`` count a whole collection."""
+        n, r = notarizations_table.c, receipts_table.c
+        has_receipt = select(r.id).where(r.notarization_id == n.id).exists()
+        out: dict[int, tuple[Stage, bool]] = {}
+        with self._engine.connect() as conn:
+            for chunk in chunks(sorted(set(notarization_ids)), IN_CHUNK):
+                query = select(n.id, n.stage, has_receipt.label("has_receipt")).where(
+                    n.id.in_(chunk)
+                )
+                for row in conn.execute(query):
+                    out[int(row.id)] = (row.stage, bool(row.has_receipt))
+        return out

@@ -109,7 +109,9 @@ class PipelineMetrics:
         """Count one batch of ``notary watch`` (``watch_folder``'s batch result)."""
         self.seen.inc(result["documents_seen"])
         self.known.inc(result["skipped_known"])
-        self.documents.labels("published").inc(result["published"])
+        # Entries this process published: the batch's own and those it finished for others.
+        published = result["published"] + result.get("published_for_other_runs", 0)
+        self.documents.labels("published").inc(published)
         self.documents.labels("failed").inc(result["publish_failed"] + result["hash_errors"])
         self.runs.inc()
         self.last_run.set_to_current_time()

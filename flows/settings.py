@@ -52,6 +52,8 @@ class PipelineSettings(BaseSettings):
         publish_concurrency: simultaneous POSTs to the publishing API.
         ledger_wait_s: how long ``notarize`` waits for the ``ledger`` stage before leaving
             the rest to a later ``collect`` sweep.
+        failed_write_check_s: while ``notarize`` waits for ``ledger``, how often it asks the
+            publishing API for writes it gave up (those are failed, not waited for), seconds.
         callback_enabled: publish entries with a callback URL, so that the publishing API
             calls ``notary collect --listen`` when an entry reaches ``ledger`` or ``anchor``.
         callback_host, callback_port: where ``notary collect --listen`` receives callbacks
@@ -104,6 +106,7 @@ class PipelineSettings(BaseSettings):
     dask_address: str | None = None
     publish_concurrency: int = Field(default=16, ge=1, le=256)
     ledger_wait_s: float = Field(default=600.0, ge=0)
+    failed_write_check_s: float = Field(default=10.0, gt=0)
     http_timeout_s: float = 30.0
     callback_enabled: bool = False
     callback_host: str = "127.0.0.1"

@@ -164,11 +164,17 @@ def _file_stages(store: AuditStore, collection: str, docs: Sequence[DocumentIn])
 
 @dataclass
 class WatchTotals:
-    """What a ``watch_folder`` session did (counts over all its batch runs)."""
+    """What a ``watch_folder`` session did (counts over all its batch runs).
+
+    ``published`` counts files a batch queued and published; ``published_for_other_runs``
+    the pending notarizations a batch finished for earlier batches (a file handed off
+    again after the API was down) or other runs (``RunSummary``).
+    """
 
     batches: int = 0
     files: int = 0
     published: int = 0
+    published_for_other_runs: int = 0
     skipped_known: int = 0
     publish_failed: int = 0
     hash_errors: int = 0
@@ -181,7 +187,8 @@ class WatchTotals:
         """Add the counts of one ``notarize_files`` result."""
         self.batches += 1
         self.files += result["documents_seen"]
-        for key in ("published", "skipped_known", "publish_failed", "hash_errors"):
+        counted = ("published", "published_for_other_runs", "skipped_known")
+        for key in (*counted, "publish_failed", "hash_errors"):
             setattr(self, key, getattr(self, key) + result[key])
         for message in result["errors"]:
             self.note(message)

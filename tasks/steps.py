@@ -26,7 +26,20 @@ from tasks.publish import PublishOutcome, publish_rows
 
 
 class StagePending(RuntimeError):
-    """Some entries have not reached the stage yet; raised so that Prefect retries."""
+    """Some entries have not reached the stage yet; raised so that Prefect retries.
+
+    Args:
+        message: how many wait.
+        rejected: receipts rejected by the sweeps before giving up (kept in ``args``, so
+            the exception survives pickling by Prefect).
+    """
+
+    def __init__(self, message: str, rejected: int = 0) -> None:
+        super().__init__(message, rejected)
+        self.rejected = rejected
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 @task(name="hash-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
@@ -101,7 +114,9 @@ def wait_for_ledger(
     """
     outcome = follow_ledger(store, node, collection=collection, until=follow_until)
     if outcome.waiting:
-        raise StagePending(f"{outcome.waiting} entries are not in a directory block yet")
+        raise StagePending(
+            f"{outcome.waiting} entries are not in a directory block yet", outcome.rejected
+        )
     return outcome
 
 

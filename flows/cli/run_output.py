@@ -13,10 +13,13 @@ __all__ = ["print_run_summary", "run_exit_code"]
 
 
 def run_exit_code(summary: dict[str, Any]) -> ExitCode:
-    """``INCOMPLETE`` when documents failed to publish, still wait, or had a receipt
-    rejected; else ``OK``."""
+    """``INCOMPLETE`` when documents of the run failed or still wait, or the run saw an
+    entry fail to publish or a receipt rejected; else ``OK``."""
     incomplete = (
-        summary["publish_failed"] or summary["still_waiting"] or summary["receipts_rejected"]
+        summary["documents_waiting"]
+        or summary["documents_failed"]
+        or summary["publish_failed"]
+        or summary["receipts_rejected"]
     )
     return ExitCode.INCOMPLETE if incomplete else ExitCode.OK
 
@@ -27,26 +30,55 @@ def print_run_summary(
     *,
     seen_label: str = "documents seen",
     bytes_label: str = "bytes hashed",
+    unit: str = "documents",
 ) -> None:
-    """Print ``RunSummary.as_dict()`` (plus ``wall_seconds``) as a two-column table."""
-    table = Table(title=f"Notarization of {s['source']}", show_header=False)
+    """Print ``RunSummary.as_dict()`` (plus ``wall_seconds``) as a two-column table.
+
+    Every line counts this run's ``unit`` (files, rows), except the ``collection total``
+    lines; a line for something that did not happen (0) is left out when it is one of the
+    rarer ones (refused, repeated, queued or finished for other runs).
+    """
+    table = Table(
+        title=f"Notarization of {s['source']}",
+        caption=f"Counts are of this run's {unit}, except collection totals.",
+        show_header=False,
+    )
     table.add_column("what", style="bold")
     table.add_column("value", justify="right")
-    rows = [
-        (seen_label, s["documents_seen"]),
-        (bytes_label, f"{s['bytes_hashed']:,}"),
-        ("skipped (hash already in the collection)", s["skipped_known"]),
-        ("published now", s["published"]),
-        ("in a directory block", s["reached_ledger"]),
-        ("receipts verified", s["receipts_verified"]),
-        ("still waiting", s["still_waiting"]),
-        ("failed", s["publish_failed"] + s["hash_errors"] + s["receipts_rejected"]),
+    rows: list[tuple[str, Any, bool]] = [  # (label, value, shown when 0)
+        (seen_label, s["documents_seen"], True),
+        ("refused (links, special files, unreadable)", s.get("refused", 0), False),
+        (bytes_label, f"{s['bytes_hashed']:,}", True),
+        ("skipped (already in the collection before this run)", s["skipped_known"], True),
+        ("same content as another of this run", s["repeated_in_run"], False),
+        ("queued by another run at the same time", s["queued_by_other_runs"], False),
+        ("queued now", s["queued"], True),
+        ("published now", s["published"], True),
+        ("in a directory block", s["documents_in_ledger"], True),
+        ("receipts verified", s["documents_with_receipt"], True),
+        ("still waiting", s["documents_waiting"], True),
+        ("failed", s["hash_errors"] + s["documents_failed"], True),
+        ("finished for other runs (published)", s["published_for_other_runs"], False),
     ]
-    if s.get("refused"):
-        rows.insert(1, ("refused (links, special files, unreadable)", s["refused"]))
-    for label, value in rows:
-        table.add_row(label, str(value))
+    totals = s.get("collection_totals") or {}
+    rows += [
+        (f"collection total: {_TOTAL_LABELS[key]}", totals[key], True)
+        for key in _TOTAL_LABELS
+        if key in totals
+    ]
+    for label, value, always in rows:
+        if always or value:
+            table.add_row(label, str(value))
     for stage, seconds in s["stage_seconds"].items():
         table.add_row(f"time: {stage}", f"{seconds:.2f} s")
     table.add_row("time: total", f"{s.get('wall_seconds', 0):.2f} s")
     console.print(table)
+
+
+#: ``RunSummary.collection_totals`` keys and how they are printed (notarizations).
+_TOTAL_LABELS = {
+    "in_ledger": "in a directory block",
+    "with_receipt": "receipts verified",
+    "waiting": "still waiting",
+    "failed": "failed",
+}

@@ -87,12 +87,12 @@ def run_folder_flow(
 
 
 def _print_summary(s: dict[str, Any]) -> None:
-    print_run_summary(s, console, seen_label="files seen")
+    print_run_summary(s, console, seen_label="files seen", unit="files")
     if s["queued"] == 0 and s["documents_seen"]:
-        if s["published"]:
+        if s["published_for_other_runs"]:
             console.print(
-                f"No new files; finished publishing {s['published']} that an earlier, "
-                "interrupted run had left pending."
+                f"No new files; finished publishing {s['published_for_other_runs']} that an "
+                "earlier, interrupted run (or one running now) had left pending."
             )
         else:
             console.print(

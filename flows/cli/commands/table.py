@@ -155,6 +155,7 @@ def _print_summary(s: dict[str, Any]) -> None:
         console,
         seen_label="rows read (new or changed)",
         bytes_label="canonical JSON bytes hashed",
+        unit="rows",
     )
     if s["documents_seen"] == 0:
         console.print("No new or changed rows since the last run.")

@@ -136,6 +136,7 @@ def _print_batch(root: Path, result: dict[str, Any]) -> None:
     line = (
         f"{moment}  {root}: {result['documents_seen']} files, {result['published']} published, "
         f"{result['skipped_known']} already notarized"
+        + _for_others(result["published_for_other_runs"])
     )
     failed = result["publish_failed"] + result["hash_errors"]
     console.print(line + (f", [yellow]{failed} failed[/yellow]" if failed else ""))
@@ -148,6 +149,12 @@ def _print_totals(totals: dict[str, Any]) -> None:
         f"stopped: {totals['batches']} batches, {totals['files']} files, "
         f"{totals['published']} published, {totals['skipped_known']} already notarized, "
         f"{totals['moved']} moved, {totals['publish_failed'] + totals['hash_errors']} failed"
+        + _for_others(totals["published_for_other_runs"])
     )
-    if totals["published"]:
+    if totals["published"] or totals["published_for_other_runs"]:
         console.print("Run `notary collect` later to fetch and verify their receipts.")
+
+
+def _for_others(published: int) -> str:
+    """The part of a line about notarizations finished for earlier batches or other runs."""
+    return f", {published} left pending earlier now published" if published else ""

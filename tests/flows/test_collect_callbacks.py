@@ -137,7 +137,7 @@ def test_callbacks_wake_the_collector_and_forged_ones_are_refused(
     with BlockTimes(settings.node_url) as blocks, collector(settings, "cb") as totals:
         time.sleep(1.0)  # the collector's first sweep finds nothing and starts its long pause
         summary = notarize_folder(str(folder), "cb", settings, False)
-        assert summary["published"] == 6 and summary["reached_ledger"] == 0
+        assert summary["published"] == 6 and summary["documents_in_ledger"] == 0
         wait_for_ledger(store, "cb", 6, timeout_s=60)
 
         proofs = store.proofs(collection="cb")

@@ -41,8 +41,9 @@ def test_folder_is_notarized_with_verified_receipts_and_rerun_publishes_nothing(
 
     assert summary["documents_seen"] == 20
     assert summary["published"] == 20
-    assert summary["receipts_verified"] == 20
-    assert summary["still_waiting"] == 0
+    assert summary["documents_with_receipt"] == 20
+    assert summary["documents_in_ledger"] == 20
+    assert summary["documents_waiting"] == 0 and summary["documents_failed"] == 0
     chain_id = collection_chain_id("e2e")
     store = AuditStore(pipeline_settings.audit_url)
     proofs = store.proofs(collection="e2e")
@@ -67,7 +68,7 @@ def test_folder_is_notarized_with_verified_receipts_and_rerun_publishes_nothing(
 
     again = notarize_folder(str(folder), "e2e", pipeline_settings, True)
     assert again["published"] == 0 and again["queued"] == 0
-    assert again["skipped_known"] == 20
+    assert again["skipped_known"] == 20 and again["documents_with_receipt"] == 20
     assert len(store.proofs(collection="e2e")) == 20
 
 
@@ -81,7 +82,9 @@ def test_changed_file_is_notarized_again(
     summary = notarize_folder(str(folder), "changes", pipeline_settings, True)
     assert summary["published"] == 1
     assert summary["skipped_known"] == 2
-    assert summary["receipts_verified"] == 4
+    # Every line counts this run's 3 files; the collection's 4 are a labelled total.
+    assert summary["documents_with_receipt"] == 3 and summary["documents_in_ledger"] == 3
+    assert summary["collection_totals"]["with_receipt"] == 4
 
 
 def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
@@ -107,13 +110,15 @@ def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
     monkeypatch.setattr(AuditStore, "mark_published", original)
 
     summary = notarize_folder(str(folder), "crash", pipeline_settings, True)
-    assert summary["receipts_verified"] == 12
-    assert summary["still_waiting"] == 0
-    assert summary["queued"] == 0 and summary["published"] > 0
+    assert summary["documents_with_receipt"] == 12
+    assert summary["documents_waiting"] == 0
+    assert summary["skipped_known"] == 12  # queued by the killed run
+    assert summary["queued"] == 0 and summary["published"] == 0
+    assert summary["published_for_other_runs"] > 0
     _print_summary(summary | {"wall_seconds": 1.0})
     shown = " ".join(capsys.readouterr().out.split())
     assert "Nothing new to publish" not in shown
-    assert f"finished publishing {summary['published']} that an earlier" in shown
+    assert f"finished publishing {summary['published_for_other_runs']} that an earlier" in shown
     from connectors.publishing import PublishingClient
 
     with PublishingClient(pipeline_settings.api_url, pipeline_settings.resolve_api_key()) as api:
@@ -133,7 +138,7 @@ def test_links_and_special_files_are_refused_and_counted(
     (folder / "link.txt").symlink_to(outside)
     os.mkfifo(folder / "pipe")
     summary = notarize_folder(str(folder), "refusals", pipeline_settings, True)
-    assert summary["documents_seen"] == 2 and summary["receipts_verified"] == 2
+    assert summary["documents_seen"] == 2 and summary["documents_with_receipt"] == 2
     assert summary["refused"] == 2
     assert any(m.startswith("link.txt: ") for m in summary["errors"])
     assert any(m.startswith("pipe: ") for m in summary["errors"])

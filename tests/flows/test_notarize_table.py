@@ -136,7 +136,7 @@ def test_rows_reach_ledger_and_only_new_or_changed_rows_are_notarized_again(
     first = run(source, pipeline_settings, "orders")  # batch_size 7: two pages
 
     assert first["documents_seen"] == 10 and first["published"] == 10
-    assert first["receipts_verified"] == 10 and first["still_waiting"] == 0
+    assert first["documents_with_receipt"] == 10 and first["documents_waiting"] == 0
     assert first["source"].startswith("table:") and first["watermark"] is not None
     assert_verified_in_ledger(pipeline_settings, "orders", source)
 
@@ -148,7 +148,10 @@ def test_rows_reach_ledger_and_only_new_or_changed_rows_are_notarized_again(
     source.add(range(10, 11), at=later)
     changed = run(source, pipeline_settings, "orders")
     assert changed["documents_seen"] == 3 and changed["published"] == 3
-    assert changed["receipts_verified"] == 13 and changed["still_waiting"] == 0
+    # The run's 3 rows, not the collection's 13 (those are a labelled total).
+    assert changed["documents_with_receipt"] == 3 and changed["documents_waiting"] == 0
+    assert changed["documents_in_ledger"] == 3 and changed["skipped_known"] == 0
+    assert changed["collection_totals"]["with_receipt"] == 13
     assert_verified_in_ledger(pipeline_settings, "orders", source)
     with AuditStore(pipeline_settings.audit_url) as store:
         paths = [p.notarization.path for p in store.proofs(collection="orders")]
@@ -199,8 +202,21 @@ def test_killed_run_is_finished_by_the_rerun_without_duplicates(
     rerun = run(src, pipeline_settings, "killed")
     assert rerun["documents_seen"] == (16 if kill_point == "after_record" else 9)
     assert rerun["skipped_known"] == (7 if kill_point == "after_record" else 0)
-    assert rerun["published"] == 16 and rerun["publish_failed"] == 0
-    assert rerun["receipts_verified"] == 16 and rerun["still_waiting"] == 0
+    left = 7  # the rows the killed run queued
+    if kill_point == "after_record":  # re-read: they are this run's documents, skipped
+        assert (rerun["queued"], rerun["published"]) == (9, 9)
+        assert rerun["documents_with_receipt"] == 16
+    else:  # not re-read: finished for the killed run, not counted as this run's
+        assert (rerun["queued"], rerun["published"]) == (9, 9)
+        assert rerun["documents_with_receipt"] == 9
+    assert rerun["published_for_other_runs"] == left and rerun["publish_failed"] == 0
+    assert rerun["documents_waiting"] == 0
+    assert rerun["collection_totals"] == {
+        "in_ledger": 16,
+        "with_receipt": 16,
+        "waiting": 0,
+        "failed": 0,
+    }
     assert_verified_in_ledger(pipeline_settings, "killed", src)
     with AuditStore(pipeline_settings.audit_url) as store:
         proofs = store.proofs(collection="killed")

@@ -69,7 +69,7 @@ def test_folder_is_hashed_on_a_dask_cluster(
     summary = notarize_folder(str(folder), "dask", settings, True)
 
     assert summary["documents_seen"] == 9 and summary["hash_errors"] == 0
-    assert summary["published"] == 9 and summary["receipts_verified"] == 9
+    assert summary["published"] == 9 and summary["documents_with_receipt"] == 9
     # batch_size 7: two hash batches, both run by the cluster's worker.
     assert len([k for k in completed.keys if k.startswith("hash")]) == 2, completed.keys
 

@@ -161,7 +161,7 @@ def test_audit_store_connections_dropped_during_a_run_lose_and_duplicate_nothing
     hits = ", ".join(f"{name}: {k} ({b} busy)" for name, k, b in killer.done)
     print(f"\nconnections dropped per phase: {hits}; runs: {', '.join(outcomes)}")
     assert summary is not None, outcomes
-    assert summary["still_waiting"] == 0
+    assert summary["documents_waiting"] == 0
     with AuditStore(audit_db_url, create_tables=False) as store:
         unproven = [row.path for row in store.missing_receipts(collection=collection)]
     assert unproven == [], f"at stage ledger without a stored receipt: {unproven}"

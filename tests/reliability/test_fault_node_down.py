@@ -141,7 +141,7 @@ def _run_with_outage(tmp_path: Path, *, down_s: float, ledger_wait_s: float) -> 
         assert 0 <= outage.ledger_at_kill < FILES
         assert finished >= outage.restarted_at, "the run ended while the node was down"
         assert summary["published"] == FILES and summary["publish_failed"] == 0
-        assert summary["receipts_verified"] == FILES and summary["still_waiting"] == 0
+        assert summary["documents_with_receipt"] == FILES and summary["documents_waiting"] == 0
         assert_collection_on_ledger(settings, collection, files)
         stages = set(_api_stages(fs, collection))
         assert stages <= {"ledger", "anchor"}, stages  # no row of the API was given up
@@ -187,8 +187,8 @@ def test_node_down_longer_than_the_run_waits_collect_finishes(tmp_path: Path) ->
                 assert exc.retryable, exc
                 ended = f"raised {type(exc).__name__}"
             else:
-                assert summary["published"] == FILES and summary["still_waiting"] > 0
-                ended = f"returned with {summary['still_waiting']} still waiting"
+                assert summary["published"] == FILES and summary["documents_waiting"] > 0
+                ended = f"returned with {summary['documents_waiting']} still waiting"
             assert outage.restarted_at == 0.0, "the node came back before the run ended"
             with AuditStore(settings.audit_url) as store:
                 counts = store.summary(collection)

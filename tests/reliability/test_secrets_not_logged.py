@@ -59,7 +59,7 @@ def test_full_run_logs_no_secret_and_api_keys_are_stored_hashed(
         (folder / f"f{i}.txt").write_text(f"secret-free document {i}")
     api_key = pipeline_settings.resolve_api_key()
     summary = notarize_folder(str(folder), "secrets", pipeline_settings, True)
-    assert summary["receipts_verified"] == 5
+    assert summary["documents_with_receipt"] == 5
 
     probes = ""
     s = stack.settings
@@ -106,7 +106,7 @@ def test_the_rpc_password_reaches_no_log(
     for i in range(5):
         (folder / f"f{i}.txt").write_text(f"document {i} behind a locked node")
     summary = notarize_folder(str(folder), "locked", settings, True)
-    assert summary["receipts_verified"] == 5  # the pipeline found the credentials file
+    assert summary["documents_with_receipt"] == 5  # the pipeline found the credentials file
 
     wrong = f"{credentials.user}:{credentials.password}x"
     with pytest.raises(AuthError) as refused:  # a refusal, and its error message

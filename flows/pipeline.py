@@ -402,32 +402,37 @@ def wait_ledger(summary: RunSummary, services: Services, *, collection: str | No
     deadline = time.time() + settings.ledger_wait_s
     while True:
         remaining = max(0.0, deadline - time.time())
+        last = remaining <= settings.failed_write_check_s
         delays = backoff_delays(remaining)
         waiter = wait_for_ledger.with_options(
             retries=len(delays), retry_delay_seconds=delays, retry_condition_fn=_unless_pending
         )
+        # Only the last stretch ends in StagePending (a failed task run) while entries wait.
         state = waiter(
             services.store,
             services.node,
             collection=collection,
             follow_until=time.time() + min(remaining, settings.failed_write_check_s),
+            raise_pending=last,
             return_state=True,
         )
+        still_waiting = None
         if state.is_completed():
-            summary.receipts_rejected += state.result().rejected
-            return
-        try:
-            state.result()
-        except StagePending as exc:
-            summary.receipts_rejected += exc.rejected
-            pending = exc
+            outcome = state.result()
+            summary.receipts_rejected += outcome.rejected
+            if not outcome.waiting:
+                return
+        else:
+            try:
+                state.result()
+            except StagePending as exc:
+                summary.receipts_rejected += exc.rejected
+                still_waiting = f"{exc}; `notary collect` finishes them later"
         given_up = check_failed_writes(services.store, services.api, collection=collection)
         for message in given_up.errors:
             summary.note(message)
-        if given_up.marked:
-            continue  # the next sweep no longer waits for them
-        if time.time() >= deadline:
-            summary.note(f"{pending}; `notary collect` finishes them later")
+        if still_waiting is not None and not given_up.marked:
+            summary.note(still_waiting)
             return
 
 

@@ -104,8 +104,10 @@ def wait_for_ledger(
     *,
     collection: str | None,
     follow_until: float | None = None,
+    raise_pending: bool = True,
 ) -> SweepOutcome:
-    """Sweep the ``ledger`` stage; raise ``StagePending`` while entries still wait.
+    """Sweep the ``ledger`` stage; raise ``StagePending`` while entries still wait (unless
+    ``raise_pending`` is False: then the outcome's ``waiting`` says so).
 
     With ``follow_until`` (Unix time, seconds) one run keeps sweeping at each new directory
     block until then (``tasks.ledger_stage.follow_ledger``) before it gives up; without
@@ -113,7 +115,7 @@ def wait_for_ledger(
     delays from the configured waiting time (``with_options``), so Prefect re-runs it.
     """
     outcome = follow_ledger(store, node, collection=collection, until=follow_until)
-    if outcome.waiting:
+    if outcome.waiting and raise_pending:
         raise StagePending(
             f"{outcome.waiting} entries are not in a directory block yet", outcome.rejected
         )

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import csv
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,20 +86,27 @@ class ForgingGateway:
         return getattr(self.inner, name)
 
 
+def forging_third(made: list[ForgingGateway]) -> Callable[[ApiSettings], ForgingGateway]:
+    """The API's gateway factory: a ``ForgingGateway`` forging the third entry, kept in
+    ``made`` (to read ``forged``, and close it once the API has stopped)."""
+
+    def forging(settings: ApiSettings) -> ForgingGateway:
+        inner = JsonRpcLedgerGateway.from_urls(
+            settings.node_url, settings.wallet_url, ec_address=settings.ec_address
+        )
+        made.append(ForgingGateway(inner, nth=3))
+        return made[-1]
+
+    return forging
+
+
 def test_a_write_the_node_refuses_is_failed_everywhere_the_caller_looks(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     files = make_files(folder, FILES, tag="refused")
     collection = "refused-write"
     gateways: list[ForgingGateway] = []
 
-    def forging(settings: ApiSettings) -> ForgingGateway:
-        inner = JsonRpcLedgerGateway.from_urls(
-            settings.node_url, settings.wallet_url, ec_address=settings.ec_address
-        )
-        gateways.append(ForgingGateway(inner, nth=3))
-        return gateways[-1]
-
-    with FaultStack(tmp_path / "data", api_gateway=forging) as fs:
+    with FaultStack(tmp_path / "data", api_gateway=forging_third(gateways)) as fs:
         fs.stack.write_callback_secret()
         settings = fs.pipeline_settings(
             batch_size=10,
@@ -161,4 +169,30 @@ def test_a_write_the_node_refuses_is_failed_everywhere_the_caller_looks(tmp_path
         assert set(on_chain) == (set(rows) - {refused}) | {chain.entry_hash}
         assert len(files) == FILES
     for gateway in gateways:  # once the API has stopped using them
+        gateway.inner.close()
+
+
+def test_notarize_stops_waiting_for_a_write_the_api_gave_up(tmp_path: Path) -> None:
+    """``notary notarize``'s ledger wait asks the API for given-up writes, as ``collect``
+    does: the refused one is failed with the API's reason long before ``ledger_wait_s``."""
+    folder = tmp_path / "docs"
+    make_files(folder, FILES, tag="given-up")
+    gateways: list[ForgingGateway] = []
+    wait_s = 300.0
+    with FaultStack(tmp_path / "data", api_gateway=forging_third(gateways)) as fs:
+        settings = fs.pipeline_settings(ledger_wait_s=wait_s, failed_write_check_s=1.0)
+        start = time.monotonic()
+        summary = notarize_folder(str(folder), "given-up", settings, True)
+        elapsed = time.monotonic() - start
+        (refused,) = gateways[0].forged
+        with AuditStore(settings.audit_url) as store:
+            stages = {p.notarization.entry_hash: p.notarization for p in store.proofs()}
+    print(f"\nnotarize with a given-up write returned after {elapsed:.1f} s (wait {wait_s} s)")
+    assert elapsed < 60, f"waited {elapsed:.1f} s for a write the API gave up"
+    assert summary["documents_failed"] == 1 and summary["documents_waiting"] == 0
+    assert summary["documents_in_ledger"] == summary["documents_with_receipt"] == FILES - 1
+    assert stages[refused].stage == "failed"
+    assert stages[refused].error is not None and "gave the write up" in stages[refused].error
+    assert any("gave the write up" in message for message in summary["errors"])
+    for gateway in gateways:
         gateway.inner.close()

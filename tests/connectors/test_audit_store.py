@@ -7,7 +7,7 @@ import sqlite3
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -267,6 +267,36 @@ def test_summary_per_collection(store: AuditStore) -> None:
     assert store.summary("c2")["pending"] == 1
     assert sum(store.summary().values()) == 3
     assert set(store.summary("none").values()) == {0}
+
+
+def test_a_runs_notarizations_by_hash_and_their_progress(
+    store: AuditStore, clock: ManualClock
+) -> None:
+    """``notarized_at`` (id and creation time per hash of a chain) and ``progress`` (stage
+    and stored receipt per id): what a run counts its own documents with."""
+    a, b = notarize(store, ["a", "b"])
+    clock.advance(5)
+    (c,) = notarize(store, ["c"])
+    notarize(store, ["a"], chain=OTHER_CHAIN)
+    labels = ["a", "b", "c", "not-notarized"]
+    found = store.notarized_at(CHAIN, [h(x).upper() for x in labels] + [h("a")])
+    start = datetime.fromtimestamp(START_S, UTC)
+    assert found == {
+        h("a"): (a, start),
+        h("b"): (b, start),
+        h("c"): (c, start + timedelta(seconds=5)),
+    }
+    store.mark_published({a: h("ea"), b: h("eb")})
+    store.record_ledger({h("ea"): (7, h("db7"))})
+    verified = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    store.save_receipts([ReceiptRecord.from_node(node_receipt(h("ea")), verified_at=verified)])
+    store.mark_failed({c: "refused"}, retryable=False)
+    assert store.progress([a, b, c, a, 10_000]) == {
+        a: ("ledger", True),
+        b: ("published", False),
+        c: ("failed", False),
+    }
+    assert store.progress([]) == {}
 
 
 def test_batch_stage_updates_of_thousands(store: AuditStore) -> None:

@@ -44,7 +44,8 @@ from tests.harness.processes import ROOT, ManagedProcess, child_env, settings_en
 from tests.harness.waiting import wait_until
 from tests.reliability.fault_stack import chain_entry_hashes
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.postgres]
+# Not `slow`: `make test` (CI) runs it, about 40 s on two busy cores.
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
 #: The folder of the first run holds ``OWN`` files plus the subfolder of the second run,
 #: which holds ``SHARED``: the second run's documents are all the first run's too.

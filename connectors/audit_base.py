@@ -12,17 +12,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, or_, update
+from sqlalchemy import bindparam, update
 from sqlalchemy.engine import Connection, Engine
 
-from connectors.audit_models import STAGE_ORDER, Stage
-from connectors.audit_sql import (
-    STAGE_TIME_COLUMN,
-    append_events,
-    movable_ids,
-    notarizations_table,
-    statements_for,
-)
+from connectors.audit_models import Stage
+from connectors.audit_sql import append_events, move_forward, notarizations_table, statements_for
 from ledger.core.clock import Clock
 
 __all__ = ["AuditStoreBase"]
@@ -57,21 +51,23 @@ class AuditStoreBase:
         *,
         details: Mapping[int, Mapping[str, Any] | None] | None = None,
     ) -> int:
-        """Move rows (id -> extra column values) forward to ``stage``; log one event each."""
+        """Move rows (id -> extra column values) forward to ``stage``; log one event each.
+
+        Which rows move is decided by one conditional ``UPDATE ... RETURNING`` per chunk of
+        ids, not by reading the stages first: when two processes move the same rows at
+        once (two workers sweeping one collection), the second one's update finds them
+        moved already (PostgreSQL re-checks the condition once the first commits), so each
+        move is logged once. Reading first logged it twice.
+        """
         now = self._now()
-        movable = movable_ids(conn, list(changes), stage)
-        if not movable:
-            return 0
-        keys = sorted({k for values in changes.values() for k in values})
-        fixed = {"stage": stage, "updated_at": now, STAGE_TIME_COLUMN[stage]: now, "error": None}
-        per_row: dict[str, Any] = {k: bindparam(f"p_{k}") for k in keys}
-        earlier = STAGE_ORDER[: STAGE_ORDER.index(stage)]
-        stmt = update(notarizations_table).where(
-            notarizations_table.c.id == bindparam("p_id"),
-            or_(*[notarizations_table.c.stage == s for s in earlier]),  # no IN: executemany
-        )
-        params = [{"p_id": i} | {f"p_{k}": changes[i].get(k) for k in keys} for i in movable]
-        conn.execute(stmt.values(**fixed, **per_row), params)
-        evts = [(i, stage, dict((details or {}).get(i) or {}) or None) for i in movable]
+        moved = move_forward(conn, list(changes), stage, at=now)
+        keys = sorted({k for i in moved for k in changes[i]})
+        if keys:  # the moved rows are this transaction's now: no stage condition needed
+            n = notarizations_table.c
+            stmt = update(notarizations_table).where(n.id == bindparam("p_id"))
+            per_row: dict[str, Any] = {k: bindparam(f"p_{k}") for k in keys}
+            params = [{"p_id": i} | {f"p_{k}": changes[i].get(k) for k in keys} for i in moved]
+            conn.execute(stmt.values(**per_row), params)
+        evts = [(i, stage, dict((details or {}).get(i) or {}) or None) for i in moved]
         append_events(conn, evts, at=now)
-        return len(movable)
+        return len(moved)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, TypeVar, overload
 
-from sqlalchemy import Table, insert, select
+from sqlalchemy import Table, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -50,7 +50,7 @@ __all__ = [
     "hex64",
     "ids_by_entry_hash",
     "live_ids",
-    "movable_ids",
+    "move_forward",
     "notarization_row",
     "notarizations_table",
     "proof_record",
@@ -197,13 +197,19 @@ def _current_stages(conn: Connection, ids: Sequence[int]) -> dict[int, str]:
     return stages
 
 
-def movable_ids(conn: Connection, ids: Sequence[int], stage: Stage) -> list[int]:
-    """Ids whose current stage is before ``stage`` (failed rows never move)."""
-    target = STAGE_ORDER.index(stage)
-    current = _current_stages(conn, ids)
-    return sorted(
-        i for i, s in current.items() if s in STAGE_ORDER and STAGE_ORDER.index(s) < target
-    )
+def move_forward(conn: Connection, ids: Sequence[int], stage: Stage, *, at: datetime) -> list[int]:
+    """Move the rows of ``ids`` whose stage is before ``stage`` to it (stage time and
+    ``updated_at`` set to ``at``, error cleared); returns the ids moved, sorted. Failed
+    rows never move. One ``UPDATE ... RETURNING`` per chunk, so the rows moved are exactly
+    those this statement changed, also when another transaction moves them at once."""
+    n = notarizations_table.c
+    earlier = list(STAGE_ORDER[: STAGE_ORDER.index(stage)])
+    values = {"stage": stage, "updated_at": at, STAGE_TIME_COLUMN[stage]: at, "error": None}
+    moved: list[int] = []
+    for chunk in chunks(sorted(set(ids)), IN_CHUNK):
+        stmt = update(notarizations_table).where(n.id.in_(chunk), n.stage.in_(earlier))
+        moved += conn.scalars(stmt.values(**values).returning(n.id)).all()
+    return sorted(moved)
 
 
 def live_ids(conn: Connection, ids: Sequence[int]) -> list[int]:

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -22,7 +23,8 @@ from connectors.audit_store import (
 )
 from connectors.migrations import HEAD_REVISION
 from ledger.core.clock import ManualClock
-from tests.harness.postgres import PG_URL
+from tests.harness.postgres import PG_URL, conninfo
+from tests.harness.waiting import wait_until
 
 START_S = 1_700_000_000.0
 
@@ -168,6 +170,59 @@ def test_concurrent_writers_never_duplicate(store: AuditStore) -> None:
     assert sorted(i for r in results for i in r) == sorted(set(i for r in results for i in r))
     assert sum(len(r) for r in results) == 300
     assert store.summary()["pending"] == 300
+
+
+@pytest.mark.postgres
+def test_two_processes_moving_the_same_rows_log_each_move_once(postgres_url: str) -> None:
+    """Two workers sweeping one collection record the same entries at ``ledger`` at once.
+    A third session holds the rows' locks until both updates wait for them, then lets
+    go: the second update must find the rows moved and log nothing (it logged every
+    move a second time when the stages were read before the update)."""
+    import psycopg
+
+    schema = f"test_audit_{uuid.uuid4().hex[:12]}"
+    first = AuditStore(postgres_url, schema=schema)
+    second = AuditStore(postgres_url, schema=schema)
+    try:
+        ids = notarize(first, [f"d{i}" for i in range(50)])
+        entries = {i: h(f"entry-{i}") for i in ids}
+        first.mark_published(entries)
+        blocks = {e: (7, h("keymr7")) for e in entries.values()}
+        with (
+            psycopg.connect(conninfo(postgres_url)) as holder,
+            psycopg.connect(conninfo(postgres_url), autocommit=True) as watcher,
+            ThreadPoolExecutor(max_workers=2) as pool,
+        ):
+            holder.execute(f'SELECT id FROM "{schema}".notarizations FOR UPDATE')
+            try:
+                moves = [pool.submit(s.record_ledger, blocks) for s in (first, second)]
+                pid = holder.info.backend_pid
+                wait_until(lambda: _blocked_by(watcher, pid) == 2, 30, 0.05, what="2 waiting")
+            finally:
+                holder.rollback()  # also on failure: the pool waits for its threads
+            moved = sorted(m.result(timeout=30) for m in moves)
+        assert moved == [0, len(ids)]
+        events = first.stage_events(ids)
+        assert all([e.stage for e in events[i]].count("ledger") == 1 for i in ids), events
+    finally:
+        first.close(), second.close()
+        with psycopg.connect(conninfo(postgres_url), autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _blocked_by(watcher: Any, pid: int) -> int:
+    """Sessions waiting, directly or behind another waiter, for a lock that session ``pid``
+    holds (read on an autocommit connection: ``pg_stat_activity`` is a snapshot for the
+    length of a transaction)."""
+    row = watcher.execute(
+        "WITH RECURSIVE waiting(pid) AS ("
+        " SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))"
+        " UNION SELECT a.pid FROM pg_stat_activity a"
+        " JOIN waiting w ON w.pid = ANY(pg_blocking_pids(a.pid)))"
+        " SELECT count(*) FROM waiting",
+        (pid,),
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def test_pending_selects_by_stage_range_collection_and_limit(store: AuditStore) -> None:

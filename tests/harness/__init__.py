@@ -11,7 +11,8 @@ module             what it holds
 ``servers``        in-thread servers: ``AppServer`` (an ASGI app on uvicorn), ``HttpServer``
                    (an ``http.server`` handler)
 ``metrics``        ``Samples``: a ``/metrics`` scrape, parsed, by name and labels
-``postgres``       ``PG_URL``, the reachability check, the ``postgres_url`` fixture and the
+``postgres``       ``PG_URL``, the reachability check, the ``postgres_url`` fixture, a fresh
+                   database per test (``fresh_database``, ``postgres_database``) and the
                    ``--require-postgres`` / ``NOTARY_TEST_REQUIRE_POSTGRES`` switch
 ``stack``          fixtures: the bundled stack in a thread (``running_stack`` to configure
                    it), pipeline settings, Prefect

@@ -11,12 +11,17 @@ checks once per session that it answers:
   that has the server) an unreachable server fails them with the reason, so the
   PostgreSQL half of the suite can never be skipped silently.
 
-Each test makes its own schema or database on the server and drops it afterwards.
+Each test makes its own schema or database on the server and drops it afterwards; a
+database, when other processes must reach it by URL alone: ``fresh_database``, or the
+``postgres_database`` fixture.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import uuid
+from collections.abc import Iterator
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -26,6 +31,8 @@ __all__ = [
     "REQUIRE_ENV",
     "REQUIRE_OPTION",
     "conninfo",
+    "fresh_database",
+    "postgres_database",
     "postgres_or_skip",
     "postgres_required",
     "postgres_url",
@@ -95,3 +102,27 @@ def postgres_or_skip(config: pytest.Config) -> str:
 def postgres_url(request: pytest.FixtureRequest) -> str:
     """The server's URL, checked once per session (``postgres_or_skip``)."""
     return postgres_or_skip(request.config)
+
+
+@contextlib.contextmanager
+def fresh_database(url: str = PG_URL, *, prefix: str = "notary_test") -> Iterator[str]:
+    """A new, empty database on the server of ``url``, named ``<prefix>_<12 hex>``; yields
+    its SQLAlchemy URL and drops it at exit, ending whatever sessions still use it."""
+    import psycopg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(
+        conninfo(url), autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S
+    ) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield make_url(url).set(database=name).render_as_string(hide_password=False)
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres_database(postgres_url: str) -> Iterator[str]:
+    """A fresh database for one test (``fresh_database``): its URL."""
+    with fresh_database(postgres_url) as url:
+        yield url

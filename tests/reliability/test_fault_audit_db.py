@@ -19,8 +19,7 @@ Proven: the run or its rerun completes; every file has exactly one notarization 
 from __future__ import annotations
 
 import threading
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,28 +32,13 @@ from connectors.audit_models import AUDIT_METADATA
 from connectors.audit_store import AuditStore
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
-from tests.harness.postgres import PG_URL, conninfo
+from tests.harness.postgres import conninfo
 
 from .fault_stack import assert_collection_on_ledger, make_files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
 FILES = 40
-
-
-@pytest.fixture
-def audit_db_url(postgres_url: str) -> Iterator[str]:
-    """A fresh database on the machine's PostgreSQL, dropped afterwards."""
-    import psycopg
-
-    admin = psycopg.connect(conninfo(PG_URL), autocommit=True, connect_timeout=3)
-    name = f"notary_fault_{uuid.uuid4().hex[:12]}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 #: When to drop every connection: one "restart" per phase of the run, in this order.
@@ -129,8 +113,9 @@ def _document_duplicates(url: str) -> int:
 
 @pytest.mark.postgres
 def test_audit_store_connections_dropped_during_a_run_lose_and_duplicate_nothing(
-    tmp_path: Path, pipeline_settings: PipelineSettings, audit_db_url: str
+    tmp_path: Path, pipeline_settings: PipelineSettings, postgres_database: str
 ) -> None:
+    audit_db_url = postgres_database
     folder = tmp_path / "docs"
     files = make_files(folder, FILES, tag="audit-db")
     collection = "audit-db-drop"

@@ -38,6 +38,8 @@ __all__ = [
     "UnsafeFileError",
     "display_path",
     "is_storable_path",
+    "open_directory",
+    "open_file_at",
     "open_regular",
     "open_root",
     "scan",
@@ -236,6 +238,7 @@ def _reason(exc: OSError) -> str:
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_NOT_A_NAME = frozenset(("", ".", ".."))
 
 
 class RegularFile(io.FileIO):
@@ -282,9 +285,10 @@ def open_regular(
     """Open ``root/relative_path`` for reading, never leaving ``root`` and never blocking.
 
     Each directory below ``root`` is opened relative to the previous one without
-    following symlinks, and the file itself is opened ``O_NOFOLLOW | O_NONBLOCK`` and
-    checked to be a regular file before anything is read, so a file swapped for a
-    symlink, a FIFO or a device after ``scan`` listed it is refused, not read or waited on.
+    following symlinks (``open_directory``), and the file itself is opened ``O_NOFOLLOW |
+    O_NONBLOCK`` and checked to be a regular file before anything is read
+    (``open_file_at``), so a file swapped for a symlink, a FIFO or a device after ``scan``
+    listed it is refused, not read or waited on.
 
     Args:
         root: the scanned folder (as given to ``scan``; it may itself be a symlink).
@@ -299,28 +303,89 @@ def open_regular(
         OSError: as ``open`` raises it: missing (``FileNotFoundError``), a symlink on the
             way (``ELOOP``/``ENOTDIR``), permission denied, ...
     """
-    parts = relative_path.split("/")
-    if any(part in ("", ".", "..") for part in parts):
-        raise UnsafeFileError(errno.EINVAL, "not a path below the folder", relative_path)
-    directory = open_root(root) if root_fd is None else root_fd
+    parent, slash, name = relative_path.rpartition("/")
+    start = open_root(root) if root_fd is None else root_fd
     try:
-        for part in parts[:-1]:
+        # "/x" has a slash and an empty parent: open_directory refuses it.
+        directory = open_directory(start, parent) if slash else start
+        try:
+            fd, _st = open_file_at(directory, name, display=relative_path)
+        finally:
+            if directory != start:
+                os.close(directory)
+    finally:
+        if start != root_fd:
+            os.close(start)
+    return RegularFile(fd, relative_path)
+
+
+def open_directory(root_fd: int, relative_dir: str) -> int:
+    """Open the folder ``relative_dir`` below ``root_fd`` one component at a time, each
+    relative to the previous one and without following a symlink: a folder on the way
+    swapped for a symlink cannot lead outside.
+
+    The descriptor stays bound to the folder it reached, so the caller may keep it to
+    open many files of that folder (``open_file_at``): each is still reached from the
+    root without following any symlink.
+
+    Args:
+        root_fd: an ``open_root`` descriptor (left open).
+        relative_dir: a folder below it with POSIX separators ("a/b").
+
+    Returns:
+        a new descriptor (``O_DIRECTORY``); the caller closes it.
+
+    Raises:
+        UnsafeFileError: an empty, ``.`` or ``..`` component.
+        OSError: missing, a symlink on the way (``ELOOP``/``ENOTDIR``), permission denied.
+    """
+    parts = relative_dir.split("/")
+    if any(part in _NOT_A_NAME for part in parts):
+        raise UnsafeFileError(errno.EINVAL, "not a path below the folder", relative_dir)
+    directory = root_fd
+    try:
+        for part in parts:
             below = os.open(part, _DIR_FLAGS, dir_fd=directory)
             if directory != root_fd:
                 os.close(directory)
             directory = below
-        fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=directory)
-    finally:
+    except BaseException:
         if directory != root_fd:
             os.close(directory)
+        raise
+    return directory
+
+
+def open_file_at(dir_fd: int, name: str, *, display: str) -> tuple[int, os.stat_result]:
+    """Open the regular file ``name`` of the folder ``dir_fd`` for reading, without
+    following a symlink and without blocking on a FIFO, and check its type with the one
+    ``fstat`` whose result is returned (its size tells a reader how much to read).
+
+    Args:
+        dir_fd: a folder descriptor (``open_root``, ``open_directory``); left open.
+        name: one file name (no ``/``). display: the path to name in errors.
+
+    Returns:
+        ``(descriptor, its fstat)``: blocking reads, the caller closes it.
+
+    Raises:
+        UnsafeFileError: an empty, ``.`` or ``..`` name, or not a regular file.
+        OSError: as ``open`` raises it (a symlink gives ``ELOOP``).
+    """
+    if name in _NOT_A_NAME:
+        raise UnsafeFileError(errno.EINVAL, "not a path below the folder", display)
+    fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     try:
-        kind = stat.S_IFMT(os.fstat(fd).st_mode)
+        st = os.fstat(fd)
+        kind = stat.S_IFMT(st.st_mode)
         if kind != stat.S_IFREG:
             raise UnsafeFileError(
-                errno.EINVAL, _NOT_REGULAR.get(kind, "not a regular file"), relative_path
+                errno.EINVAL, _NOT_REGULAR.get(kind, "not a regular file"), display
             )
+        # A regular file never blocks a read on Linux; cleared all the same (a network
+        # file system may honour it), as a reader expects.
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
-    return RegularFile(fd, relative_path)
+    return fd, st

@@ -33,6 +33,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,7 @@ def run(root: Path, args: argparse.Namespace) -> list[Figure]:
         timings.setdefault("scan", []).append(measure(lambda: list(scan(root))))
         for n in workers:
             timings.setdefault(f"hash{n}", []).append(
-                measure(lambda n=n: hash_stage(root, entries, n, args.batch))
+                measure(partial(hash_stage, root, entries, n, args.batch))
             )
     best = {key: min(values) for key, values in timings.items()}
     base_wall, base_cpu = best["sha256sum"]

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import functools
 import io
 import logging
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -37,6 +39,7 @@ __all__ = [
     "SkipHandler",
     "UnsafeFileError",
     "display_path",
+    "ignore_matcher",
     "is_storable_path",
     "open_directory",
     "open_file_at",
@@ -140,7 +143,7 @@ def scan(
     base = Path(root).resolve(strict=True)
     if not base.is_dir():
         raise NotADirectoryError(f"not a directory: {base}")
-    patterns = tuple(ignore_patterns)
+    ignored = ignore_matcher(tuple(ignore_patterns))
     report = _Reporter(on_skip)
     # A stack of iterators over sorted listings: depth-first, in path order.
     stack = [iter(_sorted_children(base, "", report))]
@@ -150,7 +153,7 @@ def scan(
             stack.pop()
             continue
         _key, entry, is_dir, relative = child
-        if _ignored(entry.name, patterns):
+        if ignored(entry.name):
             continue
         if not is_storable_path(relative):
             what = "directory" if is_dir else "file"
@@ -183,8 +186,18 @@ class _Reporter:
             self._on_skip(shown, f"{what}: {detail}")
 
 
-def _ignored(name: str, patterns: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+@functools.lru_cache(maxsize=32)
+def ignore_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """A test of one file or directory *name* against ``fnmatch`` patterns
+    (case-sensitive, as ``fnmatch.fnmatchcase``): true when any pattern matches.
+
+    The patterns are compiled into one regular expression, so a name costs one match
+    whatever their number (the scan tests every name of a folder).
+    """
+    if not patterns:
+        return lambda _name: False
+    match = re.compile("|".join(fnmatch.translate(p) for p in patterns)).match
+    return lambda name: match(name) is not None
 
 
 def _sorted_children(

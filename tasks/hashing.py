@@ -1,19 +1,24 @@
-"""Document hashing: streaming SHA-256 of files, one at a time or many in threads.
+"""Document hashing: SHA-256 of files, one at a time or many in threads.
 
-Plain functions (no Prefect import); the flows wrap them in tasks. Memory use is flat:
-a file is read through a 1 MiB buffer whatever its size, one buffer per thread, reused
-from file to file. ``hashlib`` releases the GIL while hashing large buffers, so threads
-give real parallelism on many files.
+Plain functions (no Prefect import); the flows wrap them in tasks. Memory use is flat: a
+small file is read in one ``read`` straight into ``hashlib``, a larger one through a 1 MiB
+buffer, one buffer per thread, reused from file to file.
 
-Small files cost their per-file overhead, not their bytes: a fresh 1 MiB buffer per file
-(zeroed, so 256 page faults) and a pool task per file cost more than hashing 4 KiB. So the
-buffer is kept per thread, and ``hash_files`` hands each thread runs of consecutive files.
+Small files cost their per-file overhead, not their bytes, so a file below a folder is
+opened with one ``openat`` relative to its folder's descriptor, kept from the previous
+file of the run (files come folder by folder in scan order), checked with one ``fstat``
+and read once. Threads help only with large files: ``hashlib`` releases the interpreter
+lock only while hashing (inputs over 2,047 bytes), and on a small file most of the time
+goes to Python code between system calls, which threads only fight over. So when the
+caller knows the sizes (``hash_files(sizes=...)``, from the scan), a batch of small files
+is hashed on one thread, and only larger files are spread over ``max_workers`` threads,
+in runs of consecutive files.
 
-The hashing threads are shared by every ``hash_files`` call of the process with the same
-``max_workers``: a flow that runs many batches at once (Prefect's thread pool runs every
-submitted task at once) still hashes with ``max_workers`` threads, not that many per
-batch, so neither the threads fighting for two cores nor their buffers grow with the
-number of files.
+The hashing threads are shared by every ``hash_files`` call of the process: one thread
+for batches of small files, and ``max_workers`` threads for the others. A flow that runs
+many batches at once (Prefect's thread pool runs every submitted task at once) still
+hashes with that many threads, not that many per batch, so neither the threads fighting
+for two cores nor their buffers grow with the number of files.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ __all__ = [
     "DEFAULT_MAX_WORKERS",
     "HashResult",
     "SMALL_FILE_BYTES",
+    "THREADS_MIN_MEAN_BYTES",
     "hash_file",
     "hash_file_below",
     "hash_files",
@@ -43,6 +49,11 @@ BUFFER_BYTES = 1024 * 1024
 #: Files smaller than this are read in one ``read`` (a bytes object of their size).
 SMALL_FILE_BYTES = 256 * 1024
 DEFAULT_MAX_WORKERS = 4
+#: Batches whose files average fewer bytes than this are hashed on one thread: below it
+#: the per-file work under the interpreter lock (about 10 us) outweighs the hashing that
+#: runs without it (about 2 us per 4 KiB with SHA instructions), and more threads only
+#: add lock hand-offs (bench/hash_small.py: 4 threads took 1.9 x the time of one).
+THREADS_MIN_MEAN_BYTES = 64 * 1024
 #: At most this many files per task handed to a hashing thread (fewer when a batch has
 #: few files, so that every thread gets several runs to balance large and small files).
 _RUN_FILES = 64
@@ -246,8 +257,9 @@ def hash_files(
     *,
     max_workers: int = DEFAULT_MAX_WORKERS,
     root: StrPath | None = None,
+    sizes: Sequence[int] | None = None,
 ) -> list[HashResult]:
-    """Hash many files in a thread pool; one unreadable file never fails the batch.
+    """Hash many files in threads; one unreadable file never fails the batch.
 
     Args:
         paths: files to hash; with ``root``, paths relative to it (``ScanEntry.relative_path``).
@@ -255,34 +267,45 @@ def hash_files(
             give the same value (module docstring). Each holds one 1 MiB buffer.
         root: the scanned folder: each file is then opened below it without following any
             symlink on the way (``hash_file_below``).
+        sizes: the files' sizes in bytes as the scan saw them (``ScanEntry.size_bytes``),
+            one per path, when known: if they average under ``THREADS_MIN_MEAN_BYTES``
+            the batch is hashed on the process's one small-file thread instead of
+            ``max_workers`` threads. Only a hint: the bytes hashed are those read.
 
     Returns:
         One ``HashResult`` per input path, in input order. Files that cannot be read
         (``OSError``) give a result with ``error`` set and ``sha256``/``size_bytes`` None.
 
     Raises:
-        ValueError: ``max_workers`` < 1.
+        ValueError: ``max_workers`` < 1, or ``sizes`` not one per path.
     """
     if max_workers < 1:
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+    if sizes is not None and len(sizes) != len(paths):
+        raise ValueError(f"{len(sizes)} sizes for {len(paths)} paths")
     if not paths:
         return []
+    small = sizes is not None and sum(sizes) < THREADS_MIN_MEAN_BYTES * len(paths)
     if root is None:
-        return _hash_runs(paths, max_workers, None)
+        return _hash_runs(paths, max_workers, None, small=small)
     try:
         root_fd = open_root(root)
     except OSError as exc:
         return [HashResult(p, error=f"{type(exc).__name__}: {exc}") for p in paths]
     try:
-        return _hash_runs(paths, max_workers, root_fd)
+        return _hash_runs(paths, max_workers, root_fd, small=small)
     finally:
         os.close(root_fd)
 
 
-def _hash_runs(paths: Sequence[StrPath], max_workers: int, root_fd: int | None) -> list[HashResult]:
+def _hash_runs(
+    paths: Sequence[StrPath], max_workers: int, root_fd: int | None, *, small: bool
+) -> list[HashResult]:
     workers = min(max_workers, len(paths))
     if workers == 1:
         return _hash_run(paths, root_fd)
+    if small:  # one run on the process's one small-file thread (module docstring)
+        return _pool(1).submit(_hash_run, paths, root_fd).result()
     size = max(1, min(_RUN_FILES, len(paths) // (4 * workers)))
     runs = [paths[i : i + size] for i in range(0, len(paths), size)]
     results = _pool(max_workers).map(_hash_run, runs, [root_fd] * len(runs))

@@ -31,7 +31,7 @@ ignores unknown ``NOTARY_`` variables): the run records the mode asked for.
 to ``bench/results/pipeline_scale_profile.txt``; the profiler slows the run down, so its
 timings are marked ``profiled``. Everything written (files, data folders, the Prefect
 server's home) is under one temporary folder, removed at the end, on error and on Ctrl-C.
-Writes ``bench/results/pipeline_scale.json``.
+Writes ``bench/results/pipeline_scale.json`` (``--results`` names another file).
 """
 
 from __future__ import annotations
@@ -248,13 +248,13 @@ def measure_files(root: Path, files: int, args: argparse.Namespace, prefect_url:
     for mode in args.modes:
         before, _cpu = measure(lambda: sha256sum(folder), children=True)
         data = root / f"data-{mode}-{files}"
-        profile = RESULTS_DIR / "pipeline_scale.prof" if args.profile else None
+        profile = RESULTS_DIR / f"{args.results}.prof" if args.profile else None
         got = run_one(folder, data, mode=mode, prefect_url=prefect_url, profile=profile)
         after, _cpu = measure(lambda: sha256sum(folder), children=True)
         shutil.rmtree(data, ignore_errors=True)
         runs.append(_run_figures(mode, files, got, min(before, after), args.profile))
         if profile is not None:
-            _write_profile(profile, mode, files)
+            _write_profile(profile, RESULTS_DIR / f"{args.results}_profile.txt", mode, files)
     shutil.rmtree(folder, ignore_errors=True)
     return runs
 
@@ -293,14 +293,13 @@ def _run_figures(
     )
 
 
-def _write_profile(stats_file: Path, mode: str, files: int) -> None:
+def _write_profile(stats_file: Path, path: Path, mode: str, files: int) -> None:
     text = io.StringIO()
     text.write(f"pipeline process, mode {mode}, {files:,} files (cProfile, every thread)\n")
     stats = pstats.Stats(str(stats_file), stream=text)
     for order in ("tottime", "cumulative"):
         text.write(f"\n=== top {PROFILE_TOP} by {order}\n")
         stats.sort_stats(order).print_stats(PROFILE_TOP)
-    path = RESULTS_DIR / "pipeline_scale_profile.txt"
     path.write_text(text.getvalue())
     print(f"profile: {path}")
 
@@ -367,7 +366,7 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             server.stop()
     print_runs(runs)
-    print(write_json("pipeline_scale", {"runs": [r.__dict__ for r in runs]}))
+    print(write_json(args.results, {"runs": [r.__dict__ for r in runs]}))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -378,6 +377,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--per-dir", type=int, default=1000, help="files per folder")
     parser.add_argument("--dir", type=Path, default=None, help="where to put files and data")
     parser.add_argument("--profile", action="store_true", help="cProfile the pipeline")
+    parser.add_argument(
+        "--results", default="pipeline_scale", help="results file: bench/results/<name>.json"
+    )
     # The child process's arguments (set by the parent, not meant for a person).
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-data", type=Path, help=argparse.SUPPRESS)

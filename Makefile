@@ -9,7 +9,7 @@ BLOCK_TIME ?= 2
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 
-.PHONY: install demo up test test-fast test-all test-reliability soak lint typecheck bench clean
+.PHONY: install demo up test test-fast test-all test-reliability soak lint typecheck bench bench-scale clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ typecheck: install  ## mypy over the whole tree; strict on ledger/core, ledger/j
 
 bench: install  ## every benchmark beside its baseline; figures in bench/results/
 	$(BIN)/python -m bench.run_all
+
+SCALE_FILES ?= 100000
+SCALE_MODES ?= aggregate,entry
+bench-scale: install  ## archive scale (issue 15 goals): hash stage alone, then files to proofs per mode (minutes; not in CI)
+	$(BIN)/python -m bench.hash_small --files $(SCALE_FILES)
+	$(BIN)/python -m bench.pipeline_scale --files $(SCALE_FILES) --modes $(SCALE_MODES)
 
 clean:
 	rm -rf $(VENV) .notary .pytest_cache .mypy_cache .ruff_cache

@@ -58,10 +58,14 @@ def machine() -> dict[str, Any]:
 
 def write_results(name: str, figures: list[Figure]) -> Path:
     """Write ``bench/results/<name>.json`` and return its path."""
+    return write_json(name, {"figures": [_figure_json(f) for f in figures]})
+
+
+def write_json(name: str, data: dict[str, Any]) -> Path:
+    """Write ``bench/results/<name>.json``: ``{"machine": machine(), **data}``; its path."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
-    data = {"machine": machine(), "figures": [_figure_json(f) for f in figures]}
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    path.write_text(json.dumps({"machine": machine(), **data}, indent=2) + "\n")
     return path
 
 
@@ -112,12 +116,22 @@ def process_peak_rss_mb(pid: int) -> float | None:
     Read while the process still runs: once it is reaped, only ``RUSAGE_CHILDREN`` knows,
     and that mixes every waited-for child.
     """
+    return _proc_status_mb(pid, "VmHWM:")
+
+
+def process_rss_mb(pid: int) -> float | None:
+    """Resident set size now (``VmRSS``) of a running process, MB; ``None`` off Linux or
+    once it has exited."""
+    return _proc_status_mb(pid, "VmRSS:")
+
+
+def _proc_status_mb(pid: int, field: str) -> float | None:
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
     for line in status.splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field):
             return int(line.split()[1]) / 1024
     return None
 

@@ -80,6 +80,11 @@ class StackProcess:
         self.peak_rss_mb: float | None = None
         self._child: subprocess.Popen[bytes] | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The stack process's id while it runs."""
+        return None if self._child is None else self._child.pid
+
     def cpu_s(self) -> float | None:
         """CPU seconds the stack process has used so far."""
         return None if self._child is None else process_cpu_s(self._child.pid)

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import functools
 import io
 import logging
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -37,7 +39,10 @@ __all__ = [
     "SkipHandler",
     "UnsafeFileError",
     "display_path",
+    "ignore_matcher",
     "is_storable_path",
+    "open_directory",
+    "open_file_at",
     "open_regular",
     "open_root",
     "scan",
@@ -138,7 +143,7 @@ def scan(
     base = Path(root).resolve(strict=True)
     if not base.is_dir():
         raise NotADirectoryError(f"not a directory: {base}")
-    patterns = tuple(ignore_patterns)
+    ignored = ignore_matcher(tuple(ignore_patterns))
     report = _Reporter(on_skip)
     # A stack of iterators over sorted listings: depth-first, in path order.
     stack = [iter(_sorted_children(base, "", report))]
@@ -148,7 +153,7 @@ def scan(
             stack.pop()
             continue
         _key, entry, is_dir, relative = child
-        if _ignored(entry.name, patterns):
+        if ignored(entry.name):
             continue
         if not is_storable_path(relative):
             what = "directory" if is_dir else "file"
@@ -181,8 +186,18 @@ class _Reporter:
             self._on_skip(shown, f"{what}: {detail}")
 
 
-def _ignored(name: str, patterns: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+@functools.lru_cache(maxsize=32)
+def ignore_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """A test of one file or directory *name* against ``fnmatch`` patterns
+    (case-sensitive, as ``fnmatch.fnmatchcase``): true when any pattern matches.
+
+    The patterns are compiled into one regular expression, so a name costs one match
+    whatever their number (the scan tests every name of a folder).
+    """
+    if not patterns:
+        return lambda _name: False
+    match = re.compile("|".join(fnmatch.translate(p) for p in patterns)).match
+    return lambda name: match(name) is not None
 
 
 def _sorted_children(
@@ -236,6 +251,7 @@ def _reason(exc: OSError) -> str:
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_NOT_A_NAME = frozenset(("", ".", ".."))
 
 
 class RegularFile(io.FileIO):
@@ -282,9 +298,10 @@ def open_regular(
     """Open ``root/relative_path`` for reading, never leaving ``root`` and never blocking.
 
     Each directory below ``root`` is opened relative to the previous one without
-    following symlinks, and the file itself is opened ``O_NOFOLLOW | O_NONBLOCK`` and
-    checked to be a regular file before anything is read, so a file swapped for a
-    symlink, a FIFO or a device after ``scan`` listed it is refused, not read or waited on.
+    following symlinks (``open_directory``), and the file itself is opened ``O_NOFOLLOW |
+    O_NONBLOCK`` and checked to be a regular file before anything is read
+    (``open_file_at``), so a file swapped for a symlink, a FIFO or a device after ``scan``
+    listed it is refused, not read or waited on.
 
     Args:
         root: the scanned folder (as given to ``scan``; it may itself be a symlink).
@@ -299,28 +316,89 @@ def open_regular(
         OSError: as ``open`` raises it: missing (``FileNotFoundError``), a symlink on the
             way (``ELOOP``/``ENOTDIR``), permission denied, ...
     """
-    parts = relative_path.split("/")
-    if any(part in ("", ".", "..") for part in parts):
-        raise UnsafeFileError(errno.EINVAL, "not a path below the folder", relative_path)
-    directory = open_root(root) if root_fd is None else root_fd
+    parent, slash, name = relative_path.rpartition("/")
+    start = open_root(root) if root_fd is None else root_fd
     try:
-        for part in parts[:-1]:
+        # "/x" has a slash and an empty parent: open_directory refuses it.
+        directory = open_directory(start, parent) if slash else start
+        try:
+            fd, _st = open_file_at(directory, name, display=relative_path)
+        finally:
+            if directory != start:
+                os.close(directory)
+    finally:
+        if start != root_fd:
+            os.close(start)
+    return RegularFile(fd, relative_path)
+
+
+def open_directory(root_fd: int, relative_dir: str) -> int:
+    """Open the folder ``relative_dir`` below ``root_fd`` one component at a time, each
+    relative to the previous one and without following a symlink: a folder on the way
+    swapped for a symlink cannot lead outside.
+
+    The descriptor stays bound to the folder it reached, so the caller may keep it to
+    open many files of that folder (``open_file_at``): each is still reached from the
+    root without following any symlink.
+
+    Args:
+        root_fd: an ``open_root`` descriptor (left open).
+        relative_dir: a folder below it with POSIX separators ("a/b").
+
+    Returns:
+        a new descriptor (``O_DIRECTORY``); the caller closes it.
+
+    Raises:
+        UnsafeFileError: an empty, ``.`` or ``..`` component.
+        OSError: missing, a symlink on the way (``ELOOP``/``ENOTDIR``), permission denied.
+    """
+    parts = relative_dir.split("/")
+    if any(part in _NOT_A_NAME for part in parts):
+        raise UnsafeFileError(errno.EINVAL, "not a path below the folder", relative_dir)
+    directory = root_fd
+    try:
+        for part in parts:
             below = os.open(part, _DIR_FLAGS, dir_fd=directory)
             if directory != root_fd:
                 os.close(directory)
             directory = below
-        fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=directory)
-    finally:
+    except BaseException:
         if directory != root_fd:
             os.close(directory)
+        raise
+    return directory
+
+
+def open_file_at(dir_fd: int, name: str, *, display: str) -> tuple[int, os.stat_result]:
+    """Open the regular file ``name`` of the folder ``dir_fd`` for reading, without
+    following a symlink and without blocking on a FIFO, and check its type with the one
+    ``fstat`` whose result is returned (its size tells a reader how much to read).
+
+    Args:
+        dir_fd: a folder descriptor (``open_root``, ``open_directory``); left open.
+        name: one file name (no ``/``). display: the path to name in errors.
+
+    Returns:
+        ``(descriptor, its fstat)``: blocking reads, the caller closes it.
+
+    Raises:
+        UnsafeFileError: an empty, ``.`` or ``..`` name, or not a regular file.
+        OSError: as ``open`` raises it (a symlink gives ``ELOOP``).
+    """
+    if name in _NOT_A_NAME:
+        raise UnsafeFileError(errno.EINVAL, "not a path below the folder", display)
+    fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     try:
-        kind = stat.S_IFMT(os.fstat(fd).st_mode)
+        st = os.fstat(fd)
+        kind = stat.S_IFMT(st.st_mode)
         if kind != stat.S_IFREG:
             raise UnsafeFileError(
-                errno.EINVAL, _NOT_REGULAR.get(kind, "not a regular file"), relative_path
+                errno.EINVAL, _NOT_REGULAR.get(kind, "not a regular file"), display
             )
+        # A regular file never blocks a read on Linux; cleared all the same (a network
+        # file system may honour it), as a reader expects.
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
-    return RegularFile(fd, relative_path)
+    return fd, st

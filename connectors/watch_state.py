@@ -35,7 +35,6 @@ Rules:
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import os
 import stat
@@ -48,6 +47,7 @@ from connectors.folder_source import (
     DEFAULT_IGNORE_PATTERNS,
     SkipHandler,
     display_path,
+    ignore_matcher,
     is_storable_path,
     scan,
 )
@@ -368,4 +368,5 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _ignored(parts: Sequence[str], patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(part, p) for part in parts for p in patterns)
+    ignored = ignore_matcher(tuple(patterns))
+    return any(ignored(part) for part in parts)

@@ -1,26 +1,30 @@
-"""Document hashing: streaming SHA-256 of files, one at a time or many in threads.
+"""Document hashing: SHA-256 of files, one at a time or many in threads.
 
-Plain functions (no Prefect import); the flows wrap them in tasks. Memory use is flat:
-a file is read through a 1 MiB buffer whatever its size, one buffer per thread, reused
-from file to file. ``hashlib`` releases the GIL while hashing large buffers, so threads
-give real parallelism on many files.
+Plain functions (no Prefect import); the flows wrap them in tasks. Memory use is flat: a
+small file is read in one ``read`` straight into ``hashlib``, a larger one through a 1 MiB
+buffer, one buffer per thread, reused from file to file.
 
-Small files cost their per-file overhead, not their bytes: a fresh 1 MiB buffer per file
-(zeroed, so 256 page faults) and a pool task per file cost more than hashing 4 KiB. So the
-buffer is kept per thread, and ``hash_files`` hands each thread runs of consecutive files.
+Small files cost their per-file overhead, not their bytes, so a file below a folder is
+opened with one ``openat`` relative to its folder's descriptor, kept from the previous
+file of the run (files come folder by folder in scan order), checked with one ``fstat``
+and read once. Threads help only with large files: ``hashlib`` releases the interpreter
+lock only while hashing (inputs over 2,047 bytes), and on a small file most of the time
+goes to Python code between system calls, which threads only fight over. So when the
+caller knows the sizes (``hash_files(sizes=...)``, from the scan), a batch of small files
+is hashed on one thread, and only larger files are spread over ``max_workers`` threads,
+in runs of consecutive files.
 
-The hashing threads are shared by every ``hash_files`` call of the process with the same
-``max_workers``: a flow that runs many batches at once (Prefect's thread pool runs every
-submitted task at once) still hashes with ``max_workers`` threads, not that many per
-batch, so neither the threads fighting for two cores nor their buffers grow with the
-number of files.
+The hashing threads are shared by every ``hash_files`` call of the process: one thread
+for batches of small files, and ``max_workers`` threads for the others. A flow that runs
+many batches at once (Prefect's thread pool runs every submitted task at once) still
+hashes with that many threads, not that many per batch, so neither the threads fighting
+for two cores nor their buffers grow with the number of files.
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
-import io
 import os
 import stat
 import threading
@@ -28,19 +32,28 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from connectors.folder_source import open_regular, open_root
+from connectors.folder_source import open_directory, open_file_at, open_regular, open_root
 
 __all__ = [
     "BUFFER_BYTES",
     "DEFAULT_MAX_WORKERS",
     "HashResult",
+    "SMALL_FILE_BYTES",
+    "THREADS_MIN_MEAN_BYTES",
     "hash_file",
     "hash_file_below",
     "hash_files",
 ]
 
 BUFFER_BYTES = 1024 * 1024
+#: Files smaller than this are read in one ``read`` (a bytes object of their size).
+SMALL_FILE_BYTES = 256 * 1024
 DEFAULT_MAX_WORKERS = 4
+#: Batches whose files average fewer bytes than this are hashed on one thread: below it
+#: the per-file work under the interpreter lock (about 10 us) outweighs the hashing that
+#: runs without it (about 2 us per 4 KiB with SHA instructions), and more threads only
+#: add lock hand-offs (bench/hash_small.py: 4 threads took 1.9 x the time of one).
+THREADS_MIN_MEAN_BYTES = 64 * 1024
 #: At most this many files per task handed to a hashing thread (fewer when a batch has
 #: few files, so that every thread gets several runs to balance large and small files).
 _RUN_FILES = 64
@@ -76,7 +89,8 @@ class HashResult:
 
 
 def hash_file(path: StrPath) -> tuple[str, int]:
-    """SHA-256 of a regular file's bytes, streamed through a 1 MiB buffer.
+    """SHA-256 of a regular file's bytes (small files in one read, others streamed through
+    a 1 MiB buffer).
 
     The file is opened without following a symlink and without blocking, and checked to be
     a regular file before anything is read: a file the scanner listed and something then
@@ -95,26 +109,23 @@ def hash_file(path: StrPath) -> tuple[str, int]:
     """
     fd = os.open(path, _OPEN_FLAGS)
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
         os.set_blocking(fd, True)
-    except BaseException:
+        return _digest(fd, st.st_size)
+    finally:
         os.close(fd)
-        raise
-    with open(fd, "rb", buffering=0) as handle:
-        return _digest(handle)
 
 
-def _buffer() -> tuple[bytearray, memoryview]:
-    """This thread's read buffer (made on first use; it lives as long as the thread)."""
-    pair: tuple[bytearray, memoryview] | None = getattr(_local, "buffer", None)
-    if pair is None:
-        buffer = bytearray(BUFFER_BYTES)
-        pair = _local.buffer = (buffer, memoryview(buffer))
-    return pair
+def _buffer() -> memoryview:
+    """This thread's 1 MiB read buffer (made on first use; it lives as long as the thread)."""
+    view: memoryview | None = getattr(_local, "buffer", None)
+    if view is None:
+        view = _local.buffer = memoryview(bytearray(BUFFER_BYTES))
+    return view
 
 
 def hash_file_below(
@@ -136,36 +147,97 @@ def hash_file_below(
             is not a regular file.
     """
     with open_regular(root, relative_path, root_fd=root_fd) as handle:
-        return _digest(handle)
+        return _digest(handle.fileno(), handle.opened_signature[0])
 
 
-def _digest(handle: io.RawIOBase) -> tuple[str, int]:
-    """``(sha256 hex, size)`` of what is left to read of ``handle``, through this thread's
-    buffer."""
-    buffer, view = _buffer()
-    digest = hashlib.sha256()
-    size = 0
-    while n := handle.readinto(buffer):
+def _digest(fd: int, size: int) -> tuple[str, int]:
+    """``(sha256 hex, bytes read)`` of what is left to read of ``fd`` (at its start),
+    ``size`` being its size by ``fstat``.
+
+    A small file is read with one ``read`` of one byte more than its size, straight into
+    ``hashlib``: getting exactly ``size`` bytes means the whole file, and a file that grew
+    since its ``fstat`` gives more, so it is read on to its end. Larger files stream
+    through this thread's buffer, so memory stays flat whatever their size.
+    """
+    if size < SMALL_FILE_BYTES:
+        data = os.read(fd, size + 1)
+        if len(data) == size:
+            return hashlib.sha256(data).hexdigest(), size
+        digest, total = hashlib.sha256(data), len(data)
+        if not data:
+            return digest.hexdigest(), 0
+    else:
+        digest, total = hashlib.sha256(), 0
+    view = _buffer()
+    while n := os.readv(fd, (view,)):
         digest.update(view[:n])
-        size += n
-    return digest.hexdigest(), size
+        total += n
+    return digest.hexdigest(), total
 
 
-def _hash_one(path: StrPath, below: tuple[StrPath, int] | None = None) -> HashResult:
+class _Folder:
+    """The folder of the file last opened below a root, kept open for the next one.
+
+    A batch lists files in scan order, folder by folder, so consecutive files mostly share
+    their folder: each is opened relative to the kept descriptor (one ``openat``), not by a
+    walk from the root. The descriptor was reached from the root one component at a time
+    without following a symlink (``open_directory``) and stays bound to that folder, so
+    every file is still opened below the root; a folder swapped for a symlink after that
+    is not followed either.
+    """
+
+    def __init__(self, root_fd: int) -> None:
+        self.root_fd = root_fd
+        self.path = ""
+        self.fd = root_fd
+
+    def open(self, relative_dir: str) -> int:
+        """Descriptor of ``relative_dir`` ("" for the root): the kept one, or a new one."""
+        if relative_dir != self.path:
+            self.close()
+            self.fd = open_directory(self.root_fd, relative_dir)
+            self.path = relative_dir
+        return self.fd
+
+    def close(self) -> None:
+        if self.fd != self.root_fd:
+            os.close(self.fd)
+        self.fd, self.path = self.root_fd, ""
+
+
+def _hash_below(path: StrPath, folder: _Folder) -> HashResult:
+    """``hash_file_below`` of one file with the run's kept folder; errors captured."""
+    relative_path = os.fspath(path)
+    parent, slash, name = relative_path.rpartition("/")
     try:
-        if below is None:
-            sha, size = hash_file(path)
-        else:
-            sha, size = hash_file_below(below[0], os.fspath(path), root_fd=below[1])
+        # "/x" has a slash and an empty parent: open_directory refuses it.
+        directory = folder.open(parent) if slash else folder.root_fd
+        fd, st = open_file_at(directory, name, display=relative_path)
+        try:
+            sha, size = _digest(fd, st.st_size)
+        finally:
+            os.close(fd)
     except OSError as exc:
         return HashResult(path, error=f"{type(exc).__name__}: {exc}")
     return HashResult(path, sha256=sha, size_bytes=size)
 
 
-def _hash_run(
-    paths: Sequence[StrPath], below: tuple[StrPath, int] | None = None
-) -> list[HashResult]:
-    return [_hash_one(p, below) for p in paths]
+def _hash_one(path: StrPath) -> HashResult:
+    try:
+        sha, size = hash_file(path)
+    except OSError as exc:
+        return HashResult(path, error=f"{type(exc).__name__}: {exc}")
+    return HashResult(path, sha256=sha, size_bytes=size)
+
+
+def _hash_run(paths: Sequence[StrPath], root_fd: int | None = None) -> list[HashResult]:
+    if root_fd is None:
+        return [_hash_one(p) for p in paths]
+    folder = _Folder(root_fd)
+    try:
+        return [_hash_below(p, folder) for p in paths]
+    finally:
+        folder.close()
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
@@ -185,8 +257,9 @@ def hash_files(
     *,
     max_workers: int = DEFAULT_MAX_WORKERS,
     root: StrPath | None = None,
+    sizes: Sequence[int] | None = None,
 ) -> list[HashResult]:
-    """Hash many files in a thread pool; one unreadable file never fails the batch.
+    """Hash many files in threads; one unreadable file never fails the batch.
 
     Args:
         paths: files to hash; with ``root``, paths relative to it (``ScanEntry.relative_path``).
@@ -194,37 +267,46 @@ def hash_files(
             give the same value (module docstring). Each holds one 1 MiB buffer.
         root: the scanned folder: each file is then opened below it without following any
             symlink on the way (``hash_file_below``).
+        sizes: the files' sizes in bytes as the scan saw them (``ScanEntry.size_bytes``),
+            one per path, when known: if they average under ``THREADS_MIN_MEAN_BYTES``
+            the batch is hashed on the process's one small-file thread instead of
+            ``max_workers`` threads. Only a hint: the bytes hashed are those read.
 
     Returns:
         One ``HashResult`` per input path, in input order. Files that cannot be read
         (``OSError``) give a result with ``error`` set and ``sha256``/``size_bytes`` None.
 
     Raises:
-        ValueError: ``max_workers`` < 1.
+        ValueError: ``max_workers`` < 1, or ``sizes`` not one per path.
     """
     if max_workers < 1:
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+    if sizes is not None and len(sizes) != len(paths):
+        raise ValueError(f"{len(sizes)} sizes for {len(paths)} paths")
     if not paths:
         return []
+    small = sizes is not None and sum(sizes) < THREADS_MIN_MEAN_BYTES * len(paths)
     if root is None:
-        return _hash_runs(paths, max_workers, None)
+        return _hash_runs(paths, max_workers, None, small=small)
     try:
         root_fd = open_root(root)
     except OSError as exc:
         return [HashResult(p, error=f"{type(exc).__name__}: {exc}") for p in paths]
     try:
-        return _hash_runs(paths, max_workers, (root, root_fd))
+        return _hash_runs(paths, max_workers, root_fd, small=small)
     finally:
         os.close(root_fd)
 
 
 def _hash_runs(
-    paths: Sequence[StrPath], max_workers: int, below: tuple[StrPath, int] | None
+    paths: Sequence[StrPath], max_workers: int, root_fd: int | None, *, small: bool
 ) -> list[HashResult]:
     workers = min(max_workers, len(paths))
     if workers == 1:
-        return _hash_run(paths, below)
+        return _hash_run(paths, root_fd)
+    if small:  # one run on the process's one small-file thread (module docstring)
+        return _pool(1).submit(_hash_run, paths, root_fd).result()
     size = max(1, min(_RUN_FILES, len(paths) // (4 * workers)))
     runs = [paths[i : i + size] for i in range(0, len(paths), size)]
-    results = _pool(max_workers).map(_hash_run, runs, [below] * len(runs))
+    results = _pool(max_workers).map(_hash_run, runs, [root_fd] * len(runs))
     return [result for run in results for result in run]

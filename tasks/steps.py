@@ -44,12 +44,19 @@ class StagePending(RuntimeError):
 
 @task(name="hash-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
 def hash_batch(entries: Sequence[ScanEntry], *, workers: int, root: str) -> list[HashResult]:
-    """Stream SHA-256 of every file of the batch (threads; errors captured per file).
+    """SHA-256 of every file of the batch (errors captured per file).
 
     Each file is opened below ``root`` (the scanned folder) without following a symlink on
-    the way (``tasks.hashing.hash_file_below``).
+    the way (``tasks.hashing.hash_file_below``). The scan's sizes choose the threads: a
+    batch of small files is hashed on one thread, larger files on ``workers`` threads
+    (``tasks.hashing.hash_files``).
     """
-    return hash_files([e.relative_path for e in entries], max_workers=workers, root=root)
+    return hash_files(
+        [e.relative_path for e in entries],
+        max_workers=workers,
+        root=root,
+        sizes=[e.size_bytes for e in entries],
+    )
 
 
 @task(name="record-documents", cache_policy=NO_CACHE, retries=3, retry_delay_seconds=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
 from pathlib import Path
@@ -154,3 +155,15 @@ def test_scan_is_lazy(tmp_path: Path) -> None:
         write(tmp_path / "many" / f"d{i:02}" / "f.txt")
     iterator = scan(tmp_path / "many")
     assert next(iterator).relative_path == "d00/f.txt"
+
+
+@pytest.mark.parametrize(
+    "patterns", [DEFAULT_IGNORE_PATTERNS, (), ("[ab]?.txt", "*[!x]", "a*b*c"), ("?",)]
+)
+def test_ignore_matcher_agrees_with_fnmatchcase(patterns: tuple[str, ...]) -> None:
+    names = [".git", "x.part", "~$a.docx", "a.swp", "b.tmp", "ab.txt", "aXbYc", "A.TXT"]
+    names += ["a", "x", "report.pdf", "line\nbreak.tmp", ".", "..", "tmp", "part"]
+    ignored = folder_source.ignore_matcher(patterns)
+    for name in names:
+        expected = any(fnmatch.fnmatchcase(name, p) for p in patterns)
+        assert ignored(name) is expected, (name, patterns)

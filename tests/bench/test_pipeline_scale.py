@@ -1,0 +1,41 @@
+"""bench.pipeline_scale: the disk check, and a tiny run from files to every figure."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from bench.common import RESULTS_DIR
+from bench.pipeline_scale import check_space, main
+
+
+def test_too_little_disk_stops_with_the_figures(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"need about [\d.]+ GiB under .* GiB free"):
+        check_space(tmp_path, 10**12, 4096)
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_a_tiny_run_records_every_figure_and_cleans_up(tmp_path: Path) -> None:
+    name = "pipeline_scale_smoke"
+    args = ["--files", "20", "--per-dir", "7", "--modes", "clear", "--dir", str(tmp_path)]
+    with mock.patch.dict(os.environ):  # the benchmark sets Prefect's defaults
+        main([*args, "--results", name])
+    path = RESULTS_DIR / f"{name}.json"
+    try:
+        [run] = json.loads(path.read_text())["runs"]
+    finally:
+        path.unlink()
+    assert (run["mode"], run["files"]) == ("clear", 20)
+    assert run["extra"]["complete"] and run["extra"]["receipts_verified"] == 20
+    assert run["entries_published"] == 20  # mode unknown today: one entry per document
+    assert run["entry_credits_spent"] >= 20
+    assert run["floor_seconds"] > run["extra"]["block_time_s"] > 1.0
+    assert run["ratio"] == pytest.approx(run["seconds"] / run["floor_seconds"], abs=0.01)
+    assert {"scan", "hash", "publish", "ledger"} <= set(run["stage_seconds"])
+    assert run["peak_rss_mb"] > 50 and run["stack_peak_rss_mb"] > 50
+    assert list(tmp_path.iterdir()) == []  # files, data folders, Prefect's home: gone

@@ -1,7 +1,7 @@
-"""Publishing documents through the publishing API (plain functions; no Prefect here).
+"""Publishing notarizations through the publishing API (plain functions; no Prefect here).
 
-Idempotency: every document's entry is computed locally (``tasks.documents``), so its
-entry hash is known before the POST. Rows left at ``pending`` by an interrupted run are
+Idempotency: every notarization's entry (a document's, or a batch's) is computed locally
+(``tasks.documents.notarization_entry``), so its entry hash is known before the POST. Rows left at ``pending`` by an interrupted run are
 first looked up by that hash and only posted if the API does not have them yet; the audit
 store's unique (chain, SHA-256) constraint stops a document being queued twice.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from connectors.audit_store import AuditStore, NotarizationRow
+from connectors.audit_store import AuditStore, CollectionRecord, NotarizationRow
 from connectors.errors import ConnectorError
 from connectors.publishing import NewEntry, PublishingClient
-from tasks.documents import EntryTooLarge, LedgerEntry, collection_chain, document_entry
+from tasks.documents import EntryTooLarge, LedgerEntry, collection_entry, notarization_entry
 
 
 class ChainMismatch(RuntimeError):
@@ -39,14 +39,16 @@ class PublishOutcome:
         self.errors.extend(other.errors[: max(0, 20 - len(self.errors))])
 
 
-def ensure_collection_chain(client: PublishingClient, name: str) -> str:
-    """Create the chain of collection ``name`` unless it exists; return its hex chain ID.
+def ensure_collection_chain(client: PublishingClient, collection: CollectionRecord) -> str:
+    """Create the chain of ``collection`` unless it exists; return its hex chain ID.
 
     Raises:
         ChainMismatch: the API computed a different chain ID (an incompatible service).
         ConnectorError: the API could not be reached or refused the request.
     """
-    chain = collection_chain(name)
+    chain = collection_entry(collection)
+    if chain.chain_id != collection.chain_id:
+        raise ChainMismatch(f"collection chain {collection.chain_id}, entry names {chain.chain_id}")
     if client.get_chain(chain.chain_id) is not None:
         return chain.chain_id
     got = client.create_chain(list(chain.external_ids), chain.content)
@@ -79,12 +81,13 @@ def publish_rows(
     outcome = PublishOutcome()
     entries: dict[int, LedgerEntry] = {}
     fatal: dict[int, str] = {}
+    keys: dict[str, bytes | None] = {}
     for row in rows:
+        if row.kind == "commitment" and row.collection not in keys:
+            keys[row.collection] = store.collection_key(row.collection)
         try:
-            entries[row.id] = document_entry(
-                row.chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path
-            )
-        except EntryTooLarge as exc:
+            entries[row.id] = notarization_entry(row, collection_key=keys.get(row.collection))
+        except (EntryTooLarge, ValueError) as exc:
             fatal[row.id] = str(exc)
     accepted = _already_accepted(client, entries, recheck_ids)
     outcome.already_accepted = len(accepted)

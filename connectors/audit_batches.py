@@ -11,7 +11,7 @@ once per chain. A document's stage is its batch's stage.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import cast
 
 from sqlalchemy import func, select
@@ -20,7 +20,9 @@ from sqlalchemy.engine import Connection
 from connectors.audit_models import BatchRecord, NewMember, NotarizationRow, Stage
 from connectors.audit_notarizations import NotarizationsPart
 from connectors.audit_sql import (
+    IN_CHUNK,
     append_events,
+    chunks,
     document_ids,
     hex64,
     member_query,
@@ -141,6 +143,20 @@ class BatchesPart(NotarizationsPart):
                 )
                 for r in rows
             ]
+
+    def member_counts(self, batch_ids: Iterable[int]) -> dict[int, int]:
+        """Batch id -> how many members it has (batches without members are absent)."""
+        m = members_table.c
+        out: dict[int, int] = {}
+        with self._engine.connect() as conn:
+            for chunk in chunks(sorted(set(batch_ids)), IN_CHUNK):
+                query = (
+                    select(m.batch_id, func.count())
+                    .where(m.batch_id.in_(chunk))
+                    .group_by(m.batch_id)
+                )
+                out.update({int(i): int(c) for i, c in conn.execute(query)})
+        return out
 
     def batch_members(
         self, batch_id: int, *, limit: int = 10_000, after_leaf: int = -1

@@ -1,8 +1,11 @@
 """The steps every source shares: record documents, publish, wait for ``ledger``, report.
 
-A source (folder, watched folder, table) turns its items into ``DocumentIn`` batches and
-calls ``record_batch``; then ``publish_pending`` and ``wait_ledger`` move the collection's
-notarizations forward. These functions orchestrate Prefect tasks (``tasks.steps``) and must
+A source (folder, watched folder, table) opens its collection (``open_collection``: its
+publish mode, key and chain), turns its items into ``DocumentIn`` windows and hands each to
+a ``Recorder``, which records and publishes them as they come (per the collection's mode:
+one batch entry per ``aggregate_batch_size`` new documents, or one entry per document);
+then ``publish_pending`` finishes what earlier runs left and ``wait_ledger`` moves the
+collection's notarizations forward. These functions orchestrate Prefect tasks (``tasks.steps``) and must
 be called from inside a flow run. ``hash_task_runner`` is where a source's hash batches
 run (threads here, or a Dask cluster), chosen by ``PipelineSettings.task_runner``.
 """
@@ -10,9 +13,10 @@ run (threads here, or a Dask cluster), chosen by ``PipelineSettings.task_runner`
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from typing import Any, TypeVar
 
 from prefect.artifacts import create_markdown_artifact
@@ -20,20 +24,29 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from connectors.anchor import AnchorClient
-from connectors.audit_store import AuditStore, DocumentIn
+from connectors.audit_store import (
+    AuditStore,
+    CollectionRecord,
+    DocumentIn,
+    NotarizationKind,
+    NotarizationRow,
+)
 from connectors.callback_receiver import CALLBACK_STAGES, callback_url_for
 from connectors.folder_source import ScanEntry
 from connectors.node import NodeClient
 from connectors.publishing import CallbackStage, PublishingClient
 from flows.settings import PipelineSettings
 from ledger.core.entry import Entry
+from tasks.documents import chain_for
 from tasks.hashing import HashResult
 from tasks.publish import PublishOutcome
 from tasks.steps import (
     StagePending,
     backoff_delays,
     publish_batch,
+    record_aggregate,
     record_documents,
+    record_new_documents,
     wait_for_ledger,
 )
 
@@ -225,10 +238,33 @@ def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
+def windows(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Consecutive lists of at most ``size`` items, taken lazily from ``items``."""
+    iterator = iter(items)
+    while window := list(islice(iterator, size)):
+        yield window
+
+
+def open_collection(services: Services, name: str) -> CollectionRecord:
+    """The collection ``name`` (registered with ``settings.publish_mode`` on first use).
+
+    Raises:
+        CollectionModeError: the mode asked for would switch between clear and private.
+    """
+    mode = services.settings.publish_mode
+    return services.store.collection(name, mode, chain_namer=chain_for)
+
+
 def record_batch(
-    summary: RunSummary, services: Services, *, source: str, docs: Sequence[DocumentIn]
+    summary: RunSummary,
+    services: Services,
+    *,
+    source: str,
+    docs: Sequence[DocumentIn],
+    kind: NotarizationKind = "document",
 ) -> list[int]:
-    """Record a batch of documents and queue those the chain does not hold yet.
+    """Record a batch of documents and queue those the chain does not hold yet, one
+    notarization of ``kind`` each (``document``: clear; ``commitment``: private).
 
     Returns:
         ids of the new notarizations (documents already notarized are counted as skipped).
@@ -241,37 +277,114 @@ def record_batch(
         collection=summary.collection,
         chain_id=summary.chain_id,
         docs=quote(docs),  # not walked by Prefect: 500 records cost ~90 ms of CPU
+        kind=kind,
     )
     summary.skipped_known += skipped
     summary.queued += len(ids)
     return ids
 
 
-def publish_pending(summary: RunSummary, services: Services, new_ids: frozenset[int]) -> None:
-    """Publish every ``pending`` notarization of the collection, batch by batch.
+class Recorder:
+    """Records a run's documents window by window and publishes them as it goes.
 
-    Rows not created by this run (``new_ids``) may have been posted by an interrupted run:
-    they are looked up by entry hash before being posted again.
+    By the collection's mode: ``clear`` and ``entry`` queue one notarization per new
+    document (version-1 entry, or commitment entry) and publish each window's at once;
+    ``aggregate`` keeps the run's new documents (id and hash only) until
+    ``aggregate_batch_size`` of them are waiting, then records them as one batch (tree,
+    batch row and members in one transaction) and publishes its entry. ``flush`` makes a
+    batch of what is left (smaller; one document is a batch too). Memory: at most one
+    batch's documents, never the run's.
+
+    Documents recorded but not yet in a batch when a run dies are found new again by the
+    next run over the same source, and batched then.
     """
+
+    def __init__(
+        self,
+        summary: RunSummary,
+        services: Services,
+        collection: CollectionRecord,
+        *,
+        source: str,
+    ) -> None:
+        self._summary, self._services = summary, services
+        self._collection, self._source = collection, source
+        self._waiting: dict[str, int] = {}  # hex SHA-256 -> document id, in arrival order
+
+    @property
+    def settled(self) -> bool:
+        """True when every document added so far is queued (none waits for a batch)."""
+        return not self._waiting
+
+    def add(self, docs: Sequence[DocumentIn]) -> None:
+        """Record one window of hashed documents; publish what is ready."""
+        if not docs:
+            return
+        if self._collection.mode != "aggregate":
+            kind: NotarizationKind = (
+                "document" if self._collection.mode == "clear" else "commitment"
+            )
+            ids = record_batch(
+                self._summary, self._services, source=self._source, docs=docs, kind=kind
+            )
+            self._publish(ids)
+            return
+        new, skipped = record_new_documents(
+            self._services.store,
+            source=self._source,
+            chain_id=self._collection.chain_id,
+            docs=quote(docs),
+        )
+        self._summary.skipped_known += skipped
+        for doc_id, sha in new:
+            if sha in self._waiting:
+                self._summary.skipped_known += 1
+            else:
+                self._waiting[sha] = doc_id
+        size = self._services.settings.aggregate_batch_size
+        while len(self._waiting) >= size:
+            self._batch(size)
+
+    def flush(self) -> None:
+        """Record and publish the documents still waiting as one (smaller) batch."""
+        if self._waiting:
+            self._batch(len(self._waiting))
+
+    def _batch(self, size: int) -> None:
+        shas = list(islice(self._waiting, size))
+        docs = [(self._waiting.pop(sha), sha) for sha in shas]
+        added = record_aggregate(self._services.store, self._collection, quote(docs))
+        claimed = 0 if added is None else added[1]
+        self._summary.queued += claimed
+        self._summary.skipped_known += len(docs) - claimed  # aggregated by another worker
+        if added is not None:
+            self._publish([added[0]])
+
+    def _publish(self, ids: Sequence[int]) -> None:
+        if ids:
+            rows = self._services.store.notarizations(ids)
+            self._summary.timed(
+                "publish", lambda: publish_rows_now(self._summary, self._services, rows)
+            )
+
+
+def publish_rows_now(
+    summary: RunSummary,
+    services: Services,
+    rows: Sequence[NotarizationRow],
+    *,
+    recheck: frozenset[int] = frozenset(),
+) -> None:
+    """Publish ``rows`` (``pending``; ``recheck`` ids looked up first) in pages of
+    ``batch_size``; count the outcome into ``summary``."""
     settings = services.settings
     total = PublishOutcome()
-    after_id = 0
-    while True:
-        rows = services.store.pending(
-            stage_below="published",
-            collection=summary.collection,
-            limit=settings.batch_size,
-            after_id=after_id,
-        )
-        if not rows:
-            break
-        after_id = rows[-1].id
-        recheck = frozenset(r.id for r in rows if r.id not in new_ids)
+    for page in chunks(rows, settings.batch_size):
         outcome = publish_batch(
             services.store,
             services.api,
-            quote(rows),  # not walked by Prefect (see record_batch)
-            recheck_ids=recheck,
+            quote(page),  # not walked by Prefect (see record_batch)
+            recheck_ids=recheck & {r.id for r in page},
             concurrency=settings.publish_concurrency,
         )
         total.add(outcome)
@@ -279,6 +392,29 @@ def publish_pending(summary: RunSummary, services: Services, new_ids: frozenset[
     summary.publish_failed += total.failed + total.retryable_errors
     for message in total.errors:
         summary.note(message)
+
+
+def publish_pending(summary: RunSummary, services: Services, new_ids: frozenset[int]) -> None:
+    """Publish every ``pending`` notarization of the collection, batch by batch.
+
+    Rows not created by this run (``new_ids``) may have been posted by an interrupted run:
+    they are looked up by entry hash before being posted again. (A ``Recorder`` publishes
+    its rows as it records them; what is still ``pending`` here was left by an earlier run
+    or failed to publish, so streaming sources pass no ``new_ids``.)
+    """
+    after_id = 0
+    while True:
+        rows = services.store.pending(
+            stage_below="published",
+            collection=summary.collection,
+            limit=services.settings.batch_size,
+            after_id=after_id,
+        )
+        if not rows:
+            break
+        after_id = rows[-1].id
+        recheck = frozenset(r.id for r in rows if r.id not in new_ids)
+        publish_rows_now(summary, services, rows, recheck=recheck)
 
 
 def wait_ledger(summary: RunSummary, services: Services, *, collection: str | None) -> None:

@@ -8,7 +8,7 @@ store's unique (chain, SHA-256) constraint stops a document being queued twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from connectors.audit_store import AuditStore, CollectionRecord, NotarizationRow
@@ -23,15 +23,19 @@ class ChainMismatch(RuntimeError):
 
 @dataclass
 class PublishOutcome:
-    """Counts of one publish batch; ``errors`` holds up to 20 messages for the run record."""
+    """Counts of one publish batch, in documents (a batch entry counts its members);
+    ``entries`` counts the entries accepted (published or already accepted); ``errors``
+    holds up to 20 messages for the run record."""
 
     published: int = 0
     already_accepted: int = 0
     retryable_errors: int = 0
     failed: int = 0
+    entries: int = 0
     errors: list[str] = field(default_factory=list)
 
     def add(self, other: PublishOutcome) -> None:
+        self.entries += other.entries
         self.published += other.published
         self.already_accepted += other.already_accepted
         self.retryable_errors += other.retryable_errors
@@ -90,7 +94,6 @@ def publish_rows(
         except (EntryTooLarge, ValueError) as exc:
             fatal[row.id] = str(exc)
     accepted = _already_accepted(client, entries, recheck_ids)
-    outcome.already_accepted = len(accepted)
     retry: dict[int, str] = {}
     todo = [rid for rid in entries if rid not in accepted]
     by_chain: dict[str, list[int]] = {}
@@ -102,8 +105,15 @@ def publish_rows(
         for rid, result in zip(ids, results, strict=True):
             _classify(rid, result, entries[rid], accepted=accepted, retry=retry, fatal=fatal)
     _record(store, accepted, retry=retry, fatal=fatal)
-    outcome.published = len(accepted) - outcome.already_accepted
-    outcome.retryable_errors, outcome.failed = len(retry), len(fatal)
+    members = store.member_counts([r.id for r in rows if r.kind == "batch"])
+
+    def documents(ids: Iterable[int]) -> int:
+        return sum(members.get(i, 1) for i in ids)
+
+    outcome.entries = len(accepted)
+    outcome.already_accepted = documents(set(accepted) - set(todo))
+    outcome.published = documents(accepted) - outcome.already_accepted
+    outcome.retryable_errors, outcome.failed = documents(retry), documents(fatal)
     outcome.errors = list({*retry.values(), *fatal.values()})[:20]
     return outcome
 

@@ -35,6 +35,8 @@ def make_files(root: Path, count: int) -> dict[str, bytes]:
 def test_folder_is_notarized_with_verified_receipts_and_rerun_publishes_nothing(
     tmp_path: Path, pipeline_settings: PipelineSettings
 ) -> None:
+    """Clear mode: one version-1 entry per document, its path, size and hash in clear."""
+    pipeline_settings = pipeline_settings.model_copy(update={"publish_mode": "clear"})
     folder = tmp_path / "docs"
     files = make_files(folder, 20)
     summary = notarize_folder(str(folder), "e2e", pipeline_settings, True)
@@ -90,6 +92,8 @@ def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """Two batch entries of 6; the run dies after the API accepted the second."""
+    settings = pipeline_settings.model_copy(update={"aggregate_batch_size": 6})
     folder = tmp_path / "docs"
     make_files(folder, 12)
     calls = {"n": 0}
@@ -103,24 +107,68 @@ def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
 
     monkeypatch.setattr(AuditStore, "mark_published", crash_on_second_batch)
     with pytest.raises(Exception, match="killed"):
-        notarize_folder(str(folder), "crash", pipeline_settings, True)
+        notarize_folder(str(folder), "crash", settings, True)
     monkeypatch.setattr(AuditStore, "mark_published", original)
 
-    summary = notarize_folder(str(folder), "crash", pipeline_settings, True)
+    summary = notarize_folder(str(folder), "crash", settings, True)
     assert summary["receipts_verified"] == 12
     assert summary["still_waiting"] == 0
-    assert summary["queued"] == 0 and summary["published"] > 0
+    assert summary["queued"] == 0 and summary["published"] == 6
     _print_summary(summary | {"wall_seconds": 1.0})
     shown = " ".join(capsys.readouterr().out.split())
     assert "Nothing new to publish" not in shown
     assert f"finished publishing {summary['published']} that an earlier" in shown
+    assert chain_entry_hashes(settings, "crash") == 3  # the chain's first entry + 2 batches
+
+
+def test_run_killed_between_batch_and_publish_is_finished_once(
+    tmp_path: Path, pipeline_settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch and its members are recorded, the run dies before posting its entry: the
+    next run posts it once, and aggregates the documents it had not batched."""
+    settings = pipeline_settings.model_copy(update={"aggregate_batch_size": 5})
+    folder = tmp_path / "docs"
+    make_files(folder, 8)
+    original = AuditStore.add_batch
+
+    def crash_after_first_batch(self: AuditStore, **kwargs: object) -> object:
+        original(self, **kwargs)  # type: ignore[arg-type]
+        raise KeyboardInterrupt("killed after the batch was recorded")
+
+    monkeypatch.setattr(AuditStore, "add_batch", crash_after_first_batch)
+    with pytest.raises(KeyboardInterrupt):
+        notarize_folder(str(folder), "crash-batch", settings, True)
+    monkeypatch.setattr(AuditStore, "add_batch", original)
+    store = AuditStore(settings.audit_url)
+    (batch,) = store.batches(collection="crash-batch")
+    assert (batch.stage, batch.size, batch.members) == ("pending", 5, 5)
+
+    summary = notarize_folder(str(folder), "crash-batch", settings, True)
+    assert summary["queued"] == 3 and summary["published"] == 8
+    assert summary["receipts_verified"] == 8 and summary["still_waiting"] == 0
+    assert [(b.size, b.stage) for b in store.batches(collection="crash-batch")] == [
+        (5, "ledger"),
+        (3, "ledger"),
+    ]
+    assert chain_entry_hashes(settings, "crash-batch") == 3
+    again = notarize_folder(str(folder), "crash-batch", settings, True)
+    assert again["published"] == 0 and again["skipped_known"] == 8
+    store.close()
+
+
+def chain_entry_hashes(settings: PipelineSettings, collection: str) -> int:
+    """How many entries the collection's chain holds; fails when one is there twice."""
     from connectors.publishing import PublishingClient
 
-    with PublishingClient(pipeline_settings.api_url, pipeline_settings.resolve_api_key()) as api:
-        chain_id = collection_chain_id("crash")
-        response = api._request("GET", f"/chains/{chain_id}/entries?limit=1000")
+    store = AuditStore(settings.audit_url)
+    record = store.find_collection(collection)
+    store.close()
+    assert record is not None
+    with PublishingClient(settings.api_url, settings.resolve_api_key()) as api:
+        response = api._request("GET", f"/chains/{record.chain_id}/entries?limit=1000")
     hashes = [item["entry_hash"] for item in response["items"]]
-    assert len(hashes) == len(set(hashes)) == 13  # the chain's first entry + 12 documents
+    assert len(hashes) == len(set(hashes))
+    return len(hashes)
 
 
 def test_links_and_special_files_are_refused_and_counted(

@@ -138,6 +138,19 @@ class ProofsPart(BatchesPart):
         records.sort(key=lambda p: (p.notarization.id, p.notarization.leaf_index or 0))
         return records[:limit]
 
+    def document_proof(
+        self, collection: str, sha256: str
+    ) -> tuple[ProofRecord, AnchorRecord | None] | None:
+        """The proof parts of one document of ``collection`` (hex ``sha256``): its row (for a
+        batch member, with its leaf index and audit path) with the receipt, and the anchor,
+        both its batch's when aggregated (stored once per batch); ``None`` if not notarized.
+        """
+        found = self.proofs(collection=collection, sha256=sha256, limit=1)
+        if not found:
+            return None
+        anchors = self.stored_anchors(notarization_ids=[found[0].notarization.id])
+        return found[0], anchors.get(found[0].notarization.id)
+
     # -- anchors ---------------------------------------------------------------------------
 
     def awaiting_anchor(

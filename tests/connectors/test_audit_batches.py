@@ -7,11 +7,13 @@ import threading
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import create_engine, text
 
 from connectors.audit_store import (
+    AnchorRecord,
     AuditStore,
     CollectionModeError,
     DocumentIn,
@@ -145,6 +147,21 @@ def test_a_batch_is_one_notarization_and_its_documents_are_members(store: AuditS
     store.record_ledger({h("entry"): (7, h("dblock"))})
     assert store.summary("c")["ledger"] == 3
     assert {p.notarization.stage for p in store.proofs(sha256=h("b"))} == {"ledger"}
+    raw = {
+        "directoryblockheight": 7,
+        "directoryblockkeymr": h("dblock"),
+        "anchor_pow": {"transactionhash": h("tx"), "blockhash": h("blk")},
+    }
+    anchor = AnchorRecord.from_node(raw, verified_at=datetime(2024, 1, 1, tzinfo=UTC))
+    assert store.record_anchors([anchor]) == 1  # one batch row moves, its 3 documents with it
+    assert store.summary("c")["anchor"] == 3
+    assert len(store.stored_anchors(collection="c")) == 1  # stored once, for the batch
+    parts = store.document_proof("c", h("c"))
+    assert parts is not None
+    member, stored_anchor = parts
+    assert (member.notarization.path, member.notarization.leaf_index) == ("secret/c.pdf", 2)
+    assert stored_anchor is not None and stored_anchor.transaction_id == h("tx")
+    assert store.document_proof("c", h("nope")) is None
 
 
 def test_a_batch_whose_documents_were_all_taken_is_not_recorded(store: AuditStore) -> None:

@@ -120,18 +120,18 @@ class ProofsPart(BatchesPart):
             since, until: only notarizations created in ``[since, until)`` (aware datetimes).
             batch_id: only the members of this batch.
         """
-        n = notarizations_table.c
+        n, m = notarizations_table.c, members_table.c
         own = row_query().where(n.kind != "batch")
         members = member_query()
         if sha256 is not None:
             own = own.where(n.sha256 == hex64(sha256))
-            members = members.where(members_table.c.sha256 == hex64(sha256))
-        if batch_id is not None:
-            own = own.where(n.id == -1)
-            members = members.where(members_table.c.batch_id == batch_id)
+            members = members.where(m.sha256 == hex64(sha256))
+        queries = [(own, n.id), (members, m.leaf_index)]
+        if batch_id is not None:  # only that batch's members
+            queries = [(members.where(m.batch_id == batch_id), m.leaf_index)]
         records: list[ProofRecord] = []
         with self._engine.connect() as conn:
-            for query, order in ((own, n.id), (members, members_table.c.leaf_index)):
+            for query, order in queries:
                 query = _proof_filters(query, collection=collection, since=since, until=until)
                 query = query.order_by(n.id, order).limit(limit)
                 records += [proof_record(row._mapping) for row in conn.execute(query)]

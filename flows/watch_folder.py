@@ -114,7 +114,9 @@ def _run(
     summary.documents_seen = len(entries)
     summary.timed("chain", lambda: ensure_collection_chain(services.api, collection))
     recorder = Recorder(summary, services, collection, source=source_name(base))
-    docs = summary.timed("hash", lambda: _hash_and_record(summary, services, recorder, entries))
+    docs = summary.timed(
+        "hash", lambda: _hash_and_record(summary, services, recorder, entries, base)
+    )
     summary.timed("publish", lambda: publish_pending(summary, services, frozenset()))
     summary.timed("ledger", lambda: _sweep_once(summary, services))
     get_run_logger().info("%d files of %s: %d published", len(entries), base, summary.published)
@@ -137,15 +139,18 @@ def _entries(summary: RunSummary, base: Path, paths: Sequence[str]) -> list[Scan
 
 
 def _hash_and_record(
-    summary: RunSummary, services: Services, recorder: Recorder, entries: list[ScanEntry]
+    summary: RunSummary,
+    services: Services,
+    recorder: Recorder,
+    entries: list[ScanEntry],
+    base: Path,
 ) -> list[DocumentIn]:
     """Hash and record the batch's files (a watch batch is small: its files are held),
     then make the batch entry of what is new (``Recorder.flush``)."""
     settings = services.settings
-    root = summary.source
     all_docs: list[DocumentIn] = []
     for batch in chunks(entries, settings.batch_size):
-        results = hash_batch(batch, workers=settings.hash_workers, root=root)
+        results = hash_batch(batch, workers=settings.hash_workers, root=str(base))
         docs = summary.add_hashed(batch, results)
         recorder.add(docs)
         all_docs += docs

@@ -4,13 +4,15 @@ Orchestration only. Pages of rows are read one after the other (``read_table_bat
 retried when the database is unreachable); each page is hashed by a ``hash-rows`` task run
 on the task runner chosen by ``PipelineSettings.task_runner`` (threads, or a Dask cluster:
 then row values travel to the cluster's workers), while the next page is read. Only keys,
-hashes and sizes are recorded and published; row values never reach the ledger. Pages are
+hashes and sizes are recorded; row values never reach the ledger (what does is set by the
+collection's publish mode: ``flows.pipeline.Recorder``). Pages are
 recorded in read order; after a page is recorded in the audit store its position is saved
 in ``table_watermarks``, so the next run continues after it; a run killed before that
 re-reads the page and skips its rows as already notarized. In the ``aggregate`` mode a
 position is saved only once every row before it is in a recorded batch (rows recorded but
-still waiting for their batch are read again by the next run if this one dies). Then the shared steps publish every pending notarization of the
-collection (including those an interrupted run left) and wait for the ``ledger`` stage.
+still waiting for their batch are read again by the next run if this one dies). Then the
+shared steps publish every pending notarization of the collection (including those an
+interrupted run left) and wait for the ``ledger`` stage.
 
 A changed row (same key, new values) has a new hash, so it is notarized again; its key is
 the same ``path``. A row that did not change is not read again (its watermark is behind).

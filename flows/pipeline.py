@@ -5,8 +5,8 @@ publish mode, key and chain), turns its items into ``DocumentIn`` windows and ha
 a ``Recorder``, which records and publishes them as they come (per the collection's mode:
 one batch entry per ``aggregate_batch_size`` new documents, or one entry per document);
 then ``publish_pending`` finishes what earlier runs left and ``wait_ledger`` moves the
-collection's notarizations forward. These functions orchestrate Prefect tasks (``tasks.steps``) and must
-be called from inside a flow run. ``hash_task_runner`` is where a source's hash batches
+collection's notarizations forward. These functions orchestrate Prefect tasks
+(``tasks.steps``) and must be called from inside a flow run. ``hash_task_runner`` is where a source's hash batches
 run (threads here, or a Dask cluster), chosen by ``PipelineSettings.task_runner``.
 """
 

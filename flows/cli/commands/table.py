@@ -84,7 +84,7 @@ def table(
 ) -> None:
     """Notarize the rows of a table added or changed since the last run.
 
-    Each row is hashed as canonical JSON (RFC 8785); only its key, hash and size go to the ledger. The position reached is kept in the audit store, so the next run continues after it. Start the services first with `notary up`.
+    Each row is hashed as canonical JSON (RFC 8785); only its key, hash and size are recorded, and only a commitment to them goes to the ledger (in --mode clear: the key, hash and size themselves). The position reached is kept in the audit store, so the next run continues after it. Start the services first with `notary up`.
     """
     if (table_name is None) == (query is None):
         fail("give exactly one of --table and --query", ExitCode.USAGE)

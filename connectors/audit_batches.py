@@ -33,6 +33,7 @@ from connectors.audit_sql import (
 
 __all__ = ["BATCH_SOURCE_PREFIX", "BatchesPart", "batch_source"]
 
+_MEMBERS_PER_INSERT = 1000
 #: Source of a batch's pseudo document: kept out of document listings and counts.
 BATCH_SOURCE_PREFIX = "batch:"
 
@@ -89,16 +90,17 @@ class BatchesPart(NotarizationsPart):
         )
         with self._engine.connect() as conn, conn.begin() as trans:
             batch_id = self._insert_batch(conn, collection, chain, tree_root, size)
-            claimed: Sequence[object] = []
-            if batch_id is not None and values:
-                rows = [v | {"batch_id": batch_id} for v in values]
-                claimed = conn.execute(self._statements.add_members, rows).all()
+            claimed = 0
+            # In pages: a 10,000-member batch sent at once cost ~20 MB of parameters.
+            for page in chunks(values, _MEMBERS_PER_INSERT) if batch_id is not None else []:
+                rows = [v | {"batch_id": batch_id} for v in page]
+                claimed += len(conn.execute(self._statements.add_members, rows).all())
             if batch_id is None or not claimed:
                 trans.rollback()
                 return None
-            details = {"size": size, "members": len(claimed)}
+            details = {"size": size, "members": claimed}
             append_events(conn, [(batch_id, "pending", details)], at=now)
-        return batch_id, len(claimed)
+        return batch_id, claimed
 
     def _insert_batch(
         self, conn: Connection, collection: str, chain: str, root: str, size: int

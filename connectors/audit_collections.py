@@ -11,7 +11,8 @@ run (same chain), while a switch between ``clear`` and a private mode is refused
 (``CollectionModeError``): it would start another chain and leave the old entries behind.
 
 A collection that already has version-1 notarizations (an audit store from before
-collections existed) is registered as ``clear`` with its existing chain.
+collections existed) is registered as ``clear`` with its existing chain; a run that does not
+choose a mode (``mode_is_default``) goes on in whatever mode the collection has.
 """
 
 from __future__ import annotations
@@ -59,23 +60,31 @@ class CollectionsPart(AuditStoreBase):
     """Collections: registered on first use, read back with their secret key."""
 
     def collection(
-        self, name: str, mode: PublishMode, *, chain_namer: ChainNamer
+        self,
+        name: str,
+        mode: PublishMode,
+        *,
+        chain_namer: ChainNamer,
+        mode_is_default: bool = False,
     ) -> CollectionRecord:
         """The collection ``name``, registered with ``mode`` if it is new.
 
         Concurrent first uses are safe: one insert wins and every caller gets that row. A
-        new name whose version-1 chain (``legacy_chain_id``) already has notarizations is
-        registered as ``clear`` with that chain. Between ``aggregate`` and ``entry`` the
-        stored mode follows the request.
+        new name whose version-1 chain (``chain_namer(name, ..., "clear")``) already has
+        notarizations is registered as ``clear`` with that chain. Between ``aggregate`` and
+        ``entry`` the stored mode follows the request.
 
         Args:
             name: the collection's name.
             mode: the publish mode the run asks for.
             chain_namer: hex chain id of a new collection from its name, identifier, mode.
+            mode_is_default: ``mode`` is only the default (nobody chose it): a registered
+                collection then keeps its own mode, so an audit store of version-1
+                collections goes on in ``clear`` with no option given.
 
         Raises:
-            CollectionModeError: ``mode`` and the registered mode are not both private or
-                both ``clear``.
+            CollectionModeError: ``mode`` was chosen and it and the registered mode are not
+                both private or both ``clear``.
             ValueError: an unknown mode.
         """
         if mode not in PUBLISH_MODES:
@@ -83,6 +92,8 @@ class CollectionsPart(AuditStoreBase):
         record = self.find_collection(name)
         if record is None:
             record = self._register(name, mode, chain_namer)
+        if mode_is_default:
+            return record
         if record.private != (mode != "clear"):
             raise CollectionModeError(name, registered=record.mode, requested=mode)
         if record.mode != mode:

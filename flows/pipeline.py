@@ -246,13 +246,20 @@ def windows(items: Iterable[T], size: int) -> Iterator[list[T]]:
 
 
 def open_collection(services: Services, name: str) -> CollectionRecord:
-    """The collection ``name`` (registered with ``settings.publish_mode`` on first use).
+    """The collection ``name``, registered with ``settings.publish_mode`` on first use.
+
+    A mode that was not chosen (neither ``--mode`` nor ``NOTARY_PUBLISH_MODE``: the
+    ``aggregate`` default) applies to new collections only; a registered one keeps its
+    mode (a version-1 collection of an older audit store goes on in ``clear``).
 
     Raises:
-        CollectionModeError: the mode asked for would switch between clear and private.
+        CollectionModeError: the mode chosen would switch between clear and private.
     """
-    mode = services.settings.publish_mode
-    return services.store.collection(name, mode, chain_namer=chain_for)
+    settings = services.settings
+    chosen = "publish_mode" in settings.model_fields_set
+    return services.store.collection(
+        name, settings.publish_mode, chain_namer=chain_for, mode_is_default=not chosen
+    )
 
 
 def record_batch(

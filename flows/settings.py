@@ -49,7 +49,8 @@ class PipelineSettings(BaseSettings):
             documents, ``entry`` one commitment entry per document (findable by its
             external ID), ``clear`` one entry per document with its path, size and SHA-256
             in clear (public and permanent). Nothing private is published in the first two
-            (``docs/formats.md``). A collection keeps clear or private once registered.
+            (``docs/formats.md``). A collection keeps clear or private once registered;
+            when no mode is set, a registered collection goes on in its own mode.
         aggregate_batch_size: documents per batch entry in ``aggregate`` mode (>= 1).
         hash_workers: threads hashing files at once inside one batch.
         task_runner: where hash batches run: ``threads`` (Prefect's thread pool in this

@@ -97,6 +97,11 @@ def test_a_collection_with_v1_notarizations_is_registered_clear(store: AuditStor
         collection(store, "old", "aggregate")
     record = collection(store, "old", "clear")
     assert (record.mode, record.chain_id) == ("clear", legacy_chain)
+    # a run that chose no mode goes on in the collection's own
+    default = store.collection("old", "aggregate", chain_namer=chain_for, mode_is_default=True)
+    assert default == record
+    fresh = store.collection("new", "aggregate", chain_namer=chain_for, mode_is_default=True)
+    assert fresh.mode == "aggregate"
 
 
 def test_concurrent_first_uses_get_the_same_collection(backend: dict) -> None:

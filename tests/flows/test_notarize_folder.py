@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit_store import AuditStore, CollectionModeError, DocumentIn, NewNotarization
 from connectors.node import NodeClient
 from flows.cli.commands.notarize import _print_summary
 from flows.notarize_folder import notarize_folder
@@ -185,3 +185,40 @@ def test_links_and_special_files_are_refused_and_counted(
     assert summary["refused"] == 2
     assert any(m.startswith("link.txt: ") for m in summary["errors"])
     assert any(m.startswith("pipe: ") for m in summary["errors"])
+
+
+def test_a_collection_of_an_older_store_goes_on_in_clear_without_a_mode(
+    tmp_path: Path, pipeline_settings: PipelineSettings
+) -> None:
+    """An audit store from before publish modes: a version-1 row left pending. With no mode
+    chosen the run keeps the version-1 chain (publishing that row and the new files);
+    asking for a private mode is refused."""
+    folder = tmp_path / "docs"
+    files = make_files(folder, 3)
+    old_path = "sub0/file-0.txt"
+    store = AuditStore(pipeline_settings.audit_url)
+    (doc_id,) = store.upsert_documents(
+        f"folder:{folder}",
+        [DocumentIn(old_path, hashlib.sha256(files[old_path]).hexdigest(), len(files[old_path]))],
+    )
+    chain_id = collection_chain_id("legacy")
+    store.add_notarizations(
+        [NewNotarization(doc_id, "legacy", chain_id, hashlib.sha256(files[old_path]).hexdigest())]
+    )
+    assert "publish_mode" not in pipeline_settings.model_fields_set
+
+    summary = notarize_folder(str(folder), "legacy", pipeline_settings, True)
+    assert summary["chain_id"] == chain_id
+    assert (summary["queued"], summary["published"], summary["receipts_verified"]) == (2, 3, 3)
+    record = store.find_collection("legacy")
+    assert record is not None and record.mode == "clear"
+    for proof in store.proofs(collection="legacy"):
+        row = proof.notarization
+        expected = document_entry(
+            chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path
+        )
+        assert (row.kind, row.entry_hash) == ("document", expected.entry_hash)
+    chosen = pipeline_settings.model_copy(update={"publish_mode": "aggregate"})
+    with pytest.raises(CollectionModeError):
+        notarize_folder(str(folder), "legacy", chosen, True)
+    store.close()

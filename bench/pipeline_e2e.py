@@ -4,7 +4,8 @@ The bundled stack (node, wallet, API, anchoring; 2 s blocks) runs as its own pro
 users run it (``notary up`` in one terminal, ``notary notarize`` in another), on free
 loopback ports; the pipeline runs in this process. Their peak memory is measured apart.
 
-Usage: ``python -m bench.pipeline_e2e [--small 10000] [--large 0] [--large-mib 100]``.
+Usage: ``python -m bench.pipeline_e2e [--small 10000] [--large 0] [--large-mib 100]
+[--mode aggregate|entry|clear]`` (the publish mode; default the settings', aggregate).
 
 - ``--small N``: N files of 4 KiB (goal: under 30 s wall from flow start to every receipt
   verified and stored). Baseline in the same run: ``sha256sum`` over the files plus one block
@@ -203,8 +204,14 @@ def _openssl(folder: Path) -> float | None:
     return _sha256sum(folder, ("openssl", "dgst", "-sha256"))
 
 
-def _run(folder: Path, data: Path, collection: str) -> tuple[dict[str, Any], float | None]:
-    """Run the flow against a fresh stack process; return (summary + wall_s, stack RSS)."""
+def _run(
+    folder: Path, data: Path, collection: str, mode: str | None
+) -> tuple[dict[str, Any], float | None]:
+    """Run the flow against a fresh stack process; return (summary + wall_s +
+    entries_published, stack RSS)."""
+    from sqlalchemy import text
+
+    from connectors.audit_store import AuditStore
     from flows.notarize_folder import notarize_folder
     from flows.settings import PipelineSettings
 
@@ -213,6 +220,8 @@ def _run(folder: Path, data: Path, collection: str) -> tuple[dict[str, Any], flo
         settings = PipelineSettings(
             data_dir=data, api_url=urls.api_url, node_url=urls.node_url, anchor_url=urls.anchor_url
         )
+        if mode is not None:
+            settings = settings.model_copy(update={"publish_mode": mode})
         stack_cpu, cpu = stack.cpu_s(), time.process_time()
         with stopwatch() as elapsed:
             summary = notarize_folder(str(folder), collection, settings, True)
@@ -221,6 +230,10 @@ def _run(folder: Path, data: Path, collection: str) -> tuple[dict[str, Any], flo
         stack_after = stack.cpu_s()
         if stack_cpu is not None and stack_after is not None:
             summary["stack_cpu_s"] = round(stack_after - stack_cpu, 2)
+    with AuditStore(settings.audit_url) as store, store.engine.connect() as conn:
+        count = "SELECT count(*) FROM notarizations WHERE collection = :c"  # a row per entry
+        summary["entries_published"] = conn.execute(text(count), {"c": collection}).scalar_one()
+        summary["publish_mode"] = settings.publish_mode
     return summary, stack.peak_rss_mb
 
 
@@ -228,6 +241,7 @@ def _rates(run: dict[str, Any]) -> dict[str, Any]:
     stages = run["stage_seconds"]
     published = int(run["published"])
     extra: dict[str, Any] = {"stage_seconds": stages, "published": published}
+    extra |= {k: run[k] for k in ("publish_mode", "entries_published") if k in run}
     # CPU seconds are steadier than wall time on a shared machine.
     extra |= {k: run[k] for k in ("pipeline_cpu_s", "stack_cpu_s") if k in run}
     extra["load_average_1m"] = round(os.getloadavg()[0], 2)
@@ -253,6 +267,7 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=0)
     parser.add_argument("--large-mib", type=int, default=100)
     parser.add_argument("--dir", type=Path, default=None, help="where to put the files")
+    parser.add_argument("--mode", choices=("aggregate", "entry", "clear"), default=None)
     args = parser.parse_args()
     figures: list[Figure] = []
     stack_rss: list[float] = []
@@ -275,7 +290,7 @@ def main() -> None:
         if args.small:
             _make(root / "small", args.small, 4096)
             before = _sha256sum(root / "small")
-            run, rss = _run(root / "small", root / "data-small", "bench-small")
+            run, rss = _run(root / "small", root / "data-small", "bench-small", args.mode)
             base = min(before, _sha256sum(root / "small")) + BLOCK_TIME_S
             assert run["documents_with_receipt"] == args.small, run
             stack_rss += [rss] if rss is not None else []
@@ -295,7 +310,7 @@ def main() -> None:
         if args.large:
             _make(root / "large", args.large, args.large_mib << 20)
             before = _sha256sum(root / "large")
-            run, rss = _run(root / "large", root / "data-large", "bench-large")
+            run, rss = _run(root / "large", root / "data-large", "bench-large", args.mode)
             base = min(before, _sha256sum(root / "large"))
             openssl = _openssl(root / "large")
             assert run["documents_with_receipt"] == args.large, run

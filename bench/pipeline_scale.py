@@ -269,12 +269,12 @@ def _run_figures(
 ) -> Run:
     summary = got["summary"]
     floor = sha256sum_s + got["block_time_s"]
-    verified = int(summary["receipts_verified"])
+    verified = int(summary["documents_with_receipt"])
     extra = {
         "sha256sum_s": round(sha256sum_s, 3),
         "block_time_s": round(got["block_time_s"], 3),
         "receipts_verified": verified,
-        "complete": verified == files and not summary["still_waiting"],
+        "complete": verified == files and not summary["documents_waiting"],
         "pipeline_cpu_s": got["pipeline_cpu_s"],
         "stack_cpu_s": None if got["stack_cpu_s"] is None else round(got["stack_cpu_s"], 2),
         "published": summary["published"],

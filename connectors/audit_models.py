@@ -7,7 +7,11 @@ database (and Alembic can target exactly this metadata).
 Tables::
 
     documents      one row per (source, path, sha256): a version of a document seen by a source
-    notarizations  one row per document hash per chain; UNIQUE(chain_id, sha256)
+    collections    one row per collection: its secret key, public identifier, mode and chain
+    notarizations  one row per published entry: a document hash (``kind`` "document" or
+                   "commitment") or a batch's tree root (``kind`` "batch"); UNIQUE(chain_id, sha256)
+    batch_members  the documents of a batch with their leaf index and audit path;
+                   UNIQUE(chain_id, sha256): a document is aggregated once per chain
     stage_events   append-only history of every stage change of a notarization
     receipts       verified receipts (Merkle branch entry hash -> directory block KeyMR)
     anchors        verified anchors of a notarization's directory block (anchor_pow)
@@ -28,7 +32,7 @@ existing one needs no rewrite).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -53,6 +57,16 @@ STAGE_ORDER: tuple[Stage, ...] = ("pending", "published", "multi_az", "ledger", 
 ALL_STAGES: tuple[Stage, ...] = (*STAGE_ORDER, "failed")
 
 RunStatus = Literal["running", "completed", "failed"]
+
+#: How a collection publishes (``docs/formats.md``): ``aggregate`` one entry per batch of
+#: documents (their commitments in a Merkle tree), ``entry`` one commitment entry per
+#: document, ``clear`` one version-1 entry per document with its path, size and SHA-256.
+PublishMode = Literal["aggregate", "entry", "clear"]
+PUBLISH_MODES: tuple[PublishMode, ...] = ("aggregate", "entry", "clear")
+
+#: What a notarization row publishes: a version-1 document entry, a version-2 commitment
+#: entry (one document), or a version-2 batch entry (the root of an aggregation tree).
+NotarizationKind = Literal["document", "commitment", "batch"]
 
 _JSON = JSON().with_variant(JSONB(), "postgresql")
 _STAGE_CHECK = "stage IN (" + ", ".join(f"'{s}'" for s in ALL_STAGES) + ")"
@@ -99,7 +113,14 @@ class Notarization(AuditBase, table=True):
     document_id: int = Field(foreign_key="documents.id", index=True)
     collection: str = Field(max_length=255)
     chain_id: str = Field(max_length=64)  # hex
-    sha256: str = Field(max_length=64)  # hex, copy of documents.sha256 for the constraint
+    # hex: a copy of documents.sha256 for the constraint; for a batch, its tree root (the
+    # batch's pseudo document, source "batch:<collection>", has the same value)
+    sha256: str = Field(max_length=64)
+    kind: str = Field(
+        default="document",
+        sa_column=Column(String(16), nullable=False, server_default="document"),
+    )  # NotarizationKind
+    batch_size: int | None = Field(default=None)  # leaves of a batch's tree; None otherwise
     entry_hash: str | None = Field(default=None, max_length=64, index=True)  # hex
     stage: str = Field(default="pending", max_length=16)  # one of ALL_STAGES
     attempts: int = Field(default=0)  # failed attempts recorded by mark_failed
@@ -112,6 +133,39 @@ class Notarization(AuditBase, table=True):
     dblock_height: int | None = Field(default=None, index=True)
     dblock_keymr: str | None = Field(default=None, max_length=64)  # hex
     error: str | None = Field(default=None)
+
+
+class Collection(AuditBase, table=True):
+    """A collection: its secret key, public identifier, publish mode and chain.
+
+    ``key`` (32 random bytes, hex) is the secret every document's commitment nonce is
+    derived from (``ledger.core.commitment``): never logged or published. ``identifier``
+    (16 bytes, hex) names the chain of a private collection.
+    """
+
+    __tablename__ = "collections"
+
+    name: str = Field(sa_column=Column(String(255), primary_key=True))
+    identifier: str = Field(max_length=32)  # hex
+    key: str = Field(max_length=64)  # hex, the collection secret
+    mode: str = Field(max_length=16)  # PublishMode
+    chain_id: str = Field(max_length=64)  # hex
+    created_at: datetime = _utc_column(nullable=False)
+
+
+class BatchMember(AuditBase, table=True):
+    """A document aggregated in a batch: its leaf index and audit path in the batch's tree."""
+
+    __tablename__ = "batch_members"
+    __table_args__ = (UniqueConstraint("chain_id", "sha256", name="uq_batch_members_chain_sha256"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    batch_id: int = Field(foreign_key="notarizations.id", index=True)
+    document_id: int = Field(foreign_key="documents.id", index=True)
+    chain_id: str = Field(max_length=64)  # hex
+    sha256: str = Field(max_length=64)  # hex, the document's hash
+    leaf_index: int = Field(sa_column=Column(BigInteger, nullable=False))
+    audit_path: list[str] = Field(sa_column=Column(_JSON, nullable=False))  # hex, leaf first
 
 
 class StageEvent(AuditBase, table=True):
@@ -211,17 +265,86 @@ class DocumentIn:
 
 @dataclass(frozen=True)
 class NewNotarization:
-    """A document hash to notarize in ``chain_id`` (hex) for ``collection``."""
+    """A document hash to notarize in ``chain_id`` (hex) for ``collection``, as one entry of
+    ``kind`` ``"document"`` (version 1, clear) or ``"commitment"`` (version 2)."""
 
     document_id: int
     collection: str
     chain_id: str
     sha256: str
+    kind: NotarizationKind = "document"
+
+
+@dataclass(frozen=True)
+class NewMember:
+    """A document of a batch: its id, hex SHA-256, leaf index and audit path (hex, leaf
+    level first; ``ledger.core.aggregation.AggregationTree.audit_path``)."""
+
+    document_id: int
+    sha256: str
+    leaf_index: int
+    audit_path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CollectionRecord:
+    """A collection as the audit store keeps it (``key`` is secret: left out of ``repr``).
+
+    Attributes:
+        name: the collection's name (never published for a private mode).
+        identifier: its 16-byte public identifier (names a private collection's chain).
+        key: its 32-byte secret key.
+        mode: how it publishes.
+        chain_id: hex chain id of its chain.
+        created_at: when it was registered.
+    """
+
+    name: str
+    identifier: bytes
+    key: bytes = field(repr=False)
+    mode: PublishMode
+    chain_id: str
+    created_at: datetime
+
+    @property
+    def private(self) -> bool:
+        """True unless the collection publishes clear-text version-1 entries."""
+        return self.mode != "clear"
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """A batch notarization: its tree root and size, entry and stage.
+
+    Attributes:
+        id: the batch's notarization id.
+        collection, chain_id: where it is published.
+        root: hex root of its aggregation tree (the row's ``sha256``).
+        size: leaves of the tree.
+        members: documents recorded as its members (fewer than ``size`` when another
+            worker aggregated some of its documents first).
+        entry_hash, stage, dblock_height: as for any notarization.
+    """
+
+    id: int
+    collection: str
+    chain_id: str
+    root: str
+    size: int
+    members: int
+    entry_hash: str | None
+    stage: Stage
+    dblock_height: int | None
 
 
 @dataclass(frozen=True)
 class NotarizationRow:
-    """A notarization joined with its document (``source``, ``path``, ``size_bytes``)."""
+    """A notarization joined with its document (``source``, ``path``, ``size_bytes``).
+
+    For a batch row read to publish or sweep it, the document is the batch's pseudo
+    document (``path`` and ``sha256`` are the root). A batch's member documents are read as
+    rows of their own (``is_member``) by ``AuditStore.proofs`` and ``batch_members``.
+    """
 
     id: int
     document_id: int
@@ -243,6 +366,18 @@ class NotarizationRow:
     source: str
     path: str
     size_bytes: int
+    kind: NotarizationKind = "document"
+    batch_size: int | None = None
+    batch_root: str | None = None
+    leaf_index: int | None = None
+    audit_path: tuple[str, ...] = ()
+
+    @property
+    def is_member(self) -> bool:
+        """True for a document of a batch: the row is its batch's notarization (id, stage,
+        entry, times), with the document's ``document_id``, ``sha256``, ``path`` and
+        ``size_bytes``, and ``batch_root``, ``leaf_index`` and ``audit_path`` set."""
+        return self.leaf_index is not None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from connectors.audit_sql import (
     hex64,
     ids_by_entry_hash,
     live_ids,
+    members_table,
     notarization_row,
     notarizations_table,
     row_query,
@@ -74,37 +75,49 @@ class NotarizationsPart(AuditStoreBase):
     # -- notarizations ---------------------------------------------------------------------
 
     def known_hashes(self, chain_id: str, sha256s: Iterable[str]) -> set[str]:
-        """The hashes among ``sha256s`` already notarized (at any stage) in ``chain_id``."""
+        """The hashes among ``sha256s`` already notarized (at any stage) in ``chain_id``:
+        by an entry of their own, or as a member of a batch."""
         wanted = sorted({hex64(h) for h in sha256s})
+        chain = hex64(chain_id)
+        n, m = notarizations_table.c, members_table.c
         found: set[str] = set()
         with self._engine.connect() as conn:
             for chunk in chunks(wanted, IN_CHUNK):
-                query = select(notarizations_table.c.sha256).where(
-                    notarizations_table.c.chain_id == hex64(chain_id),
-                    notarizations_table.c.sha256.in_(chunk),
+                own = select(n.sha256).where(
+                    n.chain_id == chain, n.sha256.in_(chunk), n.kind != "batch"
                 )
-                found.update(conn.scalars(query))
+                found.update(conn.scalars(own))
+                members = select(m.sha256).where(m.chain_id == chain, m.sha256.in_(chunk))
+                found.update(conn.scalars(members))
         return found
 
     def notarized_at(
         self, chain_id: str, sha256s: Iterable[str]
     ) -> dict[str, tuple[int, datetime]]:
-        """The notarizations of these hashes in ``chain_id`` (at any stage).
+        """The notarizations of these hashes in ``chain_id`` (at any stage): a document's
+        own entry, or for a member of a batch the batch's notarization.
 
         Returns:
-            hash (lowercase hex) -> (notarization id, ``created_at``, aware UTC); hashes
-            not notarized in the chain are absent.
+            hash (lowercase hex) -> (notarization id, ``created_at``, aware UTC; for a
+            member, its batch's); hashes not notarized in the chain are absent.
         """
         wanted = sorted({hex64(h) for h in sha256s})
-        n = notarizations_table.c
+        chain = hex64(chain_id)
+        n, m = notarizations_table.c, members_table.c
         found: dict[str, tuple[int, datetime]] = {}
         with self._engine.connect() as conn:
             for chunk in chunks(wanted, IN_CHUNK):
-                query = select(n.sha256, n.id, n.created_at).where(
-                    n.chain_id == hex64(chain_id), n.sha256.in_(chunk)
+                own = select(n.sha256, n.id, n.created_at).where(
+                    n.chain_id == chain, n.sha256.in_(chunk), n.kind != "batch"
                 )
-                for row in conn.execute(query):
-                    found[row.sha256] = (int(row.id), aware_utc(row.created_at))
+                members = (
+                    select(m.sha256, n.id, n.created_at)
+                    .select_from(members_table.join(notarizations_table, m.batch_id == n.id))
+                    .where(m.chain_id == chain, m.sha256.in_(chunk))
+                )
+                for query in (own, members):
+                    for row in conn.execute(query):
+                        found[row.sha256] = (int(row.id), aware_utc(row.created_at))
         return found
 
     def add_notarizations(self, rows: Sequence[NewNotarization]) -> list[int]:
@@ -121,6 +134,7 @@ class NotarizationsPart(AuditStoreBase):
         values = [
             {"document_id": r.document_id, "collection": r.collection, "chain_id": key[0]}
             | {"sha256": key[1], "stage": "pending", "attempts": 0}
+            | {"kind": r.kind, "batch_size": None}
             | {"created_at": now, "updated_at": now}
             for key, r in unique.items()
         ]
@@ -249,6 +263,16 @@ class NotarizationsPart(AuditStoreBase):
         with self._engine.connect() as conn:
             rows = conn.execute(query.order_by(notarizations_table.c.id).limit(limit))
             return [notarization_row(r._mapping) for r in rows]
+
+    def notarizations(self, ids: Iterable[int]) -> list[NotarizationRow]:
+        """The notarizations of these ids (those that exist), by id."""
+        n = notarizations_table.c
+        out: list[NotarizationRow] = []
+        with self._engine.connect() as conn:
+            for chunk in chunks(sorted(set(ids)), IN_CHUNK):
+                rows = conn.execute(row_query().where(n.id.in_(chunk)).order_by(n.id))
+                out += [notarization_row(r._mapping) for r in rows]
+        return out
 
     def events(self, notarization_id: int) -> list[StageEventRecord]:
         """The stage events of one notarization, oldest first."""

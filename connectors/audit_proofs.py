@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 
+from connectors.audit_batches import BatchesPart
 from connectors.audit_models import AnchorRecord, NotarizationRow, ProofRecord, ReceiptRecord
-from connectors.audit_notarizations import NotarizationsPart
 from connectors.audit_sql import (
     ANCHOR_EVENT_KEYS,
     IN_CHUNK,
@@ -25,6 +26,8 @@ from connectors.audit_sql import (
     chunks,
     hex64,
     ids_by_entry_hash,
+    member_query,
+    members_table,
     notarization_row,
     notarizations_table,
     proof_record,
@@ -36,7 +39,27 @@ from connectors.audit_sql import (
 __all__ = ["ProofsPart"]
 
 
-class ProofsPart(NotarizationsPart):
+def _proof_filters(
+    query: Any,
+    *,
+    collection: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> Any:
+    """``query`` joined with the notarization's receipt (columns ``r_*``) and filtered."""
+    n, r = notarizations_table.c, receipts_table.c
+    query = query.add_columns(*[c.label(f"r_{c.name}") for c in receipts_table.c])
+    query = query.outerjoin(receipts_table, r.notarization_id == n.id)
+    if collection is not None:
+        query = query.where(n.collection == collection)
+    if since is not None:
+        query = query.where(n.created_at >= since)
+    if until is not None:
+        query = query.where(n.created_at < until)
+    return query
+
+
+class ProofsPart(BatchesPart):
     """Receipts and anchors of notarizations (built on their stage moves)."""
 
     # -- receipts --------------------------------------------------------------------------
@@ -83,29 +106,50 @@ class ProofsPart(NotarizationsPart):
         limit: int | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        batch_id: int | None = None,
     ) -> list[ProofRecord]:
-        """Notarizations with their receipts (``None`` if not stored yet), oldest first.
+        """Documents' notarizations with their receipts (``None`` if not stored yet), oldest
+        first: one record per document, a batch's members (``is_member``) as records of their
+        own with the batch's stage, entry and receipt (stored once, for the batch). Batch
+        rows themselves are not listed (``batches``).
 
         Args:
             collection: only this collection.
             sha256: only notarizations of this document hash (hex).
             limit: at most this many.
             since, until: only notarizations created in ``[since, until)`` (aware datetimes).
+            batch_id: only the members of this batch.
         """
-        r = receipts_table.c
-        query = row_query().add_columns(*[c.label(f"r_{c.name}") for c in receipts_table.c])
-        query = query.outerjoin(receipts_table, r.notarization_id == notarizations_table.c.id)
-        if collection is not None:
-            query = query.where(notarizations_table.c.collection == collection)
+        n, m = notarizations_table.c, members_table.c
+        own = row_query().where(n.kind != "batch")
+        members = member_query()
         if sha256 is not None:
-            query = query.where(notarizations_table.c.sha256 == hex64(sha256))
-        if since is not None:
-            query = query.where(notarizations_table.c.created_at >= since)
-        if until is not None:
-            query = query.where(notarizations_table.c.created_at < until)
-        query = query.order_by(notarizations_table.c.id).limit(limit)
+            own = own.where(n.sha256 == hex64(sha256))
+            members = members.where(m.sha256 == hex64(sha256))
+        queries = [(own, n.id), (members, m.leaf_index)]
+        if batch_id is not None:  # only that batch's members
+            queries = [(members.where(m.batch_id == batch_id), m.leaf_index)]
+        records: list[ProofRecord] = []
         with self._engine.connect() as conn:
-            return [proof_record(row._mapping) for row in conn.execute(query)]
+            for query, order in queries:
+                query = _proof_filters(query, collection=collection, since=since, until=until)
+                query = query.order_by(n.id, order).limit(limit)
+                records += [proof_record(row._mapping) for row in conn.execute(query)]
+        records.sort(key=lambda p: (p.notarization.id, p.notarization.leaf_index or 0))
+        return records[:limit]
+
+    def document_proof(
+        self, collection: str, sha256: str
+    ) -> tuple[ProofRecord, AnchorRecord | None] | None:
+        """The proof parts of one document of ``collection`` (hex ``sha256``): its row (for a
+        batch member, with its leaf index and audit path) with the receipt, and the anchor,
+        both its batch's when aggregated (stored once per batch); ``None`` if not notarized.
+        """
+        found = self.proofs(collection=collection, sha256=sha256, limit=1)
+        if not found:
+            return None
+        anchors = self.stored_anchors(notarization_ids=[found[0].notarization.id])
+        return found[0], anchors.get(found[0].notarization.id)
 
     # -- anchors ---------------------------------------------------------------------------
 

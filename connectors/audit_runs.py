@@ -13,6 +13,7 @@ from connectors.audit_sql import (
     IN_CHUNK,
     aware_utc,
     chunks,
+    members_table,
     notarizations_table,
     receipts_table,
     runs_table,
@@ -63,27 +64,39 @@ class RunsPart(AuditStoreBase):
         return out
 
     def summary(self, collection: str | None = None) -> dict[str, int]:
-        """Count of notarizations per stage (every stage of ``ALL_STAGES`` present, 0 if none)."""
-        n = notarizations_table.c
-        query = select(n.stage, func.count()).group_by(n.stage)
+        """Count of notarized documents per stage (every stage of ``ALL_STAGES`` present, 0
+        if none): a batch counts its members, each at the batch's stage."""
+        n, m = notarizations_table.c, members_table.c
+        own = select(n.stage, func.count()).where(n.kind != "batch").group_by(n.stage)
+        members = (
+            select(n.stage, func.count())
+            .select_from(members_table.join(notarizations_table, m.batch_id == n.id))
+            .group_by(n.stage)
+        )
         if collection is not None:
-            query = query.where(n.collection == collection)
+            own = own.where(n.collection == collection)
+            members = members.where(n.collection == collection)
         counts: dict[str, int] = dict.fromkeys(ALL_STAGES, 0)
         with self._engine.connect() as conn:
-            for stage, count in conn.execute(query):
-                counts[stage] = int(count)
+            for query in (own, members):
+                for stage, count in conn.execute(query):
+                    counts[stage] += int(count)
         return counts
 
     def receipt_count(self, collection: str | None = None) -> int:
-        """How many notarizations (of ``collection``) have a verified receipt stored."""
-        n, r = notarizations_table.c, receipts_table.c
-        query = select(func.count()).select_from(
-            receipts_table.join(notarizations_table, r.notarization_id == n.id)
+        """How many notarized documents (of ``collection``) have a verified receipt stored
+        (a batch's receipt counts once per member)."""
+        n, r, m = notarizations_table.c, receipts_table.c, members_table.c
+        with_receipt = receipts_table.join(notarizations_table, r.notarization_id == n.id)
+        own = select(func.count()).select_from(with_receipt).where(n.kind != "batch")
+        members = select(func.count()).select_from(
+            with_receipt.join(members_table, m.batch_id == n.id)
         )
         if collection is not None:
-            query = query.where(n.collection == collection)
+            own = own.where(n.collection == collection)
+            members = members.where(n.collection == collection)
         with self._engine.connect() as conn:
-            return int(conn.execute(query).scalar_one())
+            return sum(int(conn.execute(q).scalar_one()) for q in (own, members))
 
     def progress(self, notarization_ids: Iterable[int]) -> dict[int, tuple[Stage, bool]]:
         """Where these notarizations are: id -> (stage, whether a verified receipt is

@@ -44,12 +44,15 @@ __all__ = [
     "append_events",
     "aware_utc",
     "chunks",
+    "collections_table",
     "document_ids",
     "documents_table",
     "events_table",
     "hex64",
     "ids_by_entry_hash",
     "live_ids",
+    "member_query",
+    "members_table",
     "move_forward",
     "notarization_row",
     "notarizations_table",
@@ -81,6 +84,8 @@ events_table: Table = AUDIT_METADATA.tables["stage_events"]
 receipts_table: Table = AUDIT_METADATA.tables["receipts"]
 runs_table: Table = AUDIT_METADATA.tables["runs"]
 anchors_table: Table = AUDIT_METADATA.tables["anchors"]
+collections_table: Table = AUDIT_METADATA.tables["collections"]
+members_table: Table = AUDIT_METADATA.tables["batch_members"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,8 @@ class Statements:
     add_notarizations: Any
     save_receipts: Any
     record_anchors: Any
+    add_members: Any
+    add_collection: Any
 
 
 @functools.cache
@@ -107,6 +114,8 @@ def statements_for(dialect: str) -> Statements:
     notarizations = dialect_insert(notarizations_table)
     receipts = dialect_insert(receipts_table)
     anchors = dialect_insert(anchors_table)
+    members = dialect_insert(members_table)
+    collections = dialect_insert(collections_table)
     n = notarizations_table.c
     return Statements(
         upsert_documents=docs.on_conflict_do_update(
@@ -126,6 +135,10 @@ def statements_for(dialect: str) -> Statements:
             index_elements=["notarization_id"],
             set_={k: anchors.excluded[k] for k in _ANCHOR_REFRESHED},
         ),
+        add_members=members.on_conflict_do_nothing(index_elements=["chain_id", "sha256"]).returning(
+            members_table.c.id
+        ),
+        add_collection=collections.on_conflict_do_nothing(index_elements=["name"]),
     )
 
 
@@ -237,11 +250,26 @@ def row_query() -> Any:
     return select(n, d.c.source, d.c.path, d.c.size_bytes).join(d, n.c.document_id == d.c.id)
 
 
+def member_query() -> Any:
+    """``SELECT`` of batch members as ``NotarizationRow`` columns: the batch notarization's
+    columns with the member document's id, hash, source, path and size, the batch's root
+    (``batch_root``), ``leaf_index`` and ``audit_path`` (add ``where``, ``order_by``)."""
+    n, d, m = notarizations_table, documents_table, members_table
+    own = [c for c in n.c if c.name not in ("document_id", "sha256")]
+    columns = [*own, m.c.document_id, m.c.sha256, n.c.sha256.label("batch_root")]
+    columns += [d.c.source, d.c.path, d.c.size_bytes, m.c.leaf_index, m.c.audit_path]
+    joined = m.join(n, m.c.batch_id == n.c.id).join(d, m.c.document_id == d.c.id)
+    return select(*columns).select_from(joined)
+
+
 def notarization_row(mapping: Mapping[Any, Any]) -> NotarizationRow:
-    """A ``row_query`` result row as a ``NotarizationRow`` (times made aware UTC)."""
-    values = {f.name: mapping[f.name] for f in fields(NotarizationRow)}
+    """A ``row_query`` or ``member_query`` result row as a ``NotarizationRow`` (times made
+    aware UTC; the member columns absent from ``row_query`` keep their defaults)."""
+    values = {f.name: mapping[f.name] for f in fields(NotarizationRow) if f.name in mapping}
     for name in _ROW_TIMES:
         values[name] = aware_utc(values[name])
+    if values.get("audit_path") is not None:
+        values["audit_path"] = tuple(values["audit_path"])
     return NotarizationRow(**values)
 
 

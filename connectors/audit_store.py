@@ -23,7 +23,9 @@ moves ``ledger`` rows to ``anchor``.
 
     audit_base.AuditStoreBase             engine, clock, the stage move (_advance)
     audit_notarizations.NotarizationsPart documents, notarizations, stages, events
+    audit_batches.BatchesPart             batches of aggregated documents and their members
     audit_proofs.ProofsPart               receipts and anchors
+    audit_collections.CollectionsPart     collections: secret key, identifier, mode, chain
     audit_runs.RunsPart                   flow runs, counts per stage
     audit_sql                             tables, batch statements, row conversions
 
@@ -40,15 +42,23 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from connectors import migrations
+from connectors.audit_batches import BATCH_SOURCE_PREFIX, batch_source
+from connectors.audit_collections import ChainNamer, CollectionModeError, CollectionsPart
 from connectors.audit_engine import build_engine
 from connectors.audit_models import (
     ALL_STAGES,
+    PUBLISH_MODES,
     STAGE_ORDER,
     AnchorRecord,
+    BatchRecord,
+    CollectionRecord,
     DocumentIn,
+    NewMember,
     NewNotarization,
+    NotarizationKind,
     NotarizationRow,
     ProofRecord,
+    PublishMode,
     ReceiptRecord,
     RunStatus,
     Stage,
@@ -61,22 +71,32 @@ from ledger.core.clock import Clock, SystemClock
 
 __all__ = [
     "ALL_STAGES",
+    "BATCH_SOURCE_PREFIX",
+    "PUBLISH_MODES",
     "STAGE_ORDER",
     "AnchorRecord",
     "AuditStore",
+    "BatchRecord",
+    "ChainNamer",
+    "CollectionModeError",
+    "CollectionRecord",
     "DocumentIn",
     "MigrationError",
+    "NewMember",
     "NewNotarization",
+    "NotarizationKind",
     "NotarizationRow",
+    "PublishMode",
     "ProofRecord",
     "ReceiptRecord",
     "RunStatus",
     "Stage",
     "StageEventRecord",
+    "batch_source",
 ]
 
 
-class AuditStore(ProofsPart, RunsPart):
+class AuditStore(ProofsPart, CollectionsPart, RunsPart):
     """Batch-oriented access to the audit tables (the parts: module docstring).
 
     Args:

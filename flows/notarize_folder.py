@@ -3,36 +3,44 @@
 Orchestration only; the steps are batch tasks (``tasks.steps``) and the shared pipeline
 steps (``flows.pipeline``). Hash batches run on the task runner chosen by
 ``PipelineSettings.task_runner`` (threads, or a Dask cluster whose workers see the folder
-at the same path); recording, publishing and waiting stay in the flow's process. Re-running it on the same folder publishes nothing new:
-documents whose hash the collection's chain already holds are skipped, and rows an
-interrupted run left behind are finished.
+at the same path); recording, publishing and waiting stay in the flow's process; all of it
+streams (``notarize_folder``). Re-running it on the same folder publishes nothing new:
+documents whose hash the collection's chain already holds are skipped, rows an interrupted
+run left behind are finished, and documents it recorded but did not batch are batched.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.futures import PrefectFuture
 
-from connectors.audit_store import RunStatus
+from connectors.audit_store import CollectionRecord, RunStatus
 from connectors.folder_source import ScanEntry, display_path, scan, source_name
 from flows.pipeline import (
+    Recorder,
     RunSummary,
     Services,
-    chunks,
     finish_counts,
     hash_task_runner,
+    open_collection,
     open_services,
     publish_artifact,
     publish_pending,
-    record_batch,
     wait_ledger,
+    windows,
 )
 from flows.settings import PipelineSettings
-from tasks.documents import collection_chain_id
+from tasks.hashing import HashResult
 from tasks.publish import ensure_collection_chain
 from tasks.steps import hash_batch
+
+#: Hash windows submitted to the task runner and not yet recorded: enough to keep the
+#: runner busy while the flow records and publishes, few enough to bound memory.
+WINDOWS_IN_FLIGHT = 4
 
 
 @flow(name="notarize-folder", validate_parameters=False)
@@ -44,11 +52,17 @@ def notarize_folder(
 ) -> dict[str, Any]:
     """Notarize every regular file under ``folder`` into the chain of ``collection``.
 
+    The scan is walked lazily in windows of ``batch_size`` files; at most
+    ``WINDOWS_IN_FLIGHT`` windows are hashed at once on the task runner, each is recorded
+    as it completes and published while the scan goes on (per the collection's publish
+    mode: ``flows.pipeline.Recorder``), so memory does not grow with the folder.
+
     Args:
         folder: the folder to notarize (recursive; symlinks are not followed; hidden,
             ``.part``, ``.swp``, ``~$*`` and ``.tmp`` files are ignored).
-        collection: collection name; default the folder's absolute path.
-        settings: pipeline settings (services, audit store, batch sizes).
+        collection: collection name; default the folder's absolute path (never published
+            in the private modes: the chain is named by the collection's identifier).
+        settings: pipeline settings (services, audit store, batch sizes, publish mode).
         wait_for_ledger_stage: wait (with retries and back-off) until every entry is in a
             directory block and its receipt is verified and stored.
 
@@ -57,19 +71,22 @@ def notarize_folder(
 
     Raises:
         TaskRunnerUnavailable: ``task_runner`` is ``dask`` and ``prefect-dask`` is missing.
+        CollectionModeError: the publish mode would switch the collection between clear
+            and private.
         ConnectorError: the publishing API or the node could not be reached.
     """
     settings = settings or PipelineSettings()
     root = Path(folder).resolve()
     name = collection or str(root)
-    summary = RunSummary(str(root), name, collection_chain_id(name))
     with open_services(settings) as services:
+        record = open_collection(services, name)
+        summary = RunSummary(str(root), name, record.chain_id)
         run_id = services.store.start_run(
             "notarize_folder", parameters={"folder": str(root), "collection": name}
         )
         status: RunStatus = "failed"
         try:
-            _run(summary, services, root=root, wait=wait_for_ledger_stage)
+            _run(summary, services, record, root=root, wait=wait_for_ledger_stage)
             status = "completed"
         finally:
             finish_counts(summary, services.store)
@@ -78,37 +95,47 @@ def notarize_folder(
     return summary.as_dict()
 
 
-def _run(summary: RunSummary, services: Services, *, root: Path, wait: bool) -> None:
-    log = get_run_logger()
-
-    def refused(relative_path: str, reason: str) -> None:
-        summary.refused += 1
-        summary.note(f"{display_path(relative_path)}: {reason}")
-
-    files = summary.timed("scan", lambda: list(scan(root, on_skip=refused)))
-    summary.documents_seen = len(files)
-    log.info("found %d files under %s", len(files), root)
-    summary.timed("chain", lambda: ensure_collection_chain(services.api, summary.collection))
-    new_ids = summary.timed("hash", lambda: _hash_and_record(summary, services, files, root))
-    summary.timed("publish", lambda: publish_pending(summary, services, frozenset(new_ids)))
+def _run(
+    summary: RunSummary,
+    services: Services,
+    collection: CollectionRecord,
+    *,
+    root: Path,
+    wait: bool,
+) -> None:
+    summary.timed("chain", lambda: ensure_collection_chain(services.api, collection))
+    recorder = Recorder(summary, services, collection, source=source_name(root))
+    summary.timed("hash", lambda: _stream(summary, services, recorder, root))
+    get_run_logger().info("found %d files under %s", summary.documents_seen, root)
+    summary.timed("publish", lambda: publish_pending(summary, services, frozenset()))
     if wait:
         summary.timed(
             "ledger", lambda: wait_ledger(summary, services, collection=summary.collection)
         )
 
 
-def _hash_and_record(
-    summary: RunSummary, services: Services, files: list[ScanEntry], root: Path
-) -> list[int]:
+def _stream(summary: RunSummary, services: Services, recorder: Recorder, root: Path) -> None:
+    """Scan, hash, record and publish window by window (``stage_seconds["hash"]`` covers
+    the scan and hashing, and the publishing done meanwhile, also counted in ``publish``)."""
+
+    def refused(relative_path: str, reason: str) -> None:
+        summary.refused += 1
+        summary.note(f"{display_path(relative_path)}: {reason}")
+
     settings = services.settings
-    batches = list(chunks(files, settings.batch_size))
-    new_ids: list[int] = []
+    in_flight: deque[tuple[list[ScanEntry], PrefectFuture[list[HashResult]]]] = deque()
+
+    def record_oldest() -> None:
+        window, future = in_flight.popleft()
+        recorder.add(summary.add_hashed(window, future.result()))
+
     with hash_task_runner(settings) as runner:
-        params = [
-            {"entries": b, "workers": settings.hash_workers, "root": str(root)} for b in batches
-        ]
-        futures = [runner.submit(hash_batch, p) for p in params]
-        for batch, future in zip(batches, futures, strict=True):
-            docs = summary.add_hashed(batch, future.result())
-            new_ids += record_batch(summary, services, source=source_name(root), docs=docs)
-    return new_ids
+        for window in windows(scan(root, on_skip=refused), settings.batch_size):
+            summary.documents_seen += len(window)
+            params = {"entries": window, "workers": settings.hash_workers, "root": str(root)}
+            in_flight.append((window, runner.submit(hash_batch, params)))
+            if len(in_flight) >= WINDOWS_IN_FLIGHT:
+                record_oldest()
+        while in_flight:
+            record_oldest()
+    recorder.flush()

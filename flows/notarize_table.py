@@ -4,11 +4,15 @@ Orchestration only. Pages of rows are read one after the other (``read_table_bat
 retried when the database is unreachable); each page is hashed by a ``hash-rows`` task run
 on the task runner chosen by ``PipelineSettings.task_runner`` (threads, or a Dask cluster:
 then row values travel to the cluster's workers), while the next page is read. Only keys,
-hashes and sizes are recorded and published; row values never reach the ledger. Pages are
+hashes and sizes are recorded; row values never reach the ledger (what does is set by the
+collection's publish mode: ``flows.pipeline.Recorder``). Pages are
 recorded in read order; after a page is recorded in the audit store its position is saved
 in ``table_watermarks``, so the next run continues after it; a run killed before that
-re-reads the page and skips its rows as already notarized. Then the shared steps publish every pending notarization of the
-collection (including those an interrupted run left) and wait for the ``ledger`` stage.
+re-reads the page and skips its rows as already notarized. In the ``aggregate`` mode a
+position is saved only once every row before it is in a recorded batch (rows recorded but
+still waiting for their batch are read again by the next run if this one dies). Then the
+shared steps publish every pending notarization of the collection (including those an
+interrupted run left) and wait for the ``ledger`` stage.
 
 A changed row (same key, new values) has a new hash, so it is notarized again; its key is
 the same ``path``. A row that did not change is not read again (its watermark is behind).
@@ -25,7 +29,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture
 from pydantic import SecretStr
 
-from connectors.audit_store import DocumentIn, RunStatus
+from connectors.audit_store import CollectionRecord, DocumentIn, RunStatus
 from connectors.table_source import (
     Position,
     RowPage,
@@ -35,18 +39,18 @@ from connectors.table_source import (
 )
 from connectors.watermark_store import WatermarkStore
 from flows.pipeline import (
+    Recorder,
     RunSummary,
     Services,
     finish_counts,
     hash_task_runner,
+    open_collection,
     open_services,
     publish_artifact,
     publish_pending,
-    record_batch,
     wait_ledger,
 )
 from flows.settings import PipelineSettings
-from tasks.documents import collection_chain_id
 from tasks.publish import ensure_collection_chain
 from tasks.row_hashing import hash_row
 
@@ -138,9 +142,10 @@ def notarize_table(
         raw_url, table=table, query=query, watermark=watermark, key_columns=key_columns
     ) as source:
         name = _collection_name(collection, source)
-        summary = RunSummary(source.name, name, collection_chain_id(name))
         with open_services(settings) as services:
-            last = _run_recorded(summary, services, source, wait=wait_for_ledger_stage)
+            record = open_collection(services, name)
+            summary = RunSummary(source.name, name, record.chain_id)
+            last = _run_recorded(summary, services, source, record, wait=wait_for_ledger_stage)
     publish_artifact(summary, key="notarize-table-summary", title=f"Notarization of {source.name}")
     return summary.as_dict() | {"watermark": last.to_json() if last is not None else None}
 
@@ -156,7 +161,12 @@ def _collection_name(collection: str | None, source: TableSource) -> str:
 
 
 def _run_recorded(
-    summary: RunSummary, services: Services, source: TableSource, *, wait: bool
+    summary: RunSummary,
+    services: Services,
+    source: TableSource,
+    collection: CollectionRecord,
+    *,
+    wait: bool,
 ) -> Position | None:
     """``_run`` between a run record's start and finish (status ``failed`` if it raises)."""
     parameters = {
@@ -168,7 +178,7 @@ def _run_recorded(
     run_id = services.store.start_run("notarize_table", parameters=parameters)
     status: RunStatus = "failed"
     try:
-        last = _run(summary, services, source, wait=wait)
+        last = _run(summary, services, source, collection, wait=wait)
         status = "completed"
         return last
     finally:
@@ -177,11 +187,17 @@ def _run_recorded(
 
 
 def _run(
-    summary: RunSummary, services: Services, source: TableSource, *, wait: bool
+    summary: RunSummary,
+    services: Services,
+    source: TableSource,
+    collection: CollectionRecord,
+    *,
+    wait: bool,
 ) -> Position | None:
-    summary.timed("chain", lambda: ensure_collection_chain(services.api, summary.collection))
-    new_ids, last = summary.timed("read", lambda: _read_and_record(summary, services, source))
-    summary.timed("publish", lambda: publish_pending(summary, services, frozenset(new_ids)))
+    summary.timed("chain", lambda: ensure_collection_chain(services.api, collection))
+    recorder = Recorder(summary, services, collection, source=source.name)
+    last = summary.timed("read", lambda: _read_and_record(summary, services, source, recorder))
+    summary.timed("publish", lambda: publish_pending(summary, services, frozenset()))
     if wait:
         summary.timed(
             "ledger", lambda: wait_ledger(summary, services, collection=summary.collection)
@@ -190,11 +206,11 @@ def _run(
 
 
 def _read_and_record(
-    summary: RunSummary, services: Services, source: TableSource
-) -> tuple[list[int], Position | None]:
+    summary: RunSummary, services: Services, source: TableSource, recorder: Recorder
+) -> Position | None:
     """Read pages after the saved position and hash them on the task runner; record each
-    page in read order, then save its position. Returns the new notarization ids and the
-    last position saved."""
+    page in read order (``recorder``: published as it goes), then save its position once
+    none of its rows waits for a batch. Returns the last position saved."""
     log = get_run_logger()
     marks = WatermarkStore(services.store.engine)
     name, collection = source.name, summary.collection
@@ -202,25 +218,28 @@ def _read_and_record(
     after = marks.load(name, collection, watermark_column=wm_column, key_columns=keys)
     log.info("reading %s after %s", source.name, after.to_json() if after else "the start")
     limit = services.settings.batch_size
-    new_ids: list[int] = []
     in_flight: deque[tuple[PrefectFuture[list[DocumentIn]], Position]] = deque()
+    unsaved = 0  # rows recorded since the last saved position
+    waiting: Position | None = None  # the last position recorded
+
+    def save(last: Position) -> None:
+        nonlocal after, unsaved
+        marks.save(
+            name, collection, last, watermark_column=wm_column, key_columns=keys, rows_read=unsaved
+        )
+        after, unsaved = last, 0
 
     def record_oldest() -> None:
-        nonlocal after
+        nonlocal unsaved, waiting
         future, last = in_flight.popleft()
         docs = future.result()
         summary.documents_seen += len(docs)
         summary.bytes_hashed += sum(d.size_bytes for d in docs)
-        new_ids.extend(record_batch(summary, services, source=source.name, docs=docs))
-        marks.save(
-            name,
-            collection,
-            last,
-            watermark_column=wm_column,
-            key_columns=keys,
-            rows_read=len(docs),
-        )
-        after = last
+        recorder.add(docs)
+        unsaved += len(docs)
+        waiting = last
+        if recorder.settled:
+            save(last)
 
     with hash_task_runner(services.settings) as runner:
         position = after
@@ -236,5 +255,8 @@ def _read_and_record(
                 break
         while in_flight:
             record_oldest()
+    recorder.flush()
+    if waiting is not None and waiting != after:
+        save(waiting)
     log.info("read %d rows of %s", summary.documents_seen, source.name)
-    return new_ids, after
+    return after

@@ -1,9 +1,12 @@
 """The steps every source shares: record documents, publish, wait for ``ledger``, report.
 
-A source (folder, watched folder, table) turns its items into ``DocumentIn`` batches and
-calls ``record_batch``; then ``publish_pending`` and ``wait_ledger`` move the collection's
-notarizations forward. These functions orchestrate Prefect tasks (``tasks.steps``) and must
-be called from inside a flow run. ``hash_task_runner`` is where a source's hash batches
+A source (folder, watched folder, table) opens its collection (``open_collection``: its
+publish mode, key and chain), turns its items into ``DocumentIn`` windows and hands each to
+a ``Recorder``, which records and publishes them as they come (per the collection's mode:
+one batch entry per ``aggregate_batch_size`` new documents, or one entry per document);
+then ``publish_pending`` finishes what earlier runs left and ``wait_ledger`` moves the
+collection's notarizations forward. These functions orchestrate Prefect tasks
+(``tasks.steps``) and must be called from inside a flow run. ``hash_task_runner`` is where a source's hash batches
 run (threads here, or a Dask cluster), chosen by ``PipelineSettings.task_runner``.
 """
 
@@ -11,11 +14,12 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any, TypeVar
 
 from prefect.artifacts import create_markdown_artifact
@@ -23,13 +27,21 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from connectors.anchor import AnchorClient
-from connectors.audit_store import AuditStore, DocumentIn, Stage
+from connectors.audit_store import (
+    AuditStore,
+    CollectionRecord,
+    DocumentIn,
+    NotarizationKind,
+    NotarizationRow,
+    Stage,
+)
 from connectors.callback_receiver import CALLBACK_STAGES, callback_url_for
 from connectors.folder_source import ScanEntry
 from connectors.node import NodeClient
 from connectors.publishing import CallbackStage, PublishingClient
 from flows.settings import PipelineSettings
 from ledger.core.entry import Entry
+from tasks.documents import chain_for
 from tasks.failed_writes import check_failed_writes
 from tasks.hashing import HashResult
 from tasks.publish import PublishOutcome
@@ -37,7 +49,9 @@ from tasks.steps import (
     StagePending,
     backoff_delays,
     publish_batch,
+    record_aggregate,
     record_documents,
+    record_new_documents,
     wait_for_ledger,
 )
 
@@ -181,6 +195,41 @@ class RunSummary:
                 self.queued_by_other_runs += 1
             self._documents_of[nid] += 1
 
+    def is_own(self, notarization_id: int) -> bool:
+        """True for a notarization (or batch) this run created."""
+        return notarization_id in self._own
+
+    def add_batched(
+        self,
+        copies: Mapping[str, int],
+        batch_id: int | None,
+        notarized: Mapping[str, tuple[int, datetime]],
+    ) -> None:
+        """Count the documents of one batch this run recorded (aggregate mode).
+
+        Args:
+            copies: each batched hash (lowercase hex) -> how many of this run's documents
+                have it (the copies after the first are already in ``repeated_in_run``).
+            batch_id: the batch's notarization id, ``None`` when another worker had
+                aggregated every one of them meanwhile.
+            notarized: ``AuditStore.notarized_at`` of those hashes, after recording.
+
+        A hash in this run's batch counts in ``queued``; one another worker's batch took
+        first counts in ``queued_by_other_runs``.
+
+        Raises:
+            KeyError: a hash has no notarization in ``notarized``.
+        """
+        if batch_id is not None:
+            self._own.add(batch_id)
+        for sha, count in copies.items():
+            nid, _created_at = notarized[sha]
+            if nid == batch_id:
+                self.queued += 1
+            else:
+                self.queued_by_other_runs += 1
+            self._documents_of[nid] += count
+
     def note(self, message: str) -> None:
         """Keep up to 20 error messages for the run record."""
         if len(self.errors) < 20:
@@ -321,10 +370,40 @@ def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
+def windows(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Consecutive lists of at most ``size`` items, taken lazily from ``items``."""
+    iterator = iter(items)
+    while window := list(islice(iterator, size)):
+        yield window
+
+
+def open_collection(services: Services, name: str) -> CollectionRecord:
+    """The collection ``name``, registered with ``settings.publish_mode`` on first use.
+
+    A mode that was not chosen (neither ``--mode`` nor ``NOTARY_PUBLISH_MODE``: the
+    ``aggregate`` default) applies to new collections only; a registered one keeps its
+    mode (a version-1 collection of an older audit store goes on in ``clear``).
+
+    Raises:
+        CollectionModeError: the mode chosen would switch between clear and private.
+    """
+    settings = services.settings
+    chosen = "publish_mode" in settings.model_fields_set
+    return services.store.collection(
+        name, settings.publish_mode, chain_namer=chain_for, mode_is_default=not chosen
+    )
+
+
 def record_batch(
-    summary: RunSummary, services: Services, *, source: str, docs: Sequence[DocumentIn]
+    summary: RunSummary,
+    services: Services,
+    *,
+    source: str,
+    docs: Sequence[DocumentIn],
+    kind: NotarizationKind = "document",
 ) -> list[int]:
-    """Record a batch of documents and queue those the chain does not hold yet.
+    """Record a batch of documents and queue those the chain does not hold yet, one
+    notarization of ``kind`` each (``document``: clear; ``commitment``: private).
 
     Returns:
         ids of the new notarizations (the others are counted by ``RunSummary.add_recorded``).
@@ -337,36 +416,126 @@ def record_batch(
         collection=summary.collection,
         chain_id=summary.chain_id,
         docs=quote(docs),  # not walked by Prefect: 500 records cost ~90 ms of CPU
+        kind=kind,
     )
     notarized = services.store.notarized_at(summary.chain_id, [d.sha256 for d in docs])
     summary.add_recorded(docs, ids, notarized)
     return ids
 
 
-def publish_pending(summary: RunSummary, services: Services, new_ids: frozenset[int]) -> None:
-    """Publish every ``pending`` notarization of the collection, batch by batch.
+class Recorder:
+    """Records a run's documents window by window and publishes them as it goes.
 
-    Rows not created by this run (``new_ids``) may have been posted by an interrupted run
-    or by a concurrent one: they are looked up by entry hash before being posted again, and
-    counted as ``published_for_other_runs``, not as this run's ``published``.
+    By the collection's mode: ``clear`` and ``entry`` queue one notarization per new
+    document (version-1 entry, or commitment entry) and publish each window's at once;
+    ``aggregate`` keeps the run's new documents (id and hash only) until
+    ``aggregate_batch_size`` of them are waiting, then records them as one batch (tree,
+    batch row and members in one transaction) and publishes its entry. ``flush`` makes a
+    batch of what is left (smaller; one document is a batch too). Memory: at most one
+    batch's documents, never the run's.
+
+    Documents recorded but not yet in a batch when a run dies are found new again by the
+    next run over the same source, and batched then.
     """
+
+    def __init__(
+        self,
+        summary: RunSummary,
+        services: Services,
+        collection: CollectionRecord,
+        *,
+        source: str,
+    ) -> None:
+        self._summary, self._services = summary, services
+        self._collection, self._source = collection, source
+        self._waiting: dict[str, int] = {}  # hex SHA-256 -> document id, in arrival order
+        self._copies: Counter[str] = Counter()  # waiting hashes seen again in this run
+
+    @property
+    def settled(self) -> bool:
+        """True when every document added so far is queued (none waits for a batch)."""
+        return not self._waiting
+
+    def add(self, docs: Sequence[DocumentIn]) -> None:
+        """Record one window of hashed documents; publish what is ready."""
+        if not docs:
+            return
+        if self._collection.mode != "aggregate":
+            kind: NotarizationKind = (
+                "document" if self._collection.mode == "clear" else "commitment"
+            )
+            ids = record_batch(
+                self._summary, self._services, source=self._source, docs=docs, kind=kind
+            )
+            self._publish(ids)
+            return
+        new, _skipped = record_new_documents(
+            self._services.store,
+            source=self._source,
+            chain_id=self._collection.chain_id,
+            docs=quote(docs),
+        )
+        fresh = {sha.lower(): doc_id for doc_id, sha in new}
+        known: list[DocumentIn] = []
+        for doc in docs:
+            sha = doc.sha256.lower()
+            if sha not in fresh:
+                known.append(doc)
+            elif sha in self._waiting:  # seen earlier in this run, not in a batch yet
+                self._summary.repeated_in_run += 1
+                self._copies[sha] += 1
+            else:
+                self._waiting[sha] = fresh[sha]
+        if known:
+            store = self._services.store
+            notarized = store.notarized_at(self._collection.chain_id, [d.sha256 for d in known])
+            self._summary.add_recorded(known, [], notarized)
+        size = self._services.settings.aggregate_batch_size
+        while len(self._waiting) >= size:
+            self._batch(size)
+
+    def flush(self) -> None:
+        """Record and publish the documents still waiting as one (smaller) batch."""
+        if self._waiting:
+            self._batch(len(self._waiting))
+
+    def _batch(self, size: int) -> None:
+        shas = list(islice(self._waiting, size))
+        docs = [(self._waiting.pop(sha), sha) for sha in shas]
+        added = record_aggregate(self._services.store, self._collection, quote(docs))
+        batch_id = None if added is None else added[0]
+        notarized = self._services.store.notarized_at(self._collection.chain_id, shas)
+        copies = {sha: 1 + self._copies.pop(sha, 0) for sha in shas}
+        self._summary.add_batched(copies, batch_id, notarized)
+        if batch_id is not None:
+            self._publish([batch_id])
+
+    def _publish(self, ids: Sequence[int]) -> None:
+        if ids:
+            rows = self._services.store.notarizations(ids)
+            self._summary.timed(
+                "publish", lambda: publish_rows_now(self._summary, self._services, rows)
+            )
+
+
+def publish_rows_now(
+    summary: RunSummary,
+    services: Services,
+    rows: Sequence[NotarizationRow],
+    *,
+    recheck: frozenset[int] = frozenset(),
+) -> None:
+    """Publish ``rows`` (``pending``; ``recheck`` ids looked up first) in pages of
+    ``batch_size``; count the outcome into ``summary``: this run's rows in ``published``,
+    an earlier or concurrent run's in ``published_for_other_runs`` (both in documents: a
+    batch counts its members)."""
     settings = services.settings
     own, others = PublishOutcome(), PublishOutcome()
-    after_id = 0
-    while True:
-        rows = services.store.pending(
-            stage_below="published",
-            collection=summary.collection,
-            limit=settings.batch_size,
-            after_id=after_id,
-        )
-        if not rows:
-            break
-        after_id = rows[-1].id
+    for page in chunks(rows, settings.batch_size):
         # Published in two task runs, so that each outcome counts only its own rows.
         for part, total in (
-            ([r for r in rows if r.id in new_ids], own),
-            ([r for r in rows if r.id not in new_ids], others),
+            ([r for r in page if summary.is_own(r.id)], own),
+            ([r for r in page if not summary.is_own(r.id)], others),
         ):
             if not part:
                 continue
@@ -374,7 +543,7 @@ def publish_pending(summary: RunSummary, services: Services, new_ids: frozenset[
                 services.store,
                 services.api,
                 quote(part),  # not walked by Prefect (see record_batch)
-                recheck_ids=frozenset(r.id for r in part if r.id not in new_ids),
+                recheck_ids=recheck & {r.id for r in part},
                 concurrency=settings.publish_concurrency,
             )
             total.add(outcome)
@@ -384,6 +553,30 @@ def publish_pending(summary: RunSummary, services: Services, new_ids: frozenset[
         summary.publish_failed += total.failed + total.retryable_errors
         for message in total.errors:
             summary.note(message)
+
+
+def publish_pending(summary: RunSummary, services: Services, new_ids: frozenset[int]) -> None:
+    """Publish every ``pending`` notarization of the collection, batch by batch.
+
+    Rows not created by this run (``new_ids``) may have been posted by an interrupted run:
+    they are looked up by entry hash before being posted again. (A ``Recorder`` publishes
+    its rows as it records them; what is still ``pending`` here was left by an earlier or a
+    concurrent run, or failed to publish, so streaming sources pass no ``new_ids``.) Rows
+    of this run count in ``published``, the others in ``published_for_other_runs``.
+    """
+    after_id = 0
+    while True:
+        rows = services.store.pending(
+            stage_below="published",
+            collection=summary.collection,
+            limit=services.settings.batch_size,
+            after_id=after_id,
+        )
+        if not rows:
+            break
+        after_id = rows[-1].id
+        recheck = frozenset(r.id for r in rows if r.id not in new_ids)
+        publish_rows_now(summary, services, rows, recheck=recheck)
 
 
 def wait_ledger(summary: RunSummary, services: Services, *, collection: str | None) -> None:

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from connectors.audit_models import PublishMode
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.observability.logs import LogFormat
 
@@ -43,6 +44,14 @@ class PipelineSettings(BaseSettings):
         table_url: source database of ``notarize_table`` when a run gives none (kept out of
             Prefect's stored parameters because it may hold a password).
         batch_size: documents per task run (a task run costs milliseconds in Prefect).
+        publish_mode: how a new collection publishes (``NOTARY_PUBLISH_MODE``, ``--mode``):
+            ``aggregate`` (default) one entry per batch of up to ``aggregate_batch_size``
+            documents, ``entry`` one commitment entry per document (findable by its
+            external ID), ``clear`` one entry per document with its path, size and SHA-256
+            in clear (public and permanent). Nothing private is published in the first two
+            (``docs/formats.md``). A collection keeps clear or private once registered;
+            when no mode is set, a registered collection goes on in its own mode.
+        aggregate_batch_size: documents per batch entry in ``aggregate`` mode (>= 1).
         hash_workers: threads hashing files at once inside one batch.
         task_runner: where hash batches run: ``threads`` (Prefect's thread pool in this
             process) or ``dask`` (a Dask cluster; needs the ``notary[dask]`` extra).
@@ -101,6 +110,8 @@ class PipelineSettings(BaseSettings):
     anchor_tls_ca_file: Path | None = None
     table_url: SecretStr | None = None
     batch_size: int = Field(default=500, ge=1, le=10_000)
+    publish_mode: PublishMode = "aggregate"
+    aggregate_batch_size: int = Field(default=10_000, ge=1, le=1_000_000)
     hash_workers: int = Field(default=4, ge=1, le=64)
     task_runner: TaskRunnerName = "threads"
     dask_address: str | None = None

@@ -28,20 +28,26 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from connectors.audit_store import STAGE_ORDER, AuditStore, DocumentIn, RunStatus
+from connectors.audit_store import (
+    STAGE_ORDER,
+    AuditStore,
+    CollectionRecord,
+    DocumentIn,
+    RunStatus,
+)
 from connectors.folder_source import DEFAULT_IGNORE_PATTERNS, ScanEntry, source_name
 from connectors.folder_watch import FolderWatcher, ReadyFile, WatchOptions, move_to_done
 from flows.pipeline import (
+    Recorder,
     RunSummary,
     Services,
     chunks,
     finish_counts,
+    open_collection,
     open_services,
     publish_pending,
-    record_batch,
 )
 from flows.settings import PipelineSettings
-from tasks.documents import collection_chain_id
 from tasks.publish import ensure_collection_chain
 from tasks.steps import hash_batch, sweep_ledger_once
 
@@ -78,16 +84,17 @@ def notarize_files(
     settings = settings or PipelineSettings()
     base = Path(root).resolve()
     name = collection or str(base)
-    summary = RunSummary(str(base), name, collection_chain_id(name))
     stages: dict[str, str] = {}
     with open_services(settings) as services:
+        record = open_collection(services, name)
+        summary = RunSummary(str(base), name, record.chain_id)
         run_id = services.store.start_run(
             "notarize_files",
             parameters={"root": str(base), "collection": name, "files": len(paths)},
         )
         status: RunStatus = "failed"
         try:
-            stages = _run(summary, services, base=base, paths=paths)
+            stages = _run(summary, services, record, base=base, paths=paths)
             status = "completed"
         finally:
             finish_counts(summary, services.store)
@@ -96,15 +103,21 @@ def notarize_files(
 
 
 def _run(
-    summary: RunSummary, services: Services, *, base: Path, paths: list[str]
+    summary: RunSummary,
+    services: Services,
+    collection: CollectionRecord,
+    *,
+    base: Path,
+    paths: list[str],
 ) -> dict[str, str]:
     entries = _entries(summary, base, paths)
     summary.documents_seen = len(entries)
-    summary.timed("chain", lambda: ensure_collection_chain(services.api, summary.collection))
-    docs, new_ids = summary.timed(
-        "hash", lambda: _hash_and_record(summary, services, entries, base)
+    summary.timed("chain", lambda: ensure_collection_chain(services.api, collection))
+    recorder = Recorder(summary, services, collection, source=source_name(base))
+    docs = summary.timed(
+        "hash", lambda: _hash_and_record(summary, services, recorder, entries, base)
     )
-    summary.timed("publish", lambda: publish_pending(summary, services, frozenset(new_ids)))
+    summary.timed("publish", lambda: publish_pending(summary, services, frozenset()))
     summary.timed("ledger", lambda: _sweep_once(summary, services))
     get_run_logger().info("%d files of %s: %d published", len(entries), base, summary.published)
     return _file_stages(services.store, summary.collection, docs)
@@ -126,17 +139,23 @@ def _entries(summary: RunSummary, base: Path, paths: Sequence[str]) -> list[Scan
 
 
 def _hash_and_record(
-    summary: RunSummary, services: Services, entries: list[ScanEntry], base: Path
-) -> tuple[list[DocumentIn], list[int]]:
+    summary: RunSummary,
+    services: Services,
+    recorder: Recorder,
+    entries: list[ScanEntry],
+    base: Path,
+) -> list[DocumentIn]:
+    """Hash and record the batch's files (a watch batch is small: its files are held),
+    then make the batch entry of what is new (``Recorder.flush``)."""
     settings = services.settings
     all_docs: list[DocumentIn] = []
-    new_ids: list[int] = []
     for batch in chunks(entries, settings.batch_size):
         results = hash_batch(batch, workers=settings.hash_workers, root=str(base))
         docs = summary.add_hashed(batch, results)
-        new_ids += record_batch(summary, services, source=source_name(base), docs=docs)
+        recorder.add(docs)
         all_docs += docs
-    return all_docs, new_ids
+    recorder.flush()
+    return all_docs
 
 
 def _sweep_once(summary: RunSummary, services: Services) -> None:
@@ -285,10 +304,11 @@ def _done_dirs(
 
 
 def _preflight(settings: PipelineSettings, collections: set[str]) -> None:
-    """Fail fast on a missing key or unreachable API; create the collections' chains."""
+    """Fail fast on a missing key, unreachable API or refused publish mode; create the
+    collections' chains."""
     with open_services(settings) as services:
         for name in sorted(collections):
-            ensure_collection_chain(services.api, name)
+            ensure_collection_chain(services.api, open_collection(services, name))
 
 
 class _BatchHandler:

@@ -90,10 +90,21 @@ def _verify_block(
     proof: dict[str, object],
     policy: PowParams | None,
 ) -> None:
-    stored = store.proofs(sha256=row.sha256, collection=row.collection, limit=1)
+    if row.kind == "batch":  # a batch's first member stands for it (same entry, receipt)
+        stored = store.proofs(batch_id=row.id, limit=1)
+    else:
+        stored = store.proofs(sha256=row.sha256, collection=row.collection, limit=1)
     receipt = stored[0].receipt if stored else None
     if receipt is None:
         raise ValueError("no verified receipt stored for the sample document")
     assert row.dblock_height is not None
     dblock_raw = bytes.fromhex(node.dblock_by_height(row.dblock_height)["rawdata"])
-    bundle_for(row, receipt=receipt.raw, dblock_raw=dblock_raw, anchor_proof=proof, policy=policy)
+    key = None if row.kind == "document" else store.collection_key(row.collection)
+    bundle_for(
+        stored[0].notarization,
+        receipt=receipt.raw,
+        dblock_raw=dblock_raw,
+        anchor_proof=proof,
+        collection_key=key,
+        policy=policy,
+    )

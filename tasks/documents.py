@@ -1,6 +1,14 @@
-"""How a document and a collection are written on the ledger (the pipeline's entry format).
+"""How a document and a collection are written on the ledger (the pipeline's entry formats).
 
-A collection is one chain. Its first entry has the external IDs
+Three publish modes (``connectors.audit_models.PublishMode``) use two formats. The private
+modes, ``aggregate`` and ``entry``, use version 2 (``ledger.core.notary_entry``): the
+collection's chain is named by its identifier, a document is published as a commitment
+(``ledger.core.commitment``) in an entry of its own (``entry``) or as a leaf of a batch's
+aggregation tree whose root and size one entry carries (``aggregate``); no path, name, size
+or bare document hash leaves the machine. ``notarization_entry`` gives any audit store
+row's entry; ``collection_entry`` a collection's first entry.
+
+The ``clear`` mode uses version 1, below. A collection is one chain. Its first entry has the external IDs
 ``["notary:collection:v1", <collection name, UTF-8>]`` (so its chain ID follows from the
 name) and a small JSON content. A document is one entry in that chain with external IDs
 ``["notary:document:v1", <SHA-256 hex>, <size in bytes, decimal>, <relative path, UTF-8>]``
@@ -12,11 +20,16 @@ is what makes re-runs idempotent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import rfc8785
 
+from connectors.audit_store import CollectionRecord, NewMember, NotarizationRow, PublishMode
+from ledger.core.aggregation import AggregationTree
+from ledger.core.commitment import document_commitment, document_nonce
 from ledger.core.entry import MAX_ENTRY_PAYLOAD_BYTES, Entry, chain_id_from_external_ids
+from ledger.core.notary_entry import batch_entry, collection_first_entry, commitment_entry
 
 COLLECTION_TAG = b"notary:collection:v1"
 DOCUMENT_TAG = b"notary:document:v1"
@@ -64,3 +77,91 @@ def document_entry(chain_id: str, *, sha256: str, size_bytes: int, path: str) ->
         )
     entry = Entry(bytes.fromhex(chain_id), ext_ids, content)
     return LedgerEntry(chain_id, ext_ids, content, entry.hash().hex())
+
+
+def ledger_entry(entry: Entry) -> LedgerEntry:
+    """``entry`` as a ``LedgerEntry`` (hex chain id and entry hash)."""
+    return LedgerEntry(entry.chain_id.hex(), entry.external_ids, entry.content, entry.hash().hex())
+
+
+def collection_entry(collection: CollectionRecord) -> LedgerEntry:
+    """The first entry of ``collection``'s chain: named by its identifier when private, by
+    its name when ``clear``."""
+    if collection.private:
+        return ledger_entry(collection_first_entry(collection.identifier))
+    return collection_chain(collection.name)
+
+
+def chain_for(name: str, identifier: bytes, mode: PublishMode) -> str:
+    """Hex chain id of a collection (``connectors.audit_store.ChainNamer``): the version-1
+    chain of ``name`` for ``clear``, the chain named by ``identifier`` otherwise."""
+    if mode == "clear":
+        return collection_chain_id(name)
+    return collection_first_entry(identifier).chain_id.hex()
+
+
+def commitment_of(collection_key: bytes, sha256: str) -> bytes:
+    """The 32-byte commitment published for the document of hex ``sha256``.
+
+    Raises:
+        DecodeError: a key that is not 32 bytes.
+        ValueError: ``sha256`` is not hex of 32 bytes.
+    """
+    digest = bytes.fromhex(sha256)
+    return document_commitment(digest, document_nonce(collection_key, digest))
+
+
+def aggregation_tree(collection_key: bytes, sha256s: Sequence[str]) -> AggregationTree:
+    """The aggregation tree of a batch: leaf ``i`` is the commitment of ``sha256s[i]``.
+
+    Raises:
+        LimitError: no hashes.
+    """
+    return AggregationTree([commitment_of(collection_key, h) for h in sha256s])
+
+
+def batch_members(
+    collection_key: bytes, docs: Sequence[tuple[int, str]]
+) -> tuple[str, list[NewMember]]:
+    """The tree root (hex) and the members of a batch of ``(document id, hex SHA-256)``,
+    leaf ``i`` being ``docs[i]``'s commitment (hashes must be distinct).
+
+    Memory: the tree (about 2 hashes per document) and one audit path per document (at
+    most ``ceil(log2(n))`` hashes), for the batch only.
+
+    Raises:
+        LimitError: no documents.
+    """
+    tree = aggregation_tree(collection_key, [sha for _doc_id, sha in docs])
+    members = [
+        NewMember(doc_id, sha, index, tuple(h.hex() for h in path))
+        for index, ((doc_id, sha), path) in enumerate(zip(docs, tree.audit_paths(), strict=True))
+    ]
+    return tree.root.hex(), members
+
+
+def notarization_entry(row: NotarizationRow, *, collection_key: bytes | None) -> LedgerEntry:
+    """The entry that publishes ``row``, by its ``kind``.
+
+    ``document``: the version-1 entry (``document_entry``); ``commitment``: the document's
+    commitment entry; ``batch``: the entry of the tree's root (``row.batch_root`` for a
+    member row, else ``row.sha256``) and size.
+
+    Raises:
+        EntryTooLarge: a version-1 entry over the payload limit.
+        ValueError: a ``commitment`` row without the collection key, or a batch row
+            without its size.
+    """
+    if row.kind == "document":
+        return document_entry(
+            row.chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path
+        )
+    chain = bytes.fromhex(row.chain_id)
+    if row.kind == "commitment":
+        if collection_key is None:
+            raise ValueError(f"no key for collection {row.collection!r}")
+        return ledger_entry(commitment_entry(chain, commitment_of(collection_key, row.sha256)))
+    if row.batch_size is None:
+        raise ValueError(f"batch notarization {row.id} has no size")
+    root = row.batch_root or row.sha256
+    return ledger_entry(batch_entry(chain, bytes.fromhex(root), row.batch_size))

@@ -1,9 +1,11 @@
 """Proof bundles of notarized documents (pure assembly; no I/O, no Prefect).
 
 A bundle holds everything needed to check a document offline (``ledger.core.proof``,
-``docs/proof-bundle.md``): its SHA-256, the entry bytes (rebuilt here from the document's
-hash, size and path exactly as published), the stored receipt, the directory block bytes
-and the anchor proof.
+``docs/proof-bundle.md``): its SHA-256, the entry bytes (rebuilt here exactly as published,
+``tasks.documents.notarization_entry``), the stored receipt, the directory block bytes
+and the anchor proof. A document of a private collection gets a version-2 bundle: its
+commitment nonce (derived from the collection key) and, when it was aggregated, its leaf
+index, the tree size and its audit path; a clear one a version-1 bundle.
 
 Where exported proofs live, relative to the export folder (``notary proof export``), is
 decided here too, so that the exporter and the audit report's links agree:
@@ -20,11 +22,12 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from connectors.audit_store import NotarizationRow
+from ledger.core.commitment import document_nonce
 from ledger.core.entry import Entry
 from ledger.core.pow.params import PowParams
-from ledger.core.proof.bundle import ProofBundle, build_bundle
+from ledger.core.proof.bundle import Aggregation, ProofBundle, build_bundle
 from ledger.core.proof.verify import verify_bundle
-from tasks.documents import document_entry
+from tasks.documents import notarization_entry
 
 __all__ = [
     "PAGE_NAME",
@@ -65,11 +68,14 @@ def page_relpath(bundle: PurePosixPath) -> PurePosixPath:
     return bundle.with_name(bundle.name.removesuffix(_BUNDLE_SUFFIX) + _PAGE_SUFFIX)
 
 
-def entry_bytes(row: NotarizationRow) -> bytes:
-    """The marshalled entry that notarized ``row`` (recomputed, hash-checked by the bundle)."""
-    entry = document_entry(
-        row.chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path
-    )
+def entry_bytes(row: NotarizationRow, *, collection_key: bytes | None = None) -> bytes:
+    """The marshalled entry that notarized ``row`` (recomputed, hash-checked by the bundle);
+    ``collection_key`` is needed for a commitment row.
+
+    Raises:
+        ValueError: a commitment row without its collection key.
+    """
+    entry = notarization_entry(row, collection_key=collection_key)
     return Entry(bytes.fromhex(entry.chain_id), entry.external_ids, entry.content).marshal()
 
 
@@ -79,19 +85,44 @@ def bundle_for(
     receipt: Mapping[str, Any],
     dblock_raw: bytes,
     anchor_proof: Mapping[str, Any],
+    collection_key: bytes | None = None,
     policy: PowParams | None = None,
 ) -> ProofBundle:
-    """Build and verify the bundle of ``row``.
+    """Build and verify the bundle of the document of ``row``.
+
+    Args:
+        row: a document's notarization: a clear row (version-1 bundle), a commitment row
+            or a batch member (``is_member``; version 2). A batch row itself is no
+            document: pass one of its members (``AuditStore.batch_members``).
+        receipt, dblock_raw, anchor_proof: the notarization's stored receipt, its directory
+            block bytes and the anchor proof of that block.
+        collection_key: the collection's secret key (private rows: derives the nonce).
+        policy: proof-of-work policy of the anchor check (default: the bundled chain's).
 
     Raises:
         ProofError: the parts do not prove the document (names the failing step).
+        ValueError: a private row without its collection key, or a batch row.
     """
+    if row.kind == "batch" and not row.is_member:
+        raise ValueError(f"notarization {row.id} is a batch, not a document")
+    digest = bytes.fromhex(row.sha256)
+    nonce, aggregation = None, None
+    if row.kind != "document":
+        if collection_key is None:
+            raise ValueError(f"no key for collection {row.collection!r}")
+        nonce = document_nonce(collection_key, digest)
+    if row.is_member:
+        assert row.leaf_index is not None and row.batch_size is not None
+        path = tuple(bytes.fromhex(h) for h in row.audit_path)
+        aggregation = Aggregation(row.leaf_index, row.batch_size, path)
     bundle = build_bundle(
-        document_sha256=bytes.fromhex(row.sha256),
-        entry=entry_bytes(row),
+        document_sha256=digest,
+        entry=entry_bytes(row, collection_key=collection_key),
         receipt=receipt,
         directory_block=dblock_raw,
         anchor_proof=anchor_proof,
+        commitment_nonce=nonce,
+        aggregation=aggregation,
     )
     verify_bundle(bundle, document_sha256=bytes.fromhex(row.sha256), policy=policy)
     return bundle

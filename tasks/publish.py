@@ -1,20 +1,20 @@
-"""Publishing documents through the publishing API (plain functions; no Prefect here).
+"""Publishing notarizations through the publishing API (plain functions; no Prefect here).
 
-Idempotency: every document's entry is computed locally (``tasks.documents``), so its
-entry hash is known before the POST. Rows left at ``pending`` by an interrupted run are
+Idempotency: every notarization's entry (a document's, or a batch's) is computed locally
+(``tasks.documents.notarization_entry``), so its entry hash is known before the POST. Rows left at ``pending`` by an interrupted run are
 first looked up by that hash and only posted if the API does not have them yet; the audit
 store's unique (chain, SHA-256) constraint stops a document being queued twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from connectors.audit_store import AuditStore, NotarizationRow
+from connectors.audit_store import AuditStore, CollectionRecord, NotarizationRow
 from connectors.errors import ConnectorError
 from connectors.publishing import NewEntry, PublishingClient
-from tasks.documents import EntryTooLarge, LedgerEntry, collection_chain, document_entry
+from tasks.documents import EntryTooLarge, LedgerEntry, collection_entry, notarization_entry
 
 
 class ChainMismatch(RuntimeError):
@@ -23,15 +23,19 @@ class ChainMismatch(RuntimeError):
 
 @dataclass
 class PublishOutcome:
-    """Counts of one publish batch; ``errors`` holds up to 20 messages for the run record."""
+    """Counts of one publish batch, in documents (a batch entry counts its members);
+    ``entries`` counts the entries accepted (published or already accepted); ``errors``
+    holds up to 20 messages for the run record."""
 
     published: int = 0
     already_accepted: int = 0
     retryable_errors: int = 0
     failed: int = 0
+    entries: int = 0
     errors: list[str] = field(default_factory=list)
 
     def add(self, other: PublishOutcome) -> None:
+        self.entries += other.entries
         self.published += other.published
         self.already_accepted += other.already_accepted
         self.retryable_errors += other.retryable_errors
@@ -39,14 +43,16 @@ class PublishOutcome:
         self.errors.extend(other.errors[: max(0, 20 - len(self.errors))])
 
 
-def ensure_collection_chain(client: PublishingClient, name: str) -> str:
-    """Create the chain of collection ``name`` unless it exists; return its hex chain ID.
+def ensure_collection_chain(client: PublishingClient, collection: CollectionRecord) -> str:
+    """Create the chain of ``collection`` unless it exists; return its hex chain ID.
 
     Raises:
         ChainMismatch: the API computed a different chain ID (an incompatible service).
         ConnectorError: the API could not be reached or refused the request.
     """
-    chain = collection_chain(name)
+    chain = collection_entry(collection)
+    if chain.chain_id != collection.chain_id:
+        raise ChainMismatch(f"collection chain {collection.chain_id}, entry names {chain.chain_id}")
     if client.get_chain(chain.chain_id) is not None:
         return chain.chain_id
     got = client.create_chain(list(chain.external_ids), chain.content)
@@ -79,15 +85,15 @@ def publish_rows(
     outcome = PublishOutcome()
     entries: dict[int, LedgerEntry] = {}
     fatal: dict[int, str] = {}
+    keys: dict[str, bytes | None] = {}
     for row in rows:
+        if row.kind == "commitment" and row.collection not in keys:
+            keys[row.collection] = store.collection_key(row.collection)
         try:
-            entries[row.id] = document_entry(
-                row.chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path
-            )
-        except EntryTooLarge as exc:
+            entries[row.id] = notarization_entry(row, collection_key=keys.get(row.collection))
+        except (EntryTooLarge, ValueError) as exc:
             fatal[row.id] = str(exc)
     accepted = _already_accepted(client, entries, recheck_ids)
-    outcome.already_accepted = len(accepted)
     retry: dict[int, str] = {}
     todo = [rid for rid in entries if rid not in accepted]
     by_chain: dict[str, list[int]] = {}
@@ -99,8 +105,15 @@ def publish_rows(
         for rid, result in zip(ids, results, strict=True):
             _classify(rid, result, entries[rid], accepted=accepted, retry=retry, fatal=fatal)
     _record(store, accepted, retry=retry, fatal=fatal)
-    outcome.published = len(accepted) - outcome.already_accepted
-    outcome.retryable_errors, outcome.failed = len(retry), len(fatal)
+    members = store.member_counts([r.id for r in rows if r.kind == "batch"])
+
+    def documents(ids: Iterable[int]) -> int:
+        return sum(members.get(i, 1) for i in ids)
+
+    outcome.entries = len(accepted)
+    outcome.already_accepted = documents(set(accepted) - set(todo))
+    outcome.published = documents(accepted) - outcome.already_accepted
+    outcome.retryable_errors, outcome.failed = documents(retry), documents(fatal)
     outcome.errors = list({*retry.values(), *fatal.values()})[:20]
     return outcome
 

@@ -14,7 +14,10 @@ Frames of a ``Report`` (column lists are constants; CSV headers follow them exac
   stage, seconds each stage took, receipt and anchor verification;
 * ``latencies``  per stage: count, mean, median, p95 and max seconds;
 * ``problems``   failed, overdue, ledger rows without a receipt, re-verification rejects;
-* ``reverification`` the re-verified sample of stored receipts.
+* ``reverification`` the re-verified sample of stored receipts;
+* ``batches``    one row per batch entry of an aggregating collection: entry, tree size,
+  members, stage (its documents are rows of ``documents`` at the batch's stage, with the
+  batch's notarization id).
 
 Stage times come from ``stage_events`` (first event of each stage; ``pending`` falls back
 to the row's ``created_at``). A stage's time is measured from the previous stage reached,
@@ -38,6 +41,7 @@ from connectors.audit_store import (
     STAGE_ORDER,
     AnchorRecord,
     AuditStore,
+    BatchRecord,
     NotarizationRow,
     ProofRecord,
     StageEventRecord,
@@ -73,8 +77,12 @@ REVERIFY_COLUMNS = (
     "step",
     "message",
 )
+BATCH_COLUMNS = (
+    "batch_id", "collection", "root", "size", "members", "entry_hash", "stage", "dblock_height",
+)  # fmt: skip
 REPORT_FILES = {
     "documents": "documents.csv",
+    "batches": "batches.csv",
     "latencies": "stage_latencies.csv",
     "problems": "problems.csv",
     "reverification": "reverification.csv",
@@ -130,6 +138,7 @@ class ReportData:
     proofs: list[ProofRecord]
     events: dict[int, list[StageEventRecord]]
     anchors: dict[int, AnchorRecord]
+    batches: list[BatchRecord] = field(default_factory=list)
     collection: str | None = None
     since: datetime | None = None
     until: datetime | None = None
@@ -146,14 +155,23 @@ def load_report_data(
     stage events and anchors."""
     proofs = store.proofs(collection=collection, since=since, until=until)
     ids = [p.notarization.id for p in proofs]
+    batch_ids = {p.notarization.id for p in proofs if p.notarization.is_member}
     return ReportData(
         proofs=proofs,
         events=store.stage_events(ids),
         anchors=store.stored_anchors(notarization_ids=ids),
+        batches=[b for b in _all_batches(store, collection) if b.id in batch_ids],
         collection=collection,
         since=since,
         until=until,
     )
+
+
+def _all_batches(store: AuditStore, collection: str | None) -> list[BatchRecord]:
+    out: list[BatchRecord] = []
+    while page := store.batches(collection=collection, after_id=out[-1].id if out else 0):
+        out += page
+    return out
 
 
 def parse_moment(
@@ -212,7 +230,8 @@ def reverify_receipts(
     ``fetch_dblock(height)`` returns (called once per height).
 
     Args:
-        proofs: notarizations with their receipts (those without one are not sampled).
+        proofs: notarizations with their receipts (those without one are not sampled; a
+            batch's receipt is sampled once, as its first member).
         fetch_dblock: height -> exact directory block bytes; raises ``LookupError`` when
             the node has no block there (a rejection); any other exception marks the
             receipt ``unavailable``.
@@ -223,7 +242,9 @@ def reverify_receipts(
         one row per sampled receipt, ``REVERIFY_COLUMNS``; ``status`` is ``ok``,
         ``rejected`` (with ``step``) or ``unavailable``.
     """
-    stored = [p for p in proofs if p.receipt is not None]
+    # One per stored receipt: a batch's members share their batch's.
+    by_id = {p.notarization.id: p for p in reversed(proofs) if p.receipt is not None}
+    stored = sorted(by_id.values(), key=_proof_id)
     chosen = random.Random(seed).sample(stored, min(max(sample, 0), len(stored)))
     blocks: dict[int, bytes | Exception] = {}
     rows = [_reverify_one(p, blocks, fetch_dblock) for p in sorted(chosen, key=_proof_id)]
@@ -291,6 +312,7 @@ class Report:
     problems: pd.DataFrame
     reverification: pd.DataFrame
     summary: dict[str, Any] = field(default_factory=dict)
+    batches: pd.DataFrame = field(default_factory=lambda: _empty(BATCH_COLUMNS))
 
 
 def build_report(
@@ -307,9 +329,17 @@ def build_report(
     checked = reverification if reverification is not None else _empty(REVERIFY_COLUMNS)
     latencies = latency_summary(documents)
     problems = find_problems(documents, checked, limits=limits)
-    report = Report(documents, latencies, problems, checked)
+    report = Report(documents, latencies, problems, checked, batches=_batch_frame(data))
     report.summary = _summary(report, data, now=now)
     return report
+
+
+def _batch_frame(data: ReportData) -> pd.DataFrame:
+    rows = [
+        (b.id, b.collection, b.root, b.size, b.members, b.entry_hash, b.stage, b.dblock_height)
+        for b in data.batches
+    ]
+    return pd.DataFrame(rows, columns=list(BATCH_COLUMNS))
 
 
 def _document_row(
@@ -445,6 +475,7 @@ def _summary(report: Report, data: ReportData, *, now: datetime) -> dict[str, An
         "until": iso_utc(data.until),
         "generated_at": iso_utc(now),
         "documents": len(docs),
+        "batches": len(report.batches),
         "stages": {s: int((docs["stage"] == s).sum()) for s in ALL_STAGES},
         "failed": int(kinds.get("failed", 0)),
         "overdue": int(kinds.get("overdue", 0)),

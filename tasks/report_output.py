@@ -129,7 +129,7 @@ def write_report(
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {key: out_dir / name for key, name in REPORT_FILES.items()}
-    for key in ("documents", "latencies", "problems", "reverification"):
+    for key in ("documents", "batches", "latencies", "problems", "reverification"):
         _for_output(getattr(report, key)).to_csv(paths[key], index=False)
     paths["summary"].write_text(json.dumps(report.summary, indent=2, default=str) + "\n")
     paths["html"].write_text(render_html(report, proofs=proofs), encoding="utf-8")
@@ -172,6 +172,10 @@ def render_html(report: Report, *, proofs: ProofLinks | None = None) -> str:
         _table(report.problems, empty="No document failed or is overdue."),
         "<h2>Re-verification of stored receipts against the node</h2>",
         _table(report.reverification, empty="No receipt was re-verified."),
+        "<h2>Batches</h2>",
+        "<p class=muted>One ledger entry per batch carries the root of its documents' "
+        "tree; each document below has the stage of its batch and its own proof.</p>",
+        _table(report.batches, empty="No batch: every document has an entry of its own."),
         "<h2>Documents</h2>",
         _documents_section(report.documents, proofs),
         "<p class=muted>The full data is in the CSV files next to this page: "

@@ -15,11 +15,19 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from connectors.anchor import AnchorClient
-from connectors.audit_store import AuditStore, DocumentIn, NewNotarization, NotarizationRow
+from connectors.audit_store import (
+    AuditStore,
+    CollectionRecord,
+    DocumentIn,
+    NewNotarization,
+    NotarizationKind,
+    NotarizationRow,
+)
 from connectors.folder_source import ScanEntry
 from connectors.node import NodeClient
 from connectors.publishing import PublishingClient
 from tasks.anchor_stage import AnchorSweep, sweep_anchor
+from tasks.documents import batch_members
 from tasks.hashing import HashResult, hash_files
 from tasks.ledger_stage import SweepOutcome, follow_ledger, sweep_ledger
 from tasks.publish import PublishOutcome, publish_rows
@@ -67,20 +75,66 @@ def record_documents(
     collection: str,
     chain_id: str,
     docs: Sequence[DocumentIn],
+    kind: NotarizationKind = "document",
 ) -> tuple[list[int], int]:
-    """Record the documents and queue the ones this chain has not notarized.
+    """Record the documents and queue the ones this chain has not notarized, one
+    notarization of ``kind`` (``document`` or ``commitment``) each.
 
     Returns:
         ``(ids of new notarizations, how many were skipped as already notarized)``.
     """
+    new, skipped = _new_documents(store, source=source, chain_id=chain_id, docs=docs)
+    rows = [NewNotarization(doc_id, collection, chain_id, sha, kind) for doc_id, sha in new]
+    return store.add_notarizations(rows), skipped
+
+
+@task(name="record-new-documents", cache_policy=NO_CACHE, retries=3, retry_delay_seconds=1)
+def record_new_documents(
+    store: AuditStore, *, source: str, chain_id: str, docs: Sequence[DocumentIn]
+) -> tuple[list[tuple[int, str]], int]:
+    """Record the documents; return those this chain has not notarized, to aggregate.
+
+    Returns:
+        ``([(document id, hex SHA-256)] new to the chain, distinct, in input order, how
+        many were skipped as already notarized)``.
+    """
+    return _new_documents(store, source=source, chain_id=chain_id, docs=docs)
+
+
+def _new_documents(
+    store: AuditStore, *, source: str, chain_id: str, docs: Sequence[DocumentIn]
+) -> tuple[list[tuple[int, str]], int]:
     doc_ids = store.upsert_documents(source, docs)
     known = store.known_hashes(chain_id, [d.sha256 for d in docs])
-    queued: dict[str, NewNotarization] = {}
+    new: dict[str, int] = {}
     for doc_id, doc in zip(doc_ids, docs, strict=True):
-        if doc.sha256 not in known and doc.sha256 not in queued:
-            queued[doc.sha256] = NewNotarization(doc_id, collection, chain_id, doc.sha256)
-    new_ids = store.add_notarizations(list(queued.values()))
-    return new_ids, len(docs) - len(queued)
+        if doc.sha256 not in known and doc.sha256 not in new:
+            new[doc.sha256] = doc_id
+    return [(doc_id, sha) for sha, doc_id in new.items()], len(docs) - len(new)
+
+
+@task(name="record-batch", cache_policy=NO_CACHE, retries=3, retry_delay_seconds=1)
+def record_aggregate(
+    store: AuditStore, collection: CollectionRecord, docs: Sequence[tuple[int, str]]
+) -> tuple[int, int] | None:
+    """Aggregate documents (``(document id, hex SHA-256)``, distinct) into one batch: build
+    the tree of their commitments and record the batch and its members atomically.
+
+    Safe to retry: a batch already recorded (same root) or whose documents were all
+    aggregated by another worker meanwhile is not recorded again.
+
+    Returns:
+        ``(the batch's notarization id, members recorded as its own)``, or ``None`` when
+        nothing was recorded.
+    """
+    root, members = batch_members(collection.key, docs)
+    return store.add_batch(
+        collection=collection.name,
+        chain_id=collection.chain_id,
+        root=root,
+        size=len(members),
+        members=members,
+    )
 
 
 @task(name="publish-batch", cache_policy=NO_CACHE, retries=3, retry_delay_seconds=[1, 4, 15])

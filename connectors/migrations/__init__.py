@@ -38,6 +38,7 @@ from sqlalchemy.engine import Connection, Engine
 __all__ = [
     "ANCHORS_REVISION",
     "HEAD_REVISION",
+    "WATERMARKS_REVISION",
     "INITIAL_REVISION",
     "VERSION_TABLE",
     "MigrationError",
@@ -50,7 +51,8 @@ __all__ = [
 
 INITIAL_REVISION = "0001_initial"
 ANCHORS_REVISION = "0002_anchors"
-HEAD_REVISION = "0003_table_watermarks"
+WATERMARKS_REVISION = "0003_table_watermarks"
+HEAD_REVISION = "0004_collections_batches"
 # Own name, not ``alembic_version``: the audit tables may share a database (or schema) with
 # another service's Alembic-managed tables.
 VERSION_TABLE = "audit_alembic_version"
@@ -89,11 +91,23 @@ _TABLES_BY_REVISION: tuple[tuple[str, dict[str, frozenset[str]]], ...] = (
         },
     ),
     (
-        HEAD_REVISION,
+        WATERMARKS_REVISION,
         {
             "table_watermarks": frozenset(
                 {"source", "collection", "watermark_column", "key_columns", "position"}
                 | {"rows_read", "updated_at"}
+            ),
+        },
+    ),
+    (
+        HEAD_REVISION,
+        {
+            "collections": frozenset(
+                {"name", "identifier", "key", "mode", "chain_id", "created_at"}
+            ),
+            "batch_members": frozenset(
+                {"id", "batch_id", "document_id", "chain_id", "sha256", "leaf_index"}
+                | {"audit_path"}
             ),
         },
     ),

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from connectors.audit_models import PublishMode
 from flows.cli.exit_codes import ExitCode
 from flows.settings import MissingApiKey, PipelineSettings, TaskRunnerUnavailable
 
@@ -20,6 +21,7 @@ __all__ = [
     "BlockTime",
     "DataDir",
     "MetricsPort",
+    "ModeOption",
     "check_api_key",
     "check_task_runner",
     "console",
@@ -50,6 +52,16 @@ MetricsPort = Annotated[
         show_default=False,
     ),
 ]
+ModeOption = Annotated[
+    PublishMode | None,
+    typer.Option(
+        "--mode",
+        help="How a new collection publishes: aggregate (one entry per batch of documents), "
+        "entry (one commitment entry per document) or clear (path, size and hash in clear, "
+        "public). Default NOTARY_PUBLISH_MODE, else aggregate.",
+        show_default=False,
+    ),
+]
 BlockTime = Annotated[
     float,
     typer.Option(
@@ -58,12 +70,19 @@ BlockTime = Annotated[
 ]
 
 
-def pipeline_settings(data_dir: Path, *, metrics_port: int | None = None) -> PipelineSettings:
+def pipeline_settings(
+    data_dir: Path, *, metrics_port: int | None = None, mode: PublishMode | None = None
+) -> PipelineSettings:
     """The pipeline's settings with the command's ``--data-dir`` and, when given,
-    ``--metrics-port`` (else ``NOTARY_METRICS_PORT`` stays in force)."""
-    if metrics_port is None:
-        return PipelineSettings(data_dir=data_dir)
-    return PipelineSettings(data_dir=data_dir, metrics_port=metrics_port)
+    ``--metrics-port`` and ``--mode`` (else ``NOTARY_METRICS_PORT`` and
+    ``NOTARY_PUBLISH_MODE`` stay in force)."""
+    settings = PipelineSettings(data_dir=data_dir)
+    given: dict[str, object] = {}
+    if metrics_port is not None:
+        given["metrics_port"] = metrics_port
+    if mode is not None:  # a Literal checked by the command line
+        given["publish_mode"] = mode
+    return settings.model_copy(update=given) if given else settings
 
 
 def fail(message: str, code: ExitCode) -> NoReturn:

@@ -1,7 +1,8 @@
 """``notary proof export``: one proof bundle (JSON) per anchored document of the audit store.
 
-For each notarization at the ``anchor`` stage the exporter takes the stored (verified)
-receipt, fetches the directory block bytes from the node and the anchor proof from the
+For each notarized document at the ``anchor`` stage (a batch's members each get their own
+bundle: version 2 with the document's nonce and audit path; ``tasks.proofs.bundle_for``) the
+exporter takes the stored (verified) receipt (a batch's, stored once), fetches the directory block bytes from the node and the anchor proof from the
 anchoring service, builds the bundle, verifies it completely, and writes
 ``<out>/<collection slug>/<relative path>.proof.json`` (``tasks.proofs.bundle_relpath``).
 With ``html``, it also writes the verification page (``ledger.core.verify_page``) as
@@ -70,6 +71,7 @@ def export_bundles(
     outcome = ExportOutcome()
     dblocks: dict[int, bytes] = {}
     proofs: dict[int, dict[str, object] | None] = {}
+    keys: dict[str, bytes | None] = {}
     for record in services.store.proofs(collection=collection):
         row = record.notarization
         if row.stage != "anchor" or record.receipt is None or row.dblock_height is None:
@@ -83,12 +85,15 @@ def export_bundles(
         if anchor_proof is None:
             outcome.not_anchored += 1
             continue
+        if row.collection not in keys:
+            keys[row.collection] = services.store.collection_key(row.collection)
         try:
             bundle = bundle_for(
                 row,
                 receipt=record.receipt.raw,
                 dblock_raw=dblocks[height],
                 anchor_proof=anchor_proof,
+                collection_key=keys[row.collection],
             )
         except (LedgerFormatError, ValueError) as exc:
             outcome.failed.append(f"{row.path}: {exc}")

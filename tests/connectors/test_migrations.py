@@ -19,9 +19,12 @@ from sqlalchemy import (
     BigInteger,
     Column,
     DateTime,
+    ForeignKeyConstraint,
+    Index,
     MetaData,
     String,
     Table,
+    UniqueConstraint,
     create_engine,
     inspect,
     text,
@@ -37,6 +40,7 @@ from connectors.migrations import (
     HEAD_REVISION,
     INITIAL_REVISION,
     VERSION_TABLE,
+    WATERMARKS_REVISION,
     MigrationError,
 )
 from connectors.table_position import Position
@@ -91,14 +95,20 @@ def schema_diff(engine: Engine) -> list:
 
 
 def legacy_metadata() -> MetaData:
-    """The tables ``create_all`` made before migrations: no anchors, no stage CHECK."""
+    """The tables ``create_all`` made before migrations: no anchors, no stage CHECK, no
+    notarization kind or batch size."""
     legacy = MetaData()
-    for name in sorted(INITIAL_TABLES):
+    for name in sorted(INITIAL_TABLES - {"notarizations"}):
         AUDIT_METADATA.tables[name].to_metadata(legacy)
-    notarizations = legacy.tables["notarizations"]
-    notarizations.constraints = {
-        c for c in notarizations.constraints if c.name != "ck_notarizations_stage"
-    }
+    current = AUDIT_METADATA.tables["notarizations"]
+    Table(
+        "notarizations",
+        legacy,
+        *[c._copy() for c in current.columns if c.name not in ("kind", "batch_size")],
+        UniqueConstraint("chain_id", "sha256", name="uq_notarizations_chain_sha256"),
+        ForeignKeyConstraint(["document_id"], ["documents.id"]),
+        Index("ix_notarizations_stage_collection", "stage", "collection"),
+    )
     return legacy
 
 
@@ -111,6 +121,43 @@ def fill(store: AuditStore) -> list[int]:
     store.mark_published({ids[0]: h("ea")})
     store.record_ledger({h("ea"): (3, h("db3"))})
     return ids
+
+
+def fill_legacy(engine: Engine) -> list[int]:
+    """``fill``'s rows written in SQL into tables made before notarizations had a kind."""
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    with engine.begin() as conn:
+        for i, x in enumerate("ab", start=1):
+            conn.execute(
+                text(
+                    "INSERT INTO documents (id, source, path, sha256, size_bytes, "
+                    "first_seen_at, last_seen_at) VALUES (:i, 'folder:/d', :p, :h, 1, :t, :t)"
+                ),
+                {"i": i, "p": f"{x}.txt", "h": h(x), "t": at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO notarizations (id, document_id, collection, chain_id, sha256, "
+                    "stage, attempts, created_at, updated_at) "
+                    "VALUES (:i, :i, 'c', :c, :h, 'pending', 0, :t, :t)"
+                ),
+                {"i": i, "c": h("chain"), "h": h(x), "t": at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO stage_events (notarization_id, stage, at) "
+                    "VALUES (:i, 'pending', :t)"
+                ),
+                {"i": i, "t": at},
+            )
+        conn.execute(
+            text(
+                "UPDATE notarizations SET stage = 'ledger', entry_hash = :e, dblock_height = 3, "
+                "dblock_keymr = :k, ledger_at = :t WHERE id = 1"
+            ),
+            {"e": h("ea"), "k": h("db3"), "t": at},
+        )
+    return [1, 2]
 
 
 def anchor(height: int) -> AnchorRecord:
@@ -128,6 +175,7 @@ def test_head_constant_matches_the_revision_scripts() -> None:
     assert script.get_base() == INITIAL_REVISION
     assert [r.revision for r in script.walk_revisions()] == [
         HEAD_REVISION,
+        WATERMARKS_REVISION,
         ANCHORS_REVISION,
         INITIAL_REVISION,
     ]
@@ -137,7 +185,12 @@ def test_upgrade_from_empty_matches_the_models(backend: dict) -> None:
     engine = raw_engine(backend)
     assert migrations.current_revision(engine) is None
     assert migrations.upgrade(engine) == HEAD_REVISION
-    assert tables(engine) == INITIAL_TABLES | {"anchors", "table_watermarks"}
+    assert tables(engine) == INITIAL_TABLES | {
+        "anchors",
+        "table_watermarks",
+        "collections",
+        "batch_members",
+    }
     assert schema_diff(engine) == []
     assert migrations.upgrade(engine) == HEAD_REVISION  # idempotent
     engine.dispose()
@@ -158,8 +211,8 @@ def test_database_made_by_create_all_is_stamped_and_upgraded_with_its_data(backe
     engine = raw_engine(backend)
     with engine.begin() as conn:
         legacy_metadata().create_all(conn)
+    ids = fill_legacy(engine)
     with AuditStore(backend["url"], schema=backend["schema"], create_tables=False) as old:
-        ids = fill(old)
         old_events = old.stage_events(ids)
     assert migrations.current_revision(engine) is None
 
@@ -335,7 +388,7 @@ def test_a_watermark_table_with_other_columns_is_refused(backend: dict) -> None:
     engine.dispose()
 
 
-def test_unversioned_store_with_the_old_watermark_table_is_stamped_at_head(
+def test_unversioned_store_with_the_old_watermark_table_is_stamped_at_0003(
     backend: dict,
 ) -> None:
     engine = raw_engine(backend)
@@ -345,5 +398,34 @@ def test_unversioned_store_with_the_old_watermark_table_is_stamped_at_head(
     with engine.begin() as conn:
         legacy.create_all(conn)
     with engine.connect() as conn:
-        assert migrations.detect_unversioned_revision(conn) == HEAD_REVISION
+        assert migrations.detect_unversioned_revision(conn) == WATERMARKS_REVISION
+    engine.dispose()
+
+
+def test_store_at_0003_gets_collections_and_batches_and_keeps_v1_rows(backend: dict) -> None:
+    engine = raw_engine(backend)
+    migrations.upgrade(engine, WATERMARKS_REVISION)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO documents (source, path, sha256, size_bytes, first_seen_at, "
+                "last_seen_at) VALUES ('folder:/d', 'a.txt', :h, 1, :t, :t)"
+            ),
+            {"h": h("a"), "t": datetime(2024, 1, 1, tzinfo=UTC)},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO notarizations (document_id, collection, chain_id, sha256, stage, "
+                "attempts, created_at, updated_at) VALUES (1, 'c', :c, :h, 'pending', 0, :t, :t)"
+            ),
+            {"c": h("chain"), "h": h("a"), "t": datetime(2024, 1, 1, tzinfo=UTC)},
+        )
+    assert migrations.upgrade(engine) == HEAD_REVISION
+    assert {"collections", "batch_members"} <= tables(engine)
+    assert schema_diff(engine) == []
+    with open_store(backend) as store:
+        (row,) = store.pending(stage_below="published")
+        assert (row.kind, row.batch_size, row.is_member) == ("document", None, False)
+    assert migrations.downgrade(engine, WATERMARKS_REVISION) == WATERMARKS_REVISION
+    assert not {"collections", "batch_members"} & tables(engine)
     engine.dispose()

@@ -22,21 +22,34 @@ from tests.harness.waiting import WaitTimeout, wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
 
+@pytest.mark.parametrize(
+    ("mode", "anchors_stored", "version"), [("aggregate", 1, 2), ("entry", 4, 2)]
+)
 def test_collect_moves_documents_to_anchor_and_bundles_verify_offline(
-    tmp_path: Path, pipeline_settings: PipelineSettings, stack: object
+    tmp_path: Path,
+    pipeline_settings: PipelineSettings,
+    stack: object,
+    mode: str,
+    anchors_stored: int,
+    version: int,
 ) -> None:
+    """Aggregated: one entry, receipt and anchor for the 4 documents, a v2 bundle each
+    (nonce and audit path); one entry each: a v2 bundle each with its nonce."""
     folder = tmp_path / "docs"
     folder.mkdir()
     for i in range(4):
         (folder / f"doc-{i}.txt").write_text(f"contract number {i}\n")
-    settings = pipeline_settings.model_copy(update={"anchor_url": stack.settings.anchor_url})  # type: ignore[attr-defined]
-    notarize_folder(str(folder), "anchored", settings, True)
+    settings = pipeline_settings.model_copy(
+        update={"anchor_url": stack.settings.anchor_url, "publish_mode": mode}  # type: ignore[attr-defined]
+    )
+    collection = f"anchored-{mode}"
+    notarize_folder(str(folder), collection, settings, True)
 
     result: dict = {}
 
     def anchored() -> bool:
         result.clear()
-        result.update(collect_proofs(settings, "anchored"))
+        result.update(collect_proofs(settings, collection))
         return bool(result["stages"]["anchor"] == 4)
 
     with contextlib.suppress(WaitTimeout):  # the check below says what was reached
@@ -46,7 +59,7 @@ def test_collect_moves_documents_to_anchor_and_bundles_verify_offline(
 
     out = tmp_path / "bundles"
     with open_services(settings) as services:
-        outcome = export_bundles(services, out, collection="anchored", html=True, pages=True)
+        outcome = export_bundles(services, out, collection=collection, html=True, pages=True)
     assert len(outcome.written) == 4 and not outcome.failed
     assert outcome.page == out / "verify.html" and outcome.page.is_file()
     assert sorted(outcome.sources.values()) == [f"doc-{i}.txt" for i in range(4)]
@@ -57,13 +70,18 @@ def test_collect_moves_documents_to_anchor_and_bundles_verify_offline(
         assert json.loads(embedded.split("</script>", 1)[0]) == json.loads(bundle.read_text())
 
     store = AuditStore(settings.audit_url)
-    assert len(store.stored_anchors(collection="anchored")) == 4
+    assert len(store.stored_anchors(collection=collection)) == anchors_stored
+    assert store.receipt_count(collection) == 4
     store.close()
 
     # offline: every bundle checks against its file; a forged document does not
     for i in range(4):
         bundle = next(p for p in outcome.written if p.name.startswith(f"doc-{i}.txt"))
         assert verify_command(folder / f"doc-{i}.txt", bundle) == 0
+        parsed = json.loads(bundle.read_text())
+        assert parsed["version"] == version
+        assert (parsed["aggregation"] is not None) == (mode == "aggregate")
+        verify_bundle(parsed, document_bytes=f"contract number {i}\n".encode())
         with pytest.raises(ProofError) as info:
             verify_bundle(json.loads(bundle.read_text()), document_bytes=b"forged")
         assert info.value.step == 1

@@ -190,6 +190,8 @@ def test_report_command_help_and_bad_store(cli: CliRunner, tmp_path: Path) -> No
 def test_receipts_of_a_real_run_verify_again_and_tampering_is_flagged(
     tmp_path: Path, pipeline_settings: PipelineSettings
 ) -> None:
+    """One entry (and receipt) per document, so one receipt can be tampered alone."""
+    pipeline_settings = pipeline_settings.model_copy(update={"publish_mode": "entry"})
     folder = tmp_path / "docs"
     folder.mkdir()
     for i in range(4):
@@ -213,3 +215,28 @@ def test_receipts_of_a_real_run_verify_again_and_tampering_is_flagged(
     assert problems.loc[problems["problem"] == "receipt_rejected", "notarization_id"].tolist() == [
         victim
     ]
+
+
+@pytest.mark.e2e
+def test_an_aggregated_run_reports_its_batch_and_each_document(
+    tmp_path: Path, pipeline_settings: PipelineSettings
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(4):
+        (folder / f"doc-{i}.txt").write_text(f"aggregated report document {i}\n")
+    notarize_folder(str(folder), "report-batch", pipeline_settings, True)
+
+    summary = audit_report(
+        "report-batch", settings=pipeline_settings, sample=10, out_dir=str(tmp_path / "r")
+    )
+    assert (summary["documents"], summary["batches"]) == (4, 1)
+    assert summary["stages"]["ledger"] == 4 and summary["receipts_stored"] == 4
+    assert (summary["reverified"], summary["reverify_ok"]) == (1, 1)  # one receipt, stored once
+    batches = pd.read_csv(summary["files"]["batches"])
+    assert batches[["size", "members", "stage"]].values.tolist() == [[4, 4, "ledger"]]
+    documents = pd.read_csv(summary["files"]["documents"])
+    assert sorted(documents["path"]) == [f"doc-{i}.txt" for i in range(4)]
+    assert set(documents["notarization_id"]) == set(batches["batch_id"])
+    assert set(documents["entry_hash"]) == set(batches["entry_hash"])
+    assert "<h2>Batches</h2>" in Path(summary["files"]["html"]).read_text()

@@ -75,3 +75,35 @@ def test_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["notarize", str(tmp_path / "nope")], env={"COLUMNS": "300"})
     assert result.exit_code == ExitCode.USAGE
     assert "is not a folder" in result.output
+
+
+def test_mode_option_reaches_the_flow_and_a_refused_switch_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+
+    import flows.cli.prefect_server as prefect_server
+    import flows.cli.progress as progress
+    import flows.notarize_folder as notarize_module
+    from connectors.audit_store import CollectionModeError
+
+    seen: list[str] = []
+
+    def refused(folder: str, name: str, settings: object, wait: bool) -> dict[str, object]:
+        seen.append(settings.publish_mode)  # type: ignore[attr-defined]
+        raise CollectionModeError(name, registered="clear", requested=seen[-1])
+
+    monkeypatch.setattr(prefect_server, "prepare_prefect", lambda settings: None)
+    monkeypatch.setattr(progress, "watch_collection", lambda *a, **k: contextlib.nullcontext())
+    monkeypatch.setattr(notarize_module, "notarize_folder", refused)
+    (tmp_path / "api-key").write_text("key\n")
+    args = ["notarize", str(tmp_path), "--data-dir", str(tmp_path), "--mode", "entry"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert seen == ["entry"]
+    assert "--mode clear" in " ".join(result.output.split())
+    monkeypatch.setenv("NOTARY_PUBLISH_MODE", "clear")
+    CliRunner().invoke(app, args[:-2])
+    assert seen == ["entry", "clear"]
+    bad = CliRunner().invoke(app, [*args[:-1], "public"])
+    assert bad.exit_code == ExitCode.USAGE and seen == ["entry", "clear"]

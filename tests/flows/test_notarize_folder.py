@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit_store import AuditStore, CollectionModeError, DocumentIn, NewNotarization
 from connectors.node import NodeClient
 from flows.cli.commands.notarize import _print_summary
 from flows.notarize_folder import notarize_folder
@@ -35,6 +35,8 @@ def make_files(root: Path, count: int) -> dict[str, bytes]:
 def test_folder_is_notarized_with_verified_receipts_and_rerun_publishes_nothing(
     tmp_path: Path, pipeline_settings: PipelineSettings
 ) -> None:
+    """Clear mode: one version-1 entry per document, its path, size and hash in clear."""
+    pipeline_settings = pipeline_settings.model_copy(update={"publish_mode": "clear"})
     folder = tmp_path / "docs"
     files = make_files(folder, 20)
     summary = notarize_folder(str(folder), "e2e", pipeline_settings, True)
@@ -93,6 +95,8 @@ def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """Two batch entries of 6; the run dies after the API accepted the second."""
+    settings = pipeline_settings.model_copy(update={"aggregate_batch_size": 6})
     folder = tmp_path / "docs"
     make_files(folder, 12)
     calls = {"n": 0}
@@ -106,10 +110,10 @@ def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
 
     monkeypatch.setattr(AuditStore, "mark_published", crash_on_second_batch)
     with pytest.raises(Exception, match="killed"):
-        notarize_folder(str(folder), "crash", pipeline_settings, True)
+        notarize_folder(str(folder), "crash", settings, True)
     monkeypatch.setattr(AuditStore, "mark_published", original)
 
-    summary = notarize_folder(str(folder), "crash", pipeline_settings, True)
+    summary = notarize_folder(str(folder), "crash", settings, True)
     assert summary["documents_with_receipt"] == 12
     assert summary["documents_waiting"] == 0
     assert summary["skipped_known"] == 12  # queued by the killed run
@@ -119,13 +123,58 @@ def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
     shown = " ".join(capsys.readouterr().out.split())
     assert "Nothing new to publish" not in shown
     assert f"finished publishing {summary['published_for_other_runs']} that an earlier" in shown
+    assert chain_entry_hashes(settings, "crash") == 3  # the chain's first entry + 2 batches
+
+
+def test_run_killed_between_batch_and_publish_is_finished_once(
+    tmp_path: Path, pipeline_settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch and its members are recorded, the run dies before posting its entry: the
+    next run posts it once, and aggregates the documents it had not batched."""
+    settings = pipeline_settings.model_copy(update={"aggregate_batch_size": 5})
+    folder = tmp_path / "docs"
+    make_files(folder, 8)
+    original = AuditStore.add_batch
+
+    def crash_after_first_batch(self: AuditStore, **kwargs: object) -> object:
+        original(self, **kwargs)  # type: ignore[arg-type]
+        raise KeyboardInterrupt("killed after the batch was recorded")
+
+    monkeypatch.setattr(AuditStore, "add_batch", crash_after_first_batch)
+    with pytest.raises(KeyboardInterrupt):
+        notarize_folder(str(folder), "crash-batch", settings, True)
+    monkeypatch.setattr(AuditStore, "add_batch", original)
+    store = AuditStore(settings.audit_url)
+    (batch,) = store.batches(collection="crash-batch")
+    assert (batch.stage, batch.size, batch.members) == ("pending", 5, 5)
+
+    summary = notarize_folder(str(folder), "crash-batch", settings, True)
+    assert summary["queued"] == 3 and summary["published"] == 3
+    assert summary["skipped_known"] == 5 and summary["published_for_other_runs"] == 5
+    assert summary["documents_with_receipt"] == 8 and summary["documents_waiting"] == 0
+    assert [(b.size, b.stage) for b in store.batches(collection="crash-batch")] == [
+        (5, "ledger"),
+        (3, "ledger"),
+    ]
+    assert chain_entry_hashes(settings, "crash-batch") == 3
+    again = notarize_folder(str(folder), "crash-batch", settings, True)
+    assert again["published"] == 0 and again["skipped_known"] == 8
+    store.close()
+
+
+def chain_entry_hashes(settings: PipelineSettings, collection: str) -> int:
+    """How many entries the collection's chain holds; fails when one is there twice."""
     from connectors.publishing import PublishingClient
 
-    with PublishingClient(pipeline_settings.api_url, pipeline_settings.resolve_api_key()) as api:
-        chain_id = collection_chain_id("crash")
-        response = api._request("GET", f"/chains/{chain_id}/entries?limit=1000")
+    store = AuditStore(settings.audit_url)
+    record = store.find_collection(collection)
+    store.close()
+    assert record is not None
+    with PublishingClient(settings.api_url, settings.resolve_api_key()) as api:
+        response = api._request("GET", f"/chains/{record.chain_id}/entries?limit=1000")
     hashes = [item["entry_hash"] for item in response["items"]]
-    assert len(hashes) == len(set(hashes)) == 13  # the chain's first entry + 12 documents
+    assert len(hashes) == len(set(hashes))
+    return len(hashes)
 
 
 def test_links_and_special_files_are_refused_and_counted(
@@ -142,3 +191,41 @@ def test_links_and_special_files_are_refused_and_counted(
     assert summary["refused"] == 2
     assert any(m.startswith("link.txt: ") for m in summary["errors"])
     assert any(m.startswith("pipe: ") for m in summary["errors"])
+
+
+def test_a_collection_of_an_older_store_goes_on_in_clear_without_a_mode(
+    tmp_path: Path, pipeline_settings: PipelineSettings
+) -> None:
+    """An audit store from before publish modes: a version-1 row left pending. With no mode
+    chosen the run keeps the version-1 chain (publishing that row and the new files);
+    asking for a private mode is refused."""
+    folder = tmp_path / "docs"
+    files = make_files(folder, 3)
+    old_path = "sub0/file-0.txt"
+    store = AuditStore(pipeline_settings.audit_url)
+    (doc_id,) = store.upsert_documents(
+        f"folder:{folder}",
+        [DocumentIn(old_path, hashlib.sha256(files[old_path]).hexdigest(), len(files[old_path]))],
+    )
+    chain_id = collection_chain_id("legacy")
+    store.add_notarizations(
+        [NewNotarization(doc_id, "legacy", chain_id, hashlib.sha256(files[old_path]).hexdigest())]
+    )
+    assert "publish_mode" not in pipeline_settings.model_fields_set
+
+    summary = notarize_folder(str(folder), "legacy", pipeline_settings, True)
+    assert summary["chain_id"] == chain_id
+    assert (summary["queued"], summary["published"], summary["documents_with_receipt"]) == (2, 2, 3)
+    assert (summary["skipped_known"], summary["published_for_other_runs"]) == (1, 1)
+    record = store.find_collection("legacy")
+    assert record is not None and record.mode == "clear"
+    for proof in store.proofs(collection="legacy"):
+        row = proof.notarization
+        expected = document_entry(
+            chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path
+        )
+        assert (row.kind, row.entry_hash) == ("document", expected.entry_hash)
+    chosen = pipeline_settings.model_copy(update={"publish_mode": "aggregate"})
+    with pytest.raises(CollectionModeError):
+        notarize_folder(str(folder), "legacy", chosen, True)
+    store.close()

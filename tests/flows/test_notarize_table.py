@@ -15,17 +15,17 @@ import typer
 from prefect import flow
 from typer.testing import CliRunner
 
-import flows.notarize_table as notarize_table_module
 from connectors.audit_store import AuditStore
 from connectors.node import NodeClient
 from connectors.table_source import TableSource
 from connectors.watermark_store import WatermarkStore
 from flows.cli.commands.table import register
 from flows.notarize_table import notarize_table
+from flows.pipeline import Recorder
 from flows.settings import PipelineSettings
 from ledger.core.receipt import Receipt, verify_receipt
 from ledger.stack import Stack
-from tasks.documents import collection_chain_id, document_entry
+from tasks.documents import notarization_entry
 from tasks.row_hashing import hash_row
 from tests.harness.postgres import PG_URL
 
@@ -107,20 +107,21 @@ def run(src: Source, settings: PipelineSettings, collection: str) -> dict[str, A
 
 
 def assert_verified_in_ledger(settings: PipelineSettings, collection: str, src: Source) -> None:
-    """Every current row of the table is notarized once, at ``ledger``, with a verified receipt."""
-    chain_id = collection_chain_id(collection)
+    """Every current row of the table is notarized once, at ``ledger``, with a verified receipt
+    (its entry: a batch's, or its own, as the collection's mode made it)."""
     node = NodeClient(settings.node_url)
     with AuditStore(settings.audit_url) as store:
         proofs = store.proofs(collection=collection)
+        record = store.find_collection(collection)
+    assert record is not None
+    chain_id = record.chain_id
     latest = {(p.notarization.path, p.notarization.sha256) for p in proofs}
     assert set(src.expected_docs().items()) <= latest
     assert len({p.notarization.sha256 for p in proofs}) == len(proofs)
     for proof in proofs:
         row = proof.notarization
         assert row.stage == "ledger" and row.chain_id == chain_id
-        entry = document_entry(
-            chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path
-        )
+        entry = notarization_entry(row, collection_key=record.key)
         assert row.entry_hash == entry.entry_hash
         assert proof.receipt is not None
         dblock = node.dblock_by_height(row.dblock_height)
@@ -169,16 +170,18 @@ def test_killed_run_is_finished_by_the_rerun_without_duplicates(
     monkeypatch: pytest.MonkeyPatch,
     kill_point: str,
 ) -> None:
+    """One entry per row (entry mode): a page's rows are queued as it is recorded."""
+    pipeline_settings = pipeline_settings.model_copy(update={"publish_mode": "entry"})
     src = sqlite_source
     src.add(range(16))  # three pages of at most 7 rows
     if kill_point == "after_record":
-        real = notarize_table_module.record_batch
+        real = Recorder.add
 
-        def record_then_die(*args: Any, **kwargs: Any) -> list[int]:
-            real(*args, **kwargs)
+        def record_then_die(self: Recorder, docs: Any) -> None:
+            real(self, docs)
             raise Killed("killed after the first batch was recorded")
 
-        monkeypatch.setattr(notarize_table_module, "record_batch", record_then_die)
+        monkeypatch.setattr(Recorder, "add", record_then_die)
     else:
         real_save = WatermarkStore.save
 
@@ -193,7 +196,8 @@ def test_killed_run_is_finished_by_the_rerun_without_duplicates(
     monkeypatch.undo()
 
     with AuditStore(pipeline_settings.audit_url) as store:
-        assert store.summary("killed")["pending"] == 7
+        counts = store.summary("killed")  # the first page's 7, published as it was recorded
+        assert counts["multi_az"] + counts["published"] + counts["pending"] == 7
         marks = WatermarkStore(store.engine)
         source_name = store.proofs(collection="killed")[0].notarization.source
         saved = marks.load(source_name, "killed", watermark_column="updated_at", key_columns=["id"])
@@ -225,6 +229,45 @@ def test_killed_run_is_finished_by_the_rerun_without_duplicates(
             runs = conn.execute(sa.text("SELECT status FROM runs ORDER BY id")).scalars().all()
     assert sorted(p.notarization.path for p in proofs) == sorted(f"id={i}" for i in range(16))
     assert documents == 16 and runs == ["failed", "completed"]
+
+
+def test_aggregated_rows_not_yet_batched_are_read_again_after_a_kill(
+    sqlite_source: Source, pipeline_settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages of 7, batches of 10: killed after the second page, the first batch (10 rows) is
+    recorded and published but 4 rows wait for the next one, so no position is saved; the
+    rerun reads every row again, skips the 10 and aggregates the other 6."""
+    settings = pipeline_settings.model_copy(update={"aggregate_batch_size": 10})
+    src = sqlite_source
+    src.add(range(16))
+    real, calls = Recorder.add, {"n": 0}
+
+    def record_then_die(self: Recorder, docs: Any) -> None:
+        real(self, docs)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise Killed("killed after the second page was recorded")
+
+    monkeypatch.setattr(Recorder, "add", record_then_die)
+    with pytest.raises(Killed):
+        run(src, settings, "killed-aggregate")
+    monkeypatch.undo()
+    with AuditStore(settings.audit_url) as store:
+        assert [(b.size, b.stage) for b in store.batches(collection="killed-aggregate")] == [
+            (10, "multi_az")
+        ]
+        source_name = store.proofs(collection="killed-aggregate")[0].notarization.source
+        marks = WatermarkStore(store.engine)
+        columns = {"watermark_column": "updated_at", "key_columns": ["id"]}
+        assert marks.load(source_name, "killed-aggregate", **columns) is None
+
+    rerun = run(src, settings, "killed-aggregate")
+    assert (rerun["documents_seen"], rerun["skipped_known"], rerun["queued"]) == (16, 10, 6)
+    assert rerun["published"] == 6 and rerun["documents_with_receipt"] == 16
+    assert_verified_in_ledger(settings, "killed-aggregate", src)
+    with AuditStore(settings.audit_url) as store:
+        assert [b.size for b in store.batches(collection="killed-aggregate")] == [10, 6]
+        assert marks.load(source_name, "killed-aggregate", **columns) is not None
 
 
 # -- the command line ------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from ledger.api.settings import ApiSettings
 from ledger.core.receipt import Receipt, verify_receipt
 from ledger.stack import Stack, StackSettings
 from ledger.wallet.app import create_app as create_wallet_app
-from tasks.documents import collection_chain, document_entry
+from tasks.documents import LedgerEntry, collection_entry, notarization_entry
 from tests.harness.ports import free_port
 from tests.harness.servers import AppServer
 from tests.harness.services import NodeProcess
@@ -153,7 +153,11 @@ class FaultStack:
         self.node.stop()
 
     def pipeline_settings(self, **overrides: Any) -> PipelineSettings:
-        """Pipeline settings pointing at these services (audit store in the data folder)."""
+        """Pipeline settings pointing at these services (audit store in the data folder).
+
+        One private entry per document (``entry`` mode): the faults here are about single
+        entries (one refused, one posted twice), which a batch entry would hide.
+        """
         s = self.settings
         values: dict[str, Any] = {
             "data_dir": s.data_dir,
@@ -162,6 +166,7 @@ class FaultStack:
             "anchor_url": s.anchor_url,
             "batch_size": 10,
             "ledger_wait_s": 60,
+            "publish_mode": "entry",
             **overrides,
         }
         return PipelineSettings(**values)
@@ -207,9 +212,11 @@ def assert_collection_on_ledger(
     3. the collection's chain on the node holds each document's entry exactly once (and
        nothing else but the chain's first entry).
     """
-    chain = collection_chain(collection)
     with AuditStore(settings.audit_url) as store:
         proofs = store.proofs(collection=collection)
+        record = store.find_collection(collection)
+    assert record is not None
+    chain = collection_entry(record)
     by_path = {p.notarization.path: p for p in proofs}
     assert len(proofs) == len(by_path) == len(files), (len(proofs), len(files))
     assert set(by_path) == set(files)
@@ -219,9 +226,7 @@ def assert_collection_on_ledger(
         row = proof.notarization
         assert row.sha256 == hashlib.sha256(files[path]).hexdigest()
         assert row.stage in ("ledger", "anchor"), (path, row.stage, row.error)
-        entry = document_entry(
-            chain.chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path
-        )
+        entry = notarization_entry(row, collection_key=record.key)
         assert row.entry_hash == entry.entry_hash
         expected.add(entry.entry_hash)
         assert proof.receipt is not None and row.dblock_height is not None, path
@@ -237,3 +242,12 @@ def assert_collection_on_ledger(
     on_chain = chain_entry_hashes(settings.node_url, chain.chain_id)
     assert len(on_chain) == len(set(on_chain)), "an entry is recorded twice on the ledger"
     assert set(on_chain) == expected | {chain.entry_hash}
+
+
+def collection_chain(settings: PipelineSettings, collection: str) -> LedgerEntry:
+    """The first entry (``chain_id``, ``entry_hash``) of ``collection``'s chain, as the
+    audit store registered the collection."""
+    with AuditStore(settings.audit_url) as store:
+        record = store.find_collection(collection)
+    assert record is not None, f"collection {collection!r} is not registered"
+    return collection_entry(record)

@@ -55,9 +55,9 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from connectors.audit_models import Document, ProofRecord
-from connectors.audit_store import AuditStore
+from connectors.audit_store import BATCH_SOURCE_PREFIX, AuditStore
 from ledger.core.entry import Entry
-from tasks.documents import collection_chain_id, document_entry
+from tasks.documents import notarization_entry
 from tasks.verify import ReceiptRejected, verify_node_receipt
 from tests.harness.processes import child_env
 from tests.harness.services import LedgerProcesses
@@ -398,12 +398,16 @@ class Progress:
         )
 
 
-_PROGRESS_SQL = """
+# Documents at each step: a document of its own row, or a member at its batch's stage.
+_DOCUMENTS_AT = """(SELECT count(*) FROM notarizations n WHERE n.kind != 'batch' AND {where})
+     + (SELECT count(*) FROM batch_members m JOIN notarizations n ON n.id = m.batch_id
+        WHERE {where})"""
+_PROGRESS_SQL = f"""
 SELECT (SELECT count(*) FROM runs),
-       (SELECT count(*) FROM notarizations),
-       (SELECT count(*) FROM notarizations WHERE stage NOT IN ('pending', 'failed')),
-       (SELECT count(*) FROM notarizations WHERE stage IN ('ledger', 'anchor')),
-       (SELECT count(*) FROM receipts)
+       {_DOCUMENTS_AT.format(where="1 = 1")},
+       {_DOCUMENTS_AT.format(where="n.stage NOT IN ('pending', 'failed')")},
+       {_DOCUMENTS_AT.format(where="n.stage IN ('ledger', 'anchor')")},
+       {_DOCUMENTS_AT.format(where="n.id IN (SELECT notarization_id FROM receipts)")}
 """
 
 
@@ -460,6 +464,7 @@ def run_flow_matrix(
                 "NOTARY_ANCHOR_URL": ledger.anchor_url,  # not running: anchors stay for later
                 "NOTARY_AUDIT_DB_URL": audit_url,
                 "NOTARY_BATCH_SIZE": "40",
+                "NOTARY_AGGREGATE_BATCH_SIZE": "50",  # several batch entries per run
                 "NOTARY_LEDGER_WAIT_S": "60",
                 "PREFECT_API_URL": prefect_api_url,
                 "COLUMNS": "200",
@@ -502,7 +507,7 @@ def run_flow_matrix(
         seed,
         len(crashes),
         len(contents),
-        len(audit.chains[bytes.fromhex(collection_chain_id(COLLECTION))]),
+        len(audit.chains[bytes.fromhex(collection_chain(audit_url))]),
         verified,
         clock.total,
     )
@@ -511,7 +516,7 @@ def run_flow_matrix(
         f"(runs that finished before their kill: {len(finished)}, statuses {finished}); "
         f"progress at each kill: "
         f"{' | '.join(str(p) for p in crashes)}; files {figures.files}; entries in the chain "
-        f"{figures.entries_in_chain} (first entry + documents); receipts verified "
+        f"{figures.entries_in_chain} (first entry + batches); receipts verified "
         f"{verified}; {figures.seconds} s ({clock})"
     )
     return figures
@@ -561,6 +566,14 @@ def kill_run(
     return runner.returncode
 
 
+def collection_chain(audit_url: str) -> str:
+    """Hex chain id of the test collection (registered by the first run)."""
+    with AuditStore(audit_url) as store:
+        record = store.find_collection(COLLECTION)
+    assert record is not None
+    return record.chain_id
+
+
 def check_audit_store(audit_url: str, audit: LedgerAudit, contents: dict[str, bytes]) -> int:
     """The audit store against the files and the ledger; returns receipts verified.
 
@@ -569,18 +582,22 @@ def check_audit_store(audit_url: str, audit: LedgerAudit, contents: dict[str, by
             missing or twice in the chain, a row short of ``ledger``, a receipt missing,
             at the wrong height, or not verifying).
     """
-    chain_id = collection_chain_id(COLLECTION)
+    with AuditStore(audit_url) as store:
+        record = store.find_collection(COLLECTION)
+        assert record is not None, "the collection was never registered"
+        with store.engine.connect() as conn:
+            path = col(Document.path)
+            own = col(Document.source).not_like(f"{BATCH_SOURCE_PREFIX}%")  # not batch roots
+            query = select(path, func.count()).where(own).group_by(path)
+            per_path = Counter({path: count for path, count in conn.execute(query)})
+        proofs = store.proofs(collection=COLLECTION)
+        batches = store.batches(collection=COLLECTION, limit=10**6)
+    chain_id = record.chain_id
     chain = audit.chains.get(bytes.fromhex(chain_id), [])
     in_chain = Counter(chain)
     problems = [f"{h.hex()} is {n} times in the chain" for h, n in in_chain.items() if n > 1]
-    if len(chain) != len(contents) + 1:
-        problems.append(f"the chain holds {len(chain)} entries for {len(contents)} documents")
-    with AuditStore(audit_url) as store:
-        with store.engine.connect() as conn:
-            path = col(Document.path)
-            query = select(path, func.count()).group_by(path)
-            per_path = Counter({path: count for path, count in conn.execute(query)})
-        proofs = store.proofs(collection=COLLECTION)
+    if len(chain) != len(batches) + 1:
+        problems.append(f"the chain holds {len(chain)} entries for {len(batches)} batches")
     once = Counter(dict.fromkeys(contents, 1))
     for table, counts in (
         ("documents", per_path),
@@ -591,7 +608,7 @@ def check_audit_store(audit_url: str, audit: LedgerAudit, contents: dict[str, by
             problems.append(f"{table}: not each file once (extra {extra}, missing {absent})")
     verified = 0
     for proof in proofs:
-        problem = _proof_problem(proof, chain_id, contents, in_chain, audit)
+        problem = _proof_problem(proof, record.key, contents, in_chain, audit)
         if problem is None:
             verified += 1
         else:
@@ -602,7 +619,7 @@ def check_audit_store(audit_url: str, audit: LedgerAudit, contents: dict[str, by
 
 def _proof_problem(
     proof: ProofRecord,
-    chain_id: str,
+    collection_key: bytes,
     contents: dict[str, bytes],
     in_chain: Counter[bytes],
     audit: LedgerAudit,
@@ -611,7 +628,7 @@ def _proof_problem(
     row, receipt = proof.notarization, proof.receipt
     if row.sha256 != hashlib.sha256(contents[row.path]).hexdigest():
         return "wrong SHA-256"
-    expected = document_entry(chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path)
+    expected = notarization_entry(row, collection_key=collection_key)
     entry_hash = bytes.fromhex(expected.entry_hash)
     if row.entry_hash != expected.entry_hash:
         return f"entry hash {row.entry_hash}, the document's is {expected.entry_hash}"

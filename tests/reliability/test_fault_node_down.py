@@ -29,10 +29,14 @@ from connectors.errors import ConnectorError
 from flows.collect_proofs import collect_proofs
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
-from tasks.documents import collection_chain_id
 from tests.harness.waiting import wait_until
 
-from .fault_stack import FaultStack, assert_collection_on_ledger, make_files
+from .fault_stack import (
+    FaultStack,
+    assert_collection_on_ledger,
+    collection_chain,
+    make_files,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
@@ -114,7 +118,8 @@ def _published(counts: dict[str, int]) -> bool:
 
 def _api_stages(fs: FaultStack, collection: str) -> list[str]:
     """Stage of every entry the publishing API holds for the collection's chain."""
-    chain = f"{fs.settings.api_url}/chains/{collection_chain_id(collection)}/entries"
+    chain_id = collection_chain(fs.pipeline_settings(), collection).chain_id
+    chain = f"{fs.settings.api_url}/chains/{chain_id}/entries"
     with httpx.Client(headers={"user-key": fs.api_key}, timeout=10) as client:
         listing = client.get(chain, params={"limit": 1000})
         listing.raise_for_status()

@@ -39,11 +39,10 @@ from ledger.api.gateway import (
     RpcFailure,
 )
 from ledger.api.settings import ApiSettings
-from tasks.documents import collection_chain
 from tests.harness.ports import free_port
 from tests.harness.waiting import wait_until
 
-from .fault_stack import FaultStack, chain_entry_hashes, make_files
+from .fault_stack import FaultStack, chain_entry_hashes, collection_chain, make_files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
@@ -126,8 +125,9 @@ def test_a_write_the_node_refuses_is_failed_everywhere_the_caller_looks(tmp_path
             wait_until(failed_callback, 30, what="the failed callback")
 
         # 1. the API's read
-        chain = collection_chain(collection)
-        url = f"{fs.settings.api_url}/chains/{chain.chain_id}/entries/{refused}"
+        chain = collection_chain(settings, collection)
+        chain_id = chain.chain_id
+        url = f"{fs.settings.api_url}/chains/{chain_id}/entries/{refused}"
         entry = httpx.get(url, headers={"user-key": fs.api_key}, timeout=10).json()
         assert entry["stage"] == "failed"
         reason = entry["failure"]["reason"]
@@ -163,7 +163,7 @@ def test_a_write_the_node_refuses_is_failed_everywhere_the_caller_looks(tmp_path
         assert "refused by the ledger: commit: -32602 Invalid params" in html
 
         # 4. the ledger: every other document once, the refused one never
-        on_chain = chain_entry_hashes(fs.settings.node_url, chain.chain_id)
+        on_chain = chain_entry_hashes(fs.settings.node_url, chain_id)
         assert len(on_chain) == len(set(on_chain))
         assert refused not in on_chain
         assert set(on_chain) == (set(rows) - {refused}) | {chain.entry_hash}

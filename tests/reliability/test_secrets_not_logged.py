@@ -18,6 +18,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
+from connectors.audit_store import AuditStore
 from connectors.errors import AuthError
 from connectors.node import NodeClient
 from flows.notarize_folder import notarize_folder
@@ -74,7 +75,12 @@ def test_full_run_logs_no_secret_and_api_keys_are_stored_hashed(
         json.loads(line)  # one event per line, each a JSON object
     logs = caplog.text + captured.out + captured.err + json_lines.getvalue() + probes
     callback_secret = stack.callback_secret_file.read_text().strip()
-    for secret in (api_key, devnet.DEV_EC_SECRET, devnet.DEV_FCT_SECRET, callback_secret):
+    with AuditStore(pipeline_settings.audit_url) as store:
+        collection = store.find_collection("secrets")
+    assert collection is not None and collection.private
+    collection_key = collection.key.hex()  # the secret every document's nonce comes from
+    secrets = (api_key, devnet.DEV_EC_SECRET, devnet.DEV_FCT_SECRET, callback_secret)
+    for secret in (*secrets, collection_key):
         assert secret not in logs
 
     api_db = stack.settings.data_dir / "api" / "api.sqlite"

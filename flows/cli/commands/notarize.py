@@ -16,12 +16,14 @@ import typer
 
 from flows.cli.common import (
     DataDir,
+    ModeOption,
     check_api_key,
     check_task_runner,
     console,
     err,
     fail,
     fail_unreachable,
+    pipeline_settings,
 )
 from flows.cli.exit_codes import ExitCode
 from flows.cli.run_output import print_run_summary, run_exit_code
@@ -44,9 +46,10 @@ def notarize(
     no_wait: Annotated[
         bool, typer.Option("--no-wait", help="Do not wait for the ledger stage.")
     ] = False,
+    mode: ModeOption = None,
 ) -> None:
     """Notarize FOLDER through running services (start them with `notary up`)."""
-    settings = PipelineSettings(data_dir=data_dir)
+    settings = pipeline_settings(data_dir, mode=mode)
     summary = run_folder_flow(folder, collection, settings, wait=not no_wait)
     raise typer.Exit(run_exit_code(summary))
 
@@ -70,6 +73,7 @@ def run_folder_flow(
     from flows.cli.prefect_server import prepare_prefect
 
     prepare_prefect(settings)
+    from connectors.audit_store import CollectionModeError
     from connectors.errors import ConnectorError
     from flows.cli.progress import watch_collection
     from flows.notarize_folder import notarize_folder
@@ -81,6 +85,8 @@ def run_folder_flow(
             summary = notarize_folder(str(folder), name, settings, wait)
     except ConnectorError as exc:
         fail_unreachable(exc)
+    except CollectionModeError as exc:
+        fail(str(exc), ExitCode.USAGE)
     summary["wall_seconds"] = round(time.perf_counter() - start, 2)
     _print_summary(summary)
     return summary

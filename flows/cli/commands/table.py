@@ -16,12 +16,14 @@ import typer
 
 from flows.cli.common import (
     DataDir,
+    ModeOption,
     check_api_key,
     check_task_runner,
     console,
     err,
     fail,
     fail_unreachable,
+    pipeline_settings,
 )
 from flows.cli.exit_codes import ExitCode
 from flows.cli.run_output import print_run_summary, run_exit_code
@@ -78,15 +80,16 @@ def table(
     no_wait: Annotated[
         bool, typer.Option("--no-wait", help="Do not wait for the ledger stage.")
     ] = False,
+    mode: ModeOption = None,
 ) -> None:
     """Notarize the rows of a table added or changed since the last run.
 
-    Each row is hashed as canonical JSON (RFC 8785); only its key, hash and size go to the ledger. The position reached is kept in the audit store, so the next run continues after it. Start the services first with `notary up`.
+    Each row is hashed as canonical JSON (RFC 8785); only its key, hash and size are recorded, and only a commitment to them goes to the ledger (in --mode clear: the key, hash and size themselves). The position reached is kept in the audit store, so the next run continues after it. Start the services first with `notary up`.
     """
     if (table_name is None) == (query is None):
         fail("give exactly one of --table and --query", ExitCode.USAGE)
     key_columns = [k.strip() for item in key or [] for k in item.split(",") if k.strip()]
-    settings = PipelineSettings(data_dir=data_dir)
+    settings = pipeline_settings(data_dir, mode=mode)
     check_api_key(settings)
     check_task_runner(settings)
     from flows.cli.prefect_server import prepare_prefect
@@ -120,6 +123,7 @@ def _run_flow(
 ) -> dict[str, Any]:
     from pydantic import SecretStr
 
+    from connectors.audit_store import CollectionModeError
     from connectors.errors import ConnectorError
     from connectors.table_source import SourceUnreachable, TableSourceError
     from flows.cli.progress import watch_collection
@@ -143,7 +147,7 @@ def _run_flow(
             f"{exc}; read the table through --query, casting or leaving out the column",
             ExitCode.USAGE,
         )
-    except TableSourceError as exc:
+    except (TableSourceError, CollectionModeError) as exc:
         fail(str(exc), ExitCode.USAGE)
     summary["wall_seconds"] = round(time.perf_counter() - start, 2)
     return summary

@@ -19,6 +19,7 @@ import typer
 from flows.cli.common import (
     DataDir,
     MetricsPort,
+    ModeOption,
     check_api_key,
     console,
     err,
@@ -68,6 +69,7 @@ def watch(
     ] = None,
     data_dir: DataDir = Path(".notary"),
     metrics_port: MetricsPort = None,
+    mode: ModeOption = None,
 ) -> None:
     """Watch FOLDER... and notarize every complete new or changed file until Ctrl-C.
 
@@ -78,7 +80,7 @@ def watch(
     for folder in folders:
         if not folder.is_dir():
             fail(f"{folder} is not a folder", ExitCode.USAGE)
-    settings = pipeline_settings(data_dir, metrics_port=metrics_port)
+    settings = pipeline_settings(data_dir, metrics_port=metrics_port, mode=mode)
     check_api_key(settings)
     from flows.cli.prefect_server import prepare_prefect
 

@@ -1,0 +1,218 @@
+"""Collections, batches and their members in the audit store, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from connectors.audit_store import (
+    AnchorRecord,
+    AuditStore,
+    CollectionModeError,
+    DocumentIn,
+    NewMember,
+    NewNotarization,
+    PublishMode,
+)
+from tasks.documents import batch_members, chain_for, collection_chain_id
+from tasks.steps import record_aggregate, record_new_documents
+from tests.harness.postgres import PG_URL
+
+
+def h(label: str) -> str:
+    return hashlib.sha256(label.encode()).hexdigest()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest, tmp_path) -> Iterator[dict]:
+    """Connection arguments of a fresh, empty audit store on each backend."""
+    if request.param == "sqlite":
+        yield {"url": f"sqlite:///{tmp_path / 'audit.db'}"}
+        return
+    request.getfixturevalue("postgres_url")
+    schema = f"test_batches_{uuid.uuid4().hex[:12]}"
+    yield {"url": PG_URL, "schema": schema}
+    engine = create_engine(PG_URL)
+    with engine.begin() as conn:
+        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    engine.dispose()
+
+
+def open_store(backend: dict) -> AuditStore:
+    return AuditStore(backend["url"], schema=backend.get("schema"))
+
+
+@pytest.fixture
+def store(backend: dict) -> Iterator[AuditStore]:
+    with open_store(backend) as audit:
+        yield audit
+
+
+def collection(store: AuditStore, name: str, mode: PublishMode = "aggregate"):  # noqa: ANN201
+    return store.collection(name, mode, chain_namer=chain_for)
+
+
+def docs(labels: str, *, source: str = "folder:/drop") -> list[DocumentIn]:
+    return [DocumentIn(f"secret/{x}.pdf", h(x), 100 + i) for i, x in enumerate(labels)]
+
+
+# -- collections --------------------------------------------------------------------------
+
+
+def test_a_new_collection_gets_a_key_and_a_chain_that_names_nothing(store: AuditStore) -> None:
+    record = collection(store, "/home/hr/terminations")
+    assert len(record.key) == 32 and len(record.identifier) == 16
+    assert record.mode == "aggregate" and record.private
+    assert record.chain_id == chain_for(record.name, record.identifier, "aggregate")
+    assert record.chain_id != collection_chain_id(record.name)
+    assert record.key.hex() not in repr(record)
+    assert collection(store, "/home/hr/terminations") == record  # same key on every use
+
+
+def test_aggregate_and_entry_share_the_chain_clear_is_refused(store: AuditStore) -> None:
+    first = collection(store, "c", "aggregate")
+    entry = collection(store, "c", "entry")
+    assert (entry.mode, entry.chain_id, entry.key) == ("entry", first.chain_id, first.key)
+    with pytest.raises(CollectionModeError) as refused:
+        collection(store, "c", "clear")
+    assert (refused.value.registered, refused.value.requested) == ("entry", "clear")
+    clear = collection(store, "plain", "clear")
+    assert clear.chain_id == collection_chain_id("plain") and not clear.private
+    with pytest.raises(CollectionModeError, match="--mode clear"):
+        collection(store, "plain", "aggregate")
+
+
+def test_a_collection_with_v1_notarizations_is_registered_clear(store: AuditStore) -> None:
+    (doc_id,) = store.upsert_documents("folder:/old", docs("a"))
+    legacy_chain = collection_chain_id("old")
+    store.add_notarizations([NewNotarization(doc_id, "old", legacy_chain, h("a"))])
+    with pytest.raises(CollectionModeError):
+        collection(store, "old", "aggregate")
+    record = collection(store, "old", "clear")
+    assert (record.mode, record.chain_id) == ("clear", legacy_chain)
+    # a run that chose no mode goes on in the collection's own
+    default = store.collection("old", "aggregate", chain_namer=chain_for, mode_is_default=True)
+    assert default == record
+    fresh = store.collection("new", "aggregate", chain_namer=chain_for, mode_is_default=True)
+    assert fresh.mode == "aggregate"
+
+
+def test_concurrent_first_uses_get_the_same_collection(backend: dict) -> None:
+    def first_use(_: int) -> tuple[bytes, str]:
+        with open_store(backend) as own:
+            record = collection(own, "shared")
+            return record.key, record.chain_id
+
+    with open_store(backend):  # migrate once, before the race
+        pass
+    with ThreadPoolExecutor(4) as pool:
+        assert len(set(pool.map(first_use, range(4)))) == 1
+
+
+# -- batches ------------------------------------------------------------------------------
+
+
+def add_batch(store: AuditStore, labels: str, *, name: str = "c") -> tuple[int, int] | None:
+    record = collection(store, name)
+    ids = store.upsert_documents("folder:/drop", docs(labels))
+    return record_aggregate.fn(store, record, list(zip(ids, [h(x) for x in labels], strict=True)))
+
+
+def test_a_batch_is_one_notarization_and_its_documents_are_members(store: AuditStore) -> None:
+    added = add_batch(store, "abc")
+    assert added is not None
+    batch_id, claimed = added
+    assert claimed == 3
+    (row,) = store.pending(stage_below="published")
+    assert (row.id, row.kind, row.batch_size, row.source) == (batch_id, "batch", 3, "batch:c")
+    record = collection(store, "c")
+    assert store.known_hashes(record.chain_id, [h("a"), h("b"), h("z")]) == {h("a"), h("b")}
+    assert store.summary("c")["pending"] == 3
+    proofs = store.proofs(collection="c")
+    assert [p.notarization.path for p in proofs] == ["secret/a.pdf", "secret/b.pdf", "secret/c.pdf"]
+    assert all(p.notarization.is_member and p.notarization.id == batch_id for p in proofs)
+    assert [p.notarization.leaf_index for p in proofs] == [0, 1, 2]
+    assert proofs[0].notarization.batch_root == row.sha256
+    root, members = batch_members(record.key, [(0, h("a")), (1, h("b")), (2, h("c"))])
+    assert root == row.sha256
+    assert proofs[2].notarization.audit_path == members[2].audit_path
+    (batch,) = store.batches(collection="c")
+    assert (batch.size, batch.members, batch.stage) == (3, 3, "pending")
+    assert [m.path for m in store.batch_members(batch_id)] == [p.notarization.path for p in proofs]
+    assert store.member_counts([batch_id]) == {batch_id: 3}
+
+    store.mark_published({batch_id: h("entry")})
+    store.record_ledger({h("entry"): (7, h("dblock"))})
+    assert store.summary("c")["ledger"] == 3
+    assert {p.notarization.stage for p in store.proofs(sha256=h("b"))} == {"ledger"}
+    raw = {
+        "directoryblockheight": 7,
+        "directoryblockkeymr": h("dblock"),
+        "anchor_pow": {"transactionhash": h("tx"), "blockhash": h("blk")},
+    }
+    anchor = AnchorRecord.from_node(raw, verified_at=datetime(2024, 1, 1, tzinfo=UTC))
+    assert store.record_anchors([anchor]) == 1  # one batch row moves, its 3 documents with it
+    assert store.summary("c")["anchor"] == 3
+    assert len(store.stored_anchors(collection="c")) == 1  # stored once, for the batch
+    parts = store.document_proof("c", h("c"))
+    assert parts is not None
+    member, stored_anchor = parts
+    assert (member.notarization.path, member.notarization.leaf_index) == ("secret/c.pdf", 2)
+    assert stored_anchor is not None and stored_anchor.transaction_id == h("tx")
+    assert store.document_proof("c", h("nope")) is None
+
+
+def test_a_batch_whose_documents_were_all_taken_is_not_recorded(store: AuditStore) -> None:
+    assert add_batch(store, "ab") is not None
+    assert add_batch(store, "ab") is None  # same batch, same root: nothing new
+    record = collection(store, "c")
+    ids = store.upsert_documents("folder:/drop", docs("ab"))
+    # another tree over the same documents: every member is taken, so nothing is written
+    other = [NewMember(i, h(x), 0, ()) for i, x in zip(ids, "ab", strict=True)]
+    assert (
+        store.add_batch(
+            collection="c", chain_id=record.chain_id, root=h("other"), size=2, members=other
+        )
+        is None
+    )
+    assert len(store.batches(collection="c")) == 1
+    added = add_batch(store, "abx")  # one new document: kept, with only that member
+    assert added is not None and added[1] == 1
+    assert store.summary("c")["pending"] == 3
+
+
+def test_two_recorders_on_the_same_documents_aggregate_each_once(backend: dict) -> None:
+    """Two workers (own store and connections each) record overlapping windows at once."""
+    with open_store(backend) as setup:
+        record = collection(setup, "race")
+    labels = [f"doc-{i}" for i in range(60)]
+    start = threading.Barrier(2)
+
+    def worker(offset: int) -> int:
+        window = labels[offset : offset + 45]  # 0-44 and 15-59 overlap on 30 documents
+        with open_store(backend) as own:
+            batch = [DocumentIn(f"{x}.txt", h(x), 1) for x in window]
+            new, _ = record_new_documents.fn(
+                own, source="folder:/d", chain_id=record.chain_id, docs=batch
+            )
+            start.wait()
+            added = None
+            for i in range(0, len(new), 9):
+                added = record_aggregate.fn(own, record, new[i : i + 9]) or added
+            return 0 if added is None else 1
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(worker, [0, 15]))
+    with open_store(backend) as check:
+        members = [p.notarization.sha256 for p in check.proofs(collection="race")]
+        assert sorted(members) == sorted(h(x) for x in labels)  # each document exactly once
+        assert check.summary("race")["pending"] == 60
+        batches = check.batches(collection="race")
+        assert sum(b.members for b in batches) == 60

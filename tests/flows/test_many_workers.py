@@ -38,7 +38,7 @@ from deployments.definitions import DEPLOYMENTS, WORK_POOL, env_name
 from flows.cli.prefect_server import PrefectServer
 from flows.settings import PipelineSettings
 from ledger.core.receipt import Receipt, verify_receipt
-from tasks.documents import collection_chain
+from tasks.documents import LedgerEntry, collection_entry
 from tests.harness.ports import free_port
 from tests.harness.processes import ROOT, ManagedProcess, child_env, settings_env
 from tests.harness.waiting import wait_until
@@ -72,13 +72,14 @@ def assert_notarized_once(
     """The audit store's side: every hash of ``sha256s`` notarized exactly once in the
     collection's chain, at ``ledger`` or ``anchor``, with a stored receipt that verifies
     up to the directory block the node serves at its height, and no stage logged twice
-    for one notarization. Returns the entry hashes the store recorded (one per document).
+    for one notarization. Returns the entry hashes the store recorded (one per batch in the default
+    ``aggregate`` mode; a document's record is its batch's entry).
 
     Written against the store's public methods (``proofs``, ``summary``, ``known_hashes``,
     ``stage_events``), so that another way of notarizing (one entry per batch) only
     changes this function.
     """
-    chain_id = collection_chain(collection).chain_id
+    chain_id = first_entry(store, collection).chain_id
     proofs = store.proofs(collection=collection)
     hashes = [p.notarization.sha256 for p in proofs]
     assert len(hashes) == len(set(hashes)), "a document is notarized twice"
@@ -216,10 +217,16 @@ def worker_env(settings: PipelineSettings, tmp_path: Path, folder: Path) -> dict
     )
 
 
-def assert_chain_once(node_url: str, collection: str, recorded: set[str]) -> int:
+def first_entry(store: AuditStore, collection: str) -> LedgerEntry:
+    """The first entry of the collection's chain (named by its identifier when private)."""
+    record = store.find_collection(collection)
+    assert record is not None, f"collection {collection!r} is not registered"
+    return collection_entry(record)
+
+
+def assert_chain_once(node_url: str, chain: LedgerEntry, recorded: set[str]) -> int:
     """The node's side: the collection's chain holds each recorded entry once and nothing
     else but its first entry; returns its number of entries."""
-    chain = collection_chain(collection)
     on_chain = chain_entry_hashes(node_url, chain.chain_id)
     assert len(on_chain) == len(set(on_chain)), "an entry is on the chain twice"
     assert set(on_chain) == recorded | {chain.entry_hash}
@@ -242,7 +249,12 @@ def test_two_workers_notarize_overlapping_folders_once(
     files = make_documents(folder)
     collection = "many-workers"
     settings = pipeline_settings.model_copy(
-        update={"audit_db_url": postgres_database, "batch_size": 50, "ledger_wait_s": 90}
+        update={
+            "audit_db_url": postgres_database,
+            "batch_size": 50,
+            "aggregate_batch_size": 60,  # several batches per run, racing each other
+            "ledger_wait_s": 90,
+        }
     )
     env = worker_env(settings, tmp_path, folder)
     with work_pool(tmp_path, env, monkeypatch) as (client, workers):
@@ -264,12 +276,13 @@ def test_two_workers_notarize_overlapping_folders_once(
         NodeClient(settings.node_url) as node,
     ):
         recorded = assert_notarized_once(store, node, collection=collection, sha256s=sha256s)
+        chain = first_entry(store, collection)
         records = [store.run(i) for i in (1, 2, 3)]  # a fresh database: the two runs only
     assert records[0] and records[1] and records[2] is None, records
     counts = [r["counts"] for r in records[:2] if r and r["status"] == "completed"]
     assert sorted(c["documents_seen"] for c in counts) == [SHARED, len(files)], records
     assert sum(c["queued"] for c in counts) == len(files), "a document queued by both runs"
-    entries = assert_chain_once(settings.node_url, collection, recorded)
+    entries = assert_chain_once(settings.node_url, chain, recorded)
 
     overlap_s = (min(end_1, end_2) - max(start_1, start_2)).total_seconds()
     with capsys.disabled():

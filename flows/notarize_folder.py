@@ -133,8 +133,9 @@ def _stream(summary: RunSummary, services: Services, recorder: Recorder, root: P
     with hash_task_runner(settings) as runner:
         for window in windows(scan(root, on_skip=refused), settings.batch_size):
             summary.documents_seen += len(window)
-            # quote: Prefect would walk every ScanEntry looking for futures (~0.17 ms each)
-            entries = quote(window)
+            # Quoted, Prefect does not walk every ScanEntry looking for futures (~0.17 ms
+            # each); a Dask worker is sent the entries as they are (it gets tuples else).
+            entries = quote(window) if settings.task_runner == "threads" else window
             params = {"entries": entries, "workers": settings.hash_workers, "root": str(root)}
             in_flight.append((window, runner.submit(hash_batch, params)))
             if len(in_flight) >= WINDOWS_IN_FLIGHT:

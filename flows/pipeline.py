@@ -512,7 +512,9 @@ class Recorder:
 
     def _publish(self, ids: Sequence[int]) -> None:
         if ids:
-            rows = self._services.store.notarizations(ids)
+            # Only what is still pending: a concurrent run may have published them meanwhile
+            # (posting again would only cost entry credits).
+            rows = [r for r in self._services.store.notarizations(ids) if r.stage == "pending"]
             self._summary.timed(
                 "publish", lambda: publish_rows_now(self._summary, self._services, rows)
             )

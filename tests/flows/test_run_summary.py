@@ -18,7 +18,7 @@ import flows.notarize_folder as notarize_folder_module
 from connectors.audit_store import AuditStore, DocumentIn
 from flows.cli.commands.notarize import _print_summary
 from flows.notarize_folder import notarize_folder
-from flows.pipeline import RunSummary
+from flows.pipeline import Recorder, RunSummary
 from flows.settings import PipelineSettings
 from tasks.documents import collection_chain_id
 
@@ -77,32 +77,36 @@ def test_a_run_counts_rows_another_run_queued_and_published_apart(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The issue's interleaving, forced: B starts, A records every file, B records them (all
-    known by then) and publishes A's rows, then A publishes (nothing left)."""
+    """The issue's interleaving, forced: B starts, A records every file (its batch), B
+    records them (all known by then) and publishes A's batch, then A publishes (nothing
+    left: its batch is no longer pending)."""
     folder = tmp_path / "docs"
     make_files(folder, FILES)
     b_started, a_recorded, b_published = threading.Event(), threading.Event(), threading.Event()
-    real_record = notarize_folder_module.record_batch
+    real_add, real_own_publish = Recorder.add, Recorder._publish
     real_publish = notarize_folder_module.publish_pending
 
-    def record_batch(*args: Any, **kwargs: Any) -> list[int]:
+    def add(self: Recorder, docs: Any) -> None:
         if threading.current_thread().name == "run-1":  # B
             b_started.set()
             assert a_recorded.wait(GATE_S)
         else:
             assert b_started.wait(GATE_S)
-        return real_record(*args, **kwargs)
+        real_add(self, docs)
 
-    def publish_pending(*args: Any, **kwargs: Any) -> None:
-        if threading.current_thread().name == "run-1":
-            real_publish(*args, **kwargs)
-            b_published.set()
-        else:
+    def own_publish(self: Recorder, ids: Any) -> None:
+        if threading.current_thread().name != "run-1":  # A, its batch just recorded
             a_recorded.set()
             assert b_published.wait(GATE_S)
-            real_publish(*args, **kwargs)
+        real_own_publish(self, ids)
 
-    monkeypatch.setattr(notarize_folder_module, "record_batch", record_batch)
+    def publish_pending(*args: Any, **kwargs: Any) -> None:
+        real_publish(*args, **kwargs)
+        if threading.current_thread().name == "run-1":
+            b_published.set()
+
+    monkeypatch.setattr(Recorder, "add", add)
+    monkeypatch.setattr(Recorder, "_publish", own_publish)
     monkeypatch.setattr(notarize_folder_module, "publish_pending", publish_pending)
     a, b = run_in_threads(
         lambda: notarize_folder(str(folder), "twice", pipeline_settings, True),

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from connectors.audit_store import (
     AnchorRecord,
@@ -23,26 +21,10 @@ from connectors.audit_store import (
 )
 from tasks.documents import batch_members, chain_for, collection_chain_id
 from tasks.steps import record_aggregate, record_new_documents
-from tests.harness.postgres import PG_URL
 
 
 def h(label: str) -> str:
     return hashlib.sha256(label.encode()).hexdigest()
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def backend(request: pytest.FixtureRequest, tmp_path) -> Iterator[dict]:
-    """Connection arguments of a fresh, empty audit store on each backend."""
-    if request.param == "sqlite":
-        yield {"url": f"sqlite:///{tmp_path / 'audit.db'}"}
-        return
-    request.getfixturevalue("postgres_url")
-    schema = f"test_batches_{uuid.uuid4().hex[:12]}"
-    yield {"url": PG_URL, "schema": schema}
-    engine = create_engine(PG_URL)
-    with engine.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-    engine.dispose()
 
 
 def open_store(backend: dict) -> AuditStore:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from connectors.audit_store import (
@@ -35,21 +35,6 @@ def h(label: str) -> str:
 
 CHAIN = h("chain-1")
 OTHER_CHAIN = h("chain-2")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def backend(request: pytest.FixtureRequest, tmp_path) -> Iterator[dict]:
-    """Connection arguments of a fresh, empty audit store on each backend."""
-    if request.param == "sqlite":
-        yield {"url": f"sqlite:///{tmp_path / 'audit' / 'audit.db'}"}
-        return
-    request.getfixturevalue("postgres_url")
-    schema = f"test_audit_{uuid.uuid4().hex[:12]}"
-    yield {"url": PG_URL, "schema": schema}
-    engine = create_engine(PG_URL)
-    with engine.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-    engine.dispose()
 
 
 @pytest.fixture

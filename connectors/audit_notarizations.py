@@ -28,7 +28,6 @@ from connectors.audit_sql import (
     append_events,
     aware_utc,
     chunks,
-    document_ids,
     events_table,
     hex64,
     ids_by_entry_hash,
@@ -66,10 +65,12 @@ class NotarizationsPart(AuditStoreBase):
             | {"first_seen_at": now, "last_seen_at": now}
             for (p, h), size in unique.items()
         ]
+        ids: dict[tuple[str, str], int] = {}
         with self._engine.begin() as conn:
             if values:
-                conn.execute(self._statements.upsert_documents, values)
-            ids = document_ids(conn, source, unique)
+                # RETURNING gives every row, inserted or updated: no read-back query.
+                for row in conn.execute(self._statements.upsert_documents, values):
+                    ids[(row.path, row.sha256)] = row.id
         return [ids[(d.path, hex64(d.sha256))] for d in docs]
 
     # -- notarizations ---------------------------------------------------------------------

@@ -124,7 +124,7 @@ def statements_for(dialect: str) -> Statements:
                 "last_seen_at": docs.excluded.last_seen_at,
                 "size_bytes": docs.excluded.size_bytes,
             },
-        ),
+        ).returning(documents_table.c.id, documents_table.c.path, documents_table.c.sha256),
         add_notarizations=notarizations.on_conflict_do_nothing(
             index_elements=["chain_id", "sha256"]
         ).returning(n.id, n.chain_id, n.sha256),

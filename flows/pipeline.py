@@ -504,8 +504,11 @@ class Recorder:
         docs = [(self._waiting.pop(sha), sha) for sha in shas]
         added = record_aggregate(self._services.store, self._collection, quote(docs))
         batch_id = None if added is None else added[0]
-        notarized = self._services.store.notarized_at(self._collection.chain_id, shas)
         copies = {sha: 1 + self._copies.pop(sha, 0) for sha in shas}
+        if added is not None and added[1] == len(shas):  # every one is this batch's
+            notarized = dict.fromkeys(shas, (added[0], datetime.now(UTC)))
+        else:  # another worker aggregated some first: look up whose batch each is in
+            notarized = self._services.store.notarized_at(self._collection.chain_id, shas)
         self._summary.add_batched(copies, batch_id, notarized)
         if batch_id is not None:
             self._publish([batch_id])

@@ -119,7 +119,12 @@ def test_audit_store_connections_dropped_during_a_run_lose_and_duplicate_nothing
     folder = tmp_path / "docs"
     files = make_files(folder, FILES, tag="audit-db")
     collection = "audit-db-drop"
-    settings = pipeline_settings.model_copy(update={"audit_db_url": audit_db_url})
+    # One entry per document in windows of 10: each phase (recording, publishing, the
+    # ledger sweep's writes) lasts long enough for the killer to find it under way; one
+    # aggregated batch of 40 is recorded, published and swept in a few statements.
+    settings = pipeline_settings.model_copy(
+        update={"audit_db_url": audit_db_url, "publish_mode": "entry", "batch_size": 10}
+    )
     AuditStore(audit_db_url).close()  # migrate first: the fault is mid-run, not mid-migration
 
     database = make_url(audit_db_url).database or ""

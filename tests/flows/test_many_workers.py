@@ -251,7 +251,7 @@ def test_two_workers_notarize_overlapping_folders_once(
     settings = pipeline_settings.model_copy(
         update={
             "audit_db_url": postgres_database,
-            "batch_size": 50,
+            "batch_size": 10,  # many small windows: each run lasts seconds, so they overlap
             "aggregate_batch_size": 60,  # several batches per run, racing each other
             "ledger_wait_s": 90,
         }

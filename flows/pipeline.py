@@ -203,7 +203,7 @@ class RunSummary:
         self,
         copies: Mapping[str, int],
         batch_id: int | None,
-        notarized: Mapping[str, tuple[int, datetime]],
+        batch_of: Mapping[str, int],
     ) -> None:
         """Count the documents of one batch this run recorded (aggregate mode).
 
@@ -212,18 +212,19 @@ class RunSummary:
                 have it (the copies after the first are already in ``repeated_in_run``).
             batch_id: the batch's notarization id, ``None`` when another worker had
                 aggregated every one of them meanwhile.
-            notarized: ``AuditStore.notarized_at`` of those hashes, after recording.
+            batch_of: each hash -> the notarization id of the batch it is in, after
+                recording.
 
         A hash in this run's batch counts in ``queued``; one another worker's batch took
         first counts in ``queued_by_other_runs``.
 
         Raises:
-            KeyError: a hash has no notarization in ``notarized``.
+            KeyError: a hash has no batch in ``batch_of``.
         """
         if batch_id is not None:
             self._own.add(batch_id)
         for sha, count in copies.items():
-            nid, _created_at = notarized[sha]
+            nid = batch_of[sha]
             if nid == batch_id:
                 self.queued += 1
             else:
@@ -506,10 +507,11 @@ class Recorder:
         batch_id = None if added is None else added[0]
         copies = {sha: 1 + self._copies.pop(sha, 0) for sha in shas}
         if added is not None and added[1] == len(shas):  # every one is this batch's
-            notarized = dict.fromkeys(shas, (added[0], datetime.now(UTC)))
+            batch_of = dict.fromkeys(shas, added[0])
         else:  # another worker aggregated some first: look up whose batch each is in
-            notarized = self._services.store.notarized_at(self._collection.chain_id, shas)
-        self._summary.add_batched(copies, batch_id, notarized)
+            found = self._services.store.notarized_at(self._collection.chain_id, shas)
+            batch_of = {sha: nid for sha, (nid, _created_at) in found.items()}
+        self._summary.add_batched(copies, batch_id, batch_of)
         if batch_id is not None:
             self._publish([batch_id])
 

@@ -173,6 +173,13 @@ class LedgerGateway(Protocol):
         (``entry-credit-balance``, docs/jsonrpc.md §4.2)."""
         ...
 
+    def entry_statuses(self, entries: Sequence[tuple[str, str]]) -> list[str | RpcFailure]:
+        """Status on the node of each ``(chain id hex, entry hash hex)``: ``ack``'s
+        ``entrydata.status`` (docs/jsonrpc.md §3: ``DBlockConfirmed`` in a saved block,
+        ``TransactionACK`` revealed and acknowledged, ``NotConfirmed`` a reveal held for
+        its commit, ``Unknown``)."""
+        ...
+
 
 class JsonRpcLedgerGateway:
     """``LedgerGateway`` over the JSON-RPC interfaces of the wallet and the node.
@@ -261,6 +268,10 @@ class JsonRpcLedgerGateway:
             raise GatewayUnavailable(f"entry-credit-balance failed: {reply.code} {reply.message}")
         return _int_field(reply, "balance")
 
+    def entry_statuses(self, entries: Sequence[tuple[str, str]]) -> list[str | RpcFailure]:
+        calls = [("ack", {"hash": h, "chainid": c}) for c, h in entries]
+        return [_map(r, _entry_status) for r in self._batch(self._node, calls)]
+
     def _batch(self, client: JsonRpcClient, calls: list[tuple[str, Any]]) -> list[Any]:
         """``client.batch`` in chunks of at most ``max_batch_items`` / ``max_batch_bytes``."""
         replies: list[Any] = []
@@ -317,6 +328,10 @@ def _map(reply: Any, convert: Any) -> Any:
         return RpcFailure(
             ErrorCode.INTERNAL_ERROR, "malformed result", f"{type(exc).__name__}: {exc}"
         )
+
+
+def _entry_status(result: dict[str, Any]) -> str:
+    return str(result["entrydata"]["status"])
 
 
 def _composed(result: dict[str, Any]) -> ComposedCalls:

@@ -194,6 +194,21 @@ class InMemoryLedger:
             balance = 10**9 if self.credits is None else self.credits
             return self._finish(["entry-credit-balance"], balance)
 
+    def entry_statuses(self, entries: Sequence[tuple[str, str]]) -> list[str | RpcFailure]:
+        methods = ["ack"] * len(entries)
+        with self._lock:
+            self._enter(methods)
+            unblocked = {e.hash().hex() for e in self._unblocked}
+            statuses: list[str | RpcFailure] = [
+                "Unknown"
+                if h not in self._revealed
+                else "TransactionACK"
+                if h in unblocked
+                else "DBlockConfirmed"
+                for _, h in entries
+            ]
+            return self._finish(methods, statuses)
+
     # -- internals ----------------------------------------------------------------------
 
     def _enter(self, methods: list[str]) -> None:

@@ -96,6 +96,9 @@ class WithoutAnchors:
     def ec_balance(self) -> int:
         return self.inner.ec_balance()
 
+    def entry_statuses(self, entries: Sequence[tuple[str, str]]) -> list[str | RpcFailure]:
+        return self.inner.entry_statuses(entries)
+
 
 @dataclass(frozen=True)
 class PurgeReport:

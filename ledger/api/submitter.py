@@ -8,6 +8,14 @@ an accepted commit, or Repeated Commit (``ErrorCode.REPEATED_COMMIT``), moves th
 ``committed`` have their reveal sent (one batch) and move to ``revealed``. Database
 changes are set-based (``executemany``), not row by row.
 
+Before its first submission a worker reconciles (``reconcile``): an outbox row still
+``pending`` or ``committed`` whose entry the node already holds (revealed, or in a saved
+block) is marked ``revealed`` instead of being committed again. Its outcome was recorded
+on the node but not here: the API database is older than the node's (a backup takes the
+API's snapshot before the node's, and writes submitted between the two are in the node's
+copy only). The node accepts a second commit of an entry once the first is consumed by
+its reveal, so without this step a restored stack would record such entries twice.
+
 New chains go first; an entry waits until its chain's first entry is revealed (one whose
 chain's first entry failed is given up instead, ``ledger.api.failures``). A commit is
 never sent again once its outcome is recorded; only a commit whose reply was lost (crash
@@ -200,6 +208,42 @@ class Submitter:
             if not new_chains:
                 snapshots = self._with_chain_failures(session, snapshots)
         return snapshots
+
+    def reconcile(self) -> int:
+        """Mark ``revealed`` the ``pending`` / ``committed`` rows whose entry the node
+        already holds (module docstring); returns how many. Pages of ``chunk_rows`` rows,
+        one ``ack`` batch each; an item the node answers with an error is left as it is.
+
+        Raises: ``GatewayUnavailable`` when the node cannot be reached (rows of the pages
+        already asked keep their change; a later call starts over).
+        """
+        e = _ENTRIES.c
+        states = [SubmitState.PENDING.value, SubmitState.COMMITTED.value]
+        held = {"DBlockConfirmed", "TransactionACK"}
+        after, marked = 0, 0
+        while True:
+            query = (
+                select(e.id, e.chain_id, e.entry_hash)
+                .where(e.state.in_(states), e.id > after)
+                .order_by(e.id)
+                .limit(self._chunk_rows)
+            )
+            with self._db.read() as session:
+                rows = session.execute(query).all()
+            if not rows:
+                return marked
+            after = rows[-1].id
+            statuses = self._gateway.entry_statuses([(r.chain_id, r.entry_hash) for r in rows])
+            changes = [
+                {"b_id": r.id, "state": SubmitState.REVEALED.value, "last_error": None}
+                for r, status in zip(rows, statuses, strict=True)
+                if isinstance(status, str) and status in held
+            ]
+            if changes:
+                with self._db.transaction() as connection:
+                    _bulk_update(connection, changes)
+                marked += len(changes)
+                _log.info("reconcile: %d rows the node already holds marked revealed", len(changes))
 
     def take_given_up(self) -> int:
         """Rows this submitter gave up since the last call (for the pass report)."""

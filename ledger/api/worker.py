@@ -8,7 +8,9 @@ The coordinator of three parts, each in its own module:
    only once the block cursor is set (see the block follower). Before it, the paying
    address's balance is looked up when the credit gate says so
    (``ledger.api.credit_gate``: every minute while funded, with back-off while dry); the
-   first pass adopts rows an older version gave up (``ledger.api.failures.adopt_legacy``).
+   first pass adopts rows an older version gave up (``ledger.api.failures.adopt_legacy``)
+   and reconciles the outbox with the node (``Submitter.reconcile``: rows the node
+   already holds are not submitted again).
 3. Follow anchors (``ledger.api.anchor_follower``): entries of anchored directory blocks
    move to stage ``anchor``.
 4. Callbacks due are delivered (``CallbackDispatcher``).
@@ -136,6 +138,7 @@ class LedgerWorker:
         self._unavailable = False  # log an outage once, not every pass
         self._reached = False  # the node answered at least once
         self._adopted = False  # rows an older version gave up were adopted
+        self._reconciled = False  # rows the node already holds were marked revealed
         self._started_at = time.monotonic()
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -222,6 +225,9 @@ class LedgerWorker:
         if not self._adopted:
             report.failed += adopt_legacy(self._db, now=self._clock.now())
             self._adopted = True
+        if not self._reconciled:
+            report.revealed += self._submitter.reconcile()
+            self._reconciled = True
         if self.credits.check_due():
             self._look_up_credits(report)
         for new_chains in (True, False):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from ledger.api.gateway import GatewayUnavailable, RpcFailure
 from ledger.api.memory_gateway import InMemoryLedger
@@ -141,6 +141,52 @@ def test_restart_after_recorded_commit_sends_only_the_reveal(
     assert ledger.commits_sent == {h: 1 for h in hashes}
     assert ledger.reveals_sent == {h: 1 for h in hashes}
     assert ledger.calls["compose-chain"] == 1
+
+
+def test_a_database_older_than_the_node_is_reconciled_not_submitted_again(
+    make_api: ApiFactory, database_url: str
+) -> None:
+    """A restored backup: the API's snapshot predates writes the node's snapshot holds."""
+    ledger = InMemoryLedger()
+    first = make_api(database_url=database_url, ledger=ledger)
+    _, hashes = make_chain_with_entries(first, 3)
+    first.run_worker()
+    ledger.mine_block()  # the chain and two entries in a block, the third acknowledged only
+    late = make_chain_with_entries(first, 0, tag=b"late")[1][0]
+    first.run_worker()
+    assert ledger.is_revealed(late)
+    with first.services.db.transaction() as connection:  # the API's copy is older
+        connection.execute(
+            update(EntryRow)
+            .where(EntryRow.entry_hash.in_(hashes[:2]))
+            .values(state="committed", reveal_call=None)
+        )
+        connection.execute(
+            update(EntryRow)
+            .where(EntryRow.entry_hash.in_([hashes[3], late]))
+            .values(state="pending")
+        )
+    never_sent = make_chain_with_entries(first, 0, tag=b"new")[1][0]
+    first.close()
+    commits, reveals = dict(ledger.commits_sent), dict(ledger.reveals_sent)
+
+    second = make_api(database_url=database_url, ledger=ledger, key=first.key)
+    report = second.run_worker()
+    assert report.revealed == 5 and report.committed == 1  # four reconciled, one new
+    assert {h: ledger.commits_sent[h] for h in commits} == commits
+    assert {h: ledger.reveals_sent[h] for h in reveals} == reveals
+    assert ledger.is_revealed(never_sent) and ledger.commits_sent[never_sent] == 1
+    assert {r.state for r in rows(second).values()} == {"revealed"}
+
+
+def test_reconciling_waits_for_the_node(make_api: ApiFactory, database_url: str) -> None:
+    ledger = InMemoryLedger()
+    api = make_api(database_url=database_url, ledger=ledger)
+    _, hashes = make_chain_with_entries(api, 1)
+    ledger.fail_next("ack")
+    report = api.run_worker()
+    assert report.errors and ledger.calls["compose-chain"] == 0  # nothing submitted
+    assert api.run_worker().revealed == 2
 
 
 def test_restart_resumes_block_following_after_the_last_height(

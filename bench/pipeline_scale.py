@@ -17,7 +17,11 @@ the runs' data folders. Then for each mode, in a fresh data folder:
    sampled while it runs;
 3. ``entries_published``: the entries of the collection's chain, counted on the node
    (walking its entry blocks), less the chain's first entry; ``entry_credits_spent``:
-   the balance of the API's entry credit address before the flow and after it.
+   the credits the commits of that chain's entries paid (first entry included), read
+   from the entry credit blocks made during the run. ``extra.address_credits_spent`` is
+   the paying address's balance before the flow less after it: more, because the bundled
+   anchoring service pays its anchor records (two entries per anchored directory block)
+   from the same development address.
 
 ``floor_seconds`` is ``sha256sum`` over the same files (``find | xargs``, the faster of a
 run before and one after the flow) plus the block time measured on the stack; ``ratio``
@@ -142,20 +146,50 @@ def ec_balance(node_url: str) -> int:
         return int(node.call("entry-credit-balance", {"address": devnet.DEV_EC_ADDRESS})["balance"])
 
 
-def chain_entries(node_url: str, chain_id: str) -> int:
-    """Entries of ``chain_id`` in directory blocks, counted by walking its entry blocks
-    from the chain head back to the first (0 when the chain has no block yet)."""
+def chain_entries(node_url: str, chain_id: str) -> list[str]:
+    """Entry hashes (hex) of ``chain_id`` in directory blocks, its first entry included,
+    found by walking its entry blocks from the chain head back to the first (none when
+    the chain has no block yet)."""
     from connectors.node import NodeClient
 
     first = "0" * 64
-    count = 0
+    hashes: list[str] = []
     with NodeClient(node_url) as node:
         keymr = node.call("chain-head", {"chainid": chain_id}).get("chainhead") or first
         while keymr != first:
             block = node.call("entry-block", {"keymr": keymr})
-            count += len(block["entrylist"])
+            hashes += [item["entryhash"] for item in block["entrylist"]]
             keymr = block["header"]["prevkeymr"]
-    return count
+    return hashes
+
+
+def directory_height(node_url: str) -> int:
+    """Height of the node's newest directory block."""
+    from connectors.node import NodeClient
+
+    with NodeClient(node_url) as node:
+        return int(node.call("heights")["directoryblockheight"])
+
+
+def credits_paid_for(node_url: str, entry_hashes: set[str], heights: range) -> int:
+    """Entry credits the commits of ``entry_hashes`` paid, summed over the entry credit
+    blocks of the directory blocks at ``heights`` (the ledger's own record: the balance
+    of the paying address also pays the anchoring service's anchor records)."""
+    from connectors.node import NodeClient
+
+    ec_chain = "0" * 63 + "c"
+    paid = 0
+    with NodeClient(node_url) as node:
+        for height in heights:
+            dblock = node.call("dblock-by-height", {"height": height})["dblock"]
+            for item in dblock["dbentries"]:
+                if item["chainid"] != ec_chain:
+                    continue
+                block = node.call("entrycredit-block", {"keymr": item["keymr"]})["ecblock"]
+                for entry in block["body"]["entries"]:
+                    if entry.get("entryhash") in entry_hashes:
+                        paid += int(entry["credits"])
+    return paid
 
 
 class RssSampler:
@@ -193,6 +227,7 @@ def run_one(
         urls = stack.urls
         block_s = block_time_s(urls.node_url)
         credits_before = ec_balance(urls.node_url)
+        height_before = directory_height(urls.node_url)
         out = data / "child-result.json"
         command = [sys.executable, "-m", "bench.pipeline_scale", "--child", str(folder)]
         command += ["--child-data", str(data), "--child-out", str(out)]
@@ -213,14 +248,17 @@ def run_one(
         summary = result["summary"]
         credits_after = ec_balance(urls.node_url)
         entries = chain_entries(urls.node_url, summary["chain_id"])
+        heights = range(height_before + 1, directory_height(urls.node_url) + 1)
+        chain_credits = credits_paid_for(urls.node_url, set(entries), heights)
     stack_peaks = [p for p in (stack.peak_rss_mb, sampler.peaks.get("stack")) if p is not None]
     return {
         "seconds": result["wall_s"],
         "block_time_s": block_s,
         "peak_rss_mb": max(result["peak_rss_mb"], sampler.peaks.get("pipeline", 0.0)),
         "stack_peak_rss_mb": max(stack_peaks) if stack_peaks else None,
-        "entries_published": max(entries - 1, 0),  # less the chain's first entry
-        "entry_credits_spent": credits_before - credits_after,
+        "entries_published": max(len(entries) - 1, 0),  # less the chain's first entry
+        "entry_credits_spent": chain_credits,
+        "address_credits_spent": credits_before - credits_after,
         "summary": summary,
         "pipeline_cpu_s": result["cpu_s"],
         "stack_cpu_s": (
@@ -278,6 +316,7 @@ def _run_figures(
         "pipeline_cpu_s": got["pipeline_cpu_s"],
         "stack_cpu_s": None if got["stack_cpu_s"] is None else round(got["stack_cpu_s"], 2),
         "published": summary["published"],
+        "address_credits_spent": got["address_credits_spent"],
         "load_average_1m": round(os.getloadavg()[0], 2),
         "profiled": profiled,
         "errors": summary["errors"][:5],

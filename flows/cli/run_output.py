@@ -13,10 +13,13 @@ __all__ = ["print_run_summary", "run_exit_code"]
 
 
 def run_exit_code(summary: dict[str, Any]) -> ExitCode:
-    """``INCOMPLETE`` when documents of the run failed or still wait, or the run saw an
-    entry fail to publish or a receipt rejected; else ``OK``."""
+    """``INCOMPLETE`` when documents of the run could not be read or hashed, failed or
+    still wait, or the run saw an entry fail to publish or a receipt rejected; else
+    ``OK``. (A file that cannot be read is not notarized: a scheduled run must not
+    report success for it.)"""
     incomplete = (
-        summary["documents_waiting"]
+        summary["hash_errors"]
+        or summary["documents_waiting"]
         or summary["documents_failed"]
         or summary["publish_failed"]
         or summary["receipts_rejected"]

@@ -107,3 +107,27 @@ def test_mode_option_reaches_the_flow_and_a_refused_switch_is_a_usage_error(
     assert seen == ["entry", "clear"]
     bad = CliRunner().invoke(app, [*args[:-1], "public"])
     assert bad.exit_code == ExitCode.USAGE and seen == ["entry", "clear"]
+
+
+@pytest.mark.parametrize(
+    ("counts", "code"),
+    [
+        ({}, ExitCode.OK),
+        ({"hash_errors": 1}, ExitCode.INCOMPLETE),
+        ({"documents_waiting": 2}, ExitCode.INCOMPLETE),
+        ({"documents_failed": 1}, ExitCode.INCOMPLETE),
+        ({"publish_failed": 1}, ExitCode.INCOMPLETE),
+        ({"receipts_rejected": 1}, ExitCode.INCOMPLETE),
+    ],
+)
+def test_notarize_exits_incomplete_unless_every_document_got_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counts: dict[str, int], code: ExitCode
+) -> None:
+    import flows.cli.commands.notarize as notarize_command
+    from flows.pipeline import RunSummary
+
+    summary = RunSummary(str(tmp_path), "c", "ab" * 32, documents_seen=3, **counts)
+    monkeypatch.setattr(notarize_command, "run_folder_flow", lambda *a, **k: summary.as_dict())
+    (tmp_path / "api-key").write_text("key\n")
+    result = CliRunner().invoke(app, ["notarize", str(tmp_path), "--data-dir", str(tmp_path)])
+    assert result.exit_code == code, result.output

@@ -56,7 +56,9 @@ from tests.harness.waiting import wait_until
 from tests.reliability.fault_stack import chain_entry_hashes
 
 # Not `slow`: `make test` (CI) runs it. The gate on the audit store makes the overlap
-# certain, so the test no longer depends on how fast the second worker polls.
+# certain, so the test no longer depends on how fast the second worker polls. On two cores
+# at load 9-13 it took 2-4 min (10 of 10 passed); the runs themselves last 6-17 s, the rest
+# is starting the Prefect server, `prefect deploy` and the flow processes.
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
 #: The folder of the first run holds ``OWN`` files plus the subfolder of the second run,

@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -23,7 +22,7 @@ from connectors.audit_store import (
 )
 from connectors.migrations import HEAD_REVISION
 from ledger.core.clock import ManualClock
-from tests.harness.postgres import PG_URL, conninfo
+from tests.harness.postgres import PG_URL, blocked_by, conninfo
 from tests.harness.waiting import wait_until
 
 START_S = 1_700_000_000.0
@@ -182,7 +181,7 @@ def test_two_processes_moving_the_same_rows_log_each_move_once(postgres_url: str
             try:
                 moves = [pool.submit(s.record_ledger, blocks) for s in (first, second)]
                 pid = holder.info.backend_pid
-                wait_until(lambda: _blocked_by(watcher, pid) == 2, 30, 0.05, what="2 waiting")
+                wait_until(lambda: blocked_by(watcher, pid) == 2, 30, 0.05, what="2 waiting")
             finally:
                 holder.rollback()  # also on failure: the pool waits for its threads
             moved = sorted(m.result(timeout=30) for m in moves)
@@ -193,21 +192,6 @@ def test_two_processes_moving_the_same_rows_log_each_move_once(postgres_url: str
         first.close(), second.close()
         with psycopg.connect(conninfo(postgres_url), autocommit=True) as admin:
             admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-def _blocked_by(watcher: Any, pid: int) -> int:
-    """Sessions waiting, directly or behind another waiter, for a lock that session ``pid``
-    holds (read on an autocommit connection: ``pg_stat_activity`` is a snapshot for the
-    length of a transaction)."""
-    row = watcher.execute(
-        "WITH RECURSIVE waiting(pid) AS ("
-        " SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))"
-        " UNION SELECT a.pid FROM pg_stat_activity a"
-        " JOIN waiting w ON w.pid = ANY(pg_blocking_pids(a.pid)))"
-        " SELECT count(*) FROM waiting",
-        (pid,),
-    ).fetchone()
-    return int(row[0]) if row else 0
 
 
 def test_pending_selects_by_stage_range_collection_and_limit(store: AuditStore) -> None:

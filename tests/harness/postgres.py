@@ -22,6 +22,8 @@ import contextlib
 import os
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -30,8 +32,11 @@ __all__ = [
     "PG_URL",
     "REQUIRE_ENV",
     "REQUIRE_OPTION",
+    "TableLock",
+    "blocked_by",
     "conninfo",
     "fresh_database",
+    "held_table_lock",
     "postgres_database",
     "postgres_or_skip",
     "postgres_required",
@@ -126,3 +131,66 @@ def postgres_database(postgres_url: str) -> Iterator[str]:
     """A fresh database for one test (``fresh_database``): its URL."""
     with fresh_database(postgres_url) as url:
         yield url
+
+
+def blocked_by(watcher: Any, pid: int) -> int:
+    """Sessions waiting, directly or behind another waiter, for a lock that session ``pid``
+    holds. ``watcher`` is a ``psycopg`` connection in autocommit mode (in a transaction,
+    ``pg_stat_activity`` would stay the snapshot of its first read)."""
+    row = watcher.execute(
+        "WITH RECURSIVE waiting(pid) AS ("
+        " SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))"
+        " UNION SELECT a.pid FROM pg_stat_activity a"
+        " JOIN waiting w ON w.pid = ANY(pg_blocking_pids(a.pid)))"
+        " SELECT count(*) FROM waiting",
+        (pid,),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+class TableLock:
+    """An ``ACCESS EXCLUSIVE`` lock on one table, held by a session of its own (made by
+    ``held_table_lock``): every other session that touches the table, even to read it,
+    waits until ``release``."""
+
+    def __init__(self, holder: Any, watcher: Any) -> None:
+        self._holder, self._watcher = holder, watcher
+        self.released_at: datetime | None = None
+
+    def waiting(self) -> int:
+        """How many sessions wait for the lock now (``blocked_by``)."""
+        return blocked_by(self._watcher, self._holder.info.backend_pid)
+
+    def release(self) -> datetime:
+        """Let the waiting sessions go (the holder's transaction ends); when, aware UTC.
+        A second call returns the first one's time."""
+        if self.released_at is None:
+            self._holder.rollback()
+            self.released_at = datetime.now(UTC)
+        return self.released_at
+
+
+@contextlib.contextmanager
+def held_table_lock(url: str, table: str) -> Iterator[TableLock]:
+    """Lock ``table`` (its name in the default schema) of the database at ``url`` (an
+    SQLAlchemy URL) for the test; released at exit if the test did not, so a failing test
+    never leaves other processes waiting.
+
+    Raises:
+        psycopg.errors.UndefinedTable: no such table.
+    """
+    import psycopg
+    from psycopg import sql
+
+    with (
+        psycopg.connect(conninfo(url), connect_timeout=_CONNECT_TIMEOUT_S) as holder,
+        psycopg.connect(conninfo(url), autocommit=True) as watcher,
+    ):
+        holder.execute(
+            sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(sql.Identifier(table))
+        )
+        lock = TableLock(holder, watcher)
+        try:
+            yield lock
+        finally:
+            lock.release()

@@ -1,6 +1,8 @@
 """The ``collect_proofs`` flow and the long-running collector around it.
 
-``collect_proofs`` is one sweep moving pending notarizations through the stages. It runs on
+``collect_proofs`` is one sweep moving pending notarizations through the stages: it first
+publishes what runs left ``pending`` (the publishing API was unreachable, or the run was
+stopped), so that a scheduled ``collect`` finishes it instead of the next run. It runs on
 a schedule (see ``deployments/``) and after any interrupted run: waiting for a stage is a
 sweep over pending rows in the audit store, never a long sleep. Each sweep is idempotent
 (entry hashes are the keys) and safe to run concurrently with a notarization run.
@@ -32,7 +34,7 @@ from connectors.callback_receiver import (
     create_receiver_app,
 )
 from connectors.errors import ConnectorError
-from flows.pipeline import open_audit_store, open_services
+from flows.pipeline import RunSummary, open_audit_store, open_services, publish_pending
 from flows.settings import PipelineSettings
 from tasks.anchor_stage import AnchorSweep
 from tasks.failed_writes import FailedWrites, check_failed_writes
@@ -50,8 +52,9 @@ _STOP_CHECK_S = 0.2
 def collect_proofs(
     settings: PipelineSettings | None = None, collection: str | None = None
 ) -> dict[str, Any]:
-    """Sweep the ``ledger`` stage (receipts fetched, verified, stored; writes the publishing
-    API gave up failed with its reason), then the ``anchor`` stage (anchor proofs fetched
+    """Publish the notarizations left ``pending`` (looked up by entry hash first: a stopped
+    run may have posted them), sweep the ``ledger`` stage (receipts fetched, verified,
+    stored; writes the publishing API gave up failed with its reason), then the ``anchor`` stage (anchor proofs fetched
     and verified down to the proof of work) for every collection (or one); returns the
     counts of both sweeps and the stage counts afterwards.
 
@@ -62,6 +65,8 @@ def collect_proofs(
     settings = settings or PipelineSettings()
     with open_services(settings) as services:
         run_id = services.store.start_run("collect_proofs", parameters={"collection": collection})
+        published = RunSummary("collect", collection or "", "")
+        publish_pending(published, services, collection)
         ledger = sweep_ledger_once(services.store, services.node, collection=collection)
         given_up = FailedWrites()
         if ledger.waiting:  # some may wait for a write the API gave up
@@ -75,6 +80,8 @@ def collect_proofs(
             anchor = AnchorSweep(errors=[f"anchor stage skipped: {exc}"])
         counts = services.store.summary(collection)
         result = {
+            "published": published.published_for_other_runs,
+            "publish_failed": published.publish_failed,
             "ledger_recorded": ledger.recorded,
             "ledger_waiting": ledger.waiting,
             "receipts_rejected": ledger.rejected,
@@ -83,7 +90,7 @@ def collect_proofs(
             "anchor_blocks_waiting": anchor.blocks_waiting,
             "anchor_blocks_rejected": anchor.blocks_rejected,
             "failed_writes": given_up.marked,
-            "errors": ledger.errors + given_up.errors + anchor.errors,
+            "errors": published.errors + ledger.errors + given_up.errors + anchor.errors,
             "stages": counts,
         }
         services.store.finish_run(run_id, counts=result, status="completed")

@@ -108,7 +108,7 @@ def _run(
     recorder = Recorder(summary, services, collection, source=source_name(root))
     summary.timed("hash", lambda: _stream(summary, services, recorder, root))
     get_run_logger().info("found %d files under %s", summary.documents_seen, root)
-    summary.timed("publish", lambda: publish_pending(summary, services, frozenset()))
+    summary.timed("publish", lambda: publish_pending(summary, services, summary.collection))
     if wait:
         summary.timed(
             "ledger", lambda: wait_ledger(summary, services, collection=summary.collection)

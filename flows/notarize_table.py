@@ -197,7 +197,7 @@ def _run(
     summary.timed("chain", lambda: ensure_collection_chain(services.api, collection))
     recorder = Recorder(summary, services, collection, source=source.name)
     last = summary.timed("read", lambda: _read_and_record(summary, services, source, recorder))
-    summary.timed("publish", lambda: publish_pending(summary, services, frozenset()))
+    summary.timed("publish", lambda: publish_pending(summary, services, summary.collection))
     if wait:
         summary.timed(
             "ledger", lambda: wait_ledger(summary, services, collection=summary.collection)

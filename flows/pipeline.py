@@ -562,28 +562,28 @@ def publish_rows_now(
             summary.note(message)
 
 
-def publish_pending(summary: RunSummary, services: Services, new_ids: frozenset[int]) -> None:
-    """Publish every ``pending`` notarization of the collection, batch by batch.
+def publish_pending(summary: RunSummary, services: Services, collection: str | None) -> None:
+    """Publish every ``pending`` notarization of ``collection`` (``None``: of every
+    collection), page by page.
 
-    Rows not created by this run (``new_ids``) may have been posted by an interrupted run:
-    they are looked up by entry hash before being posted again. (A ``Recorder`` publishes
-    its rows as it records them; what is still ``pending`` here was left by an earlier or a
-    concurrent run, or failed to publish, so streaming sources pass no ``new_ids``.) Rows
-    of this run count in ``published``, the others in ``published_for_other_runs``.
+    What is still ``pending`` here was left by an earlier run (interrupted, or the
+    publishing API unreachable), queued by a concurrent one, or failed to publish in this
+    one (a ``Recorder`` publishes its rows as it records them). Such a row may have been
+    posted already, so each is looked up by entry hash before it is posted. Rows of this
+    run count in ``summary.published``, the others in ``published_for_other_runs``.
     """
     after_id = 0
     while True:
         rows = services.store.pending(
             stage_below="published",
-            collection=summary.collection,
+            collection=collection,
             limit=services.settings.batch_size,
             after_id=after_id,
         )
         if not rows:
             break
         after_id = rows[-1].id
-        recheck = frozenset(r.id for r in rows if r.id not in new_ids)
-        publish_rows_now(summary, services, rows, recheck=recheck)
+        publish_rows_now(summary, services, rows, recheck=frozenset(r.id for r in rows))
 
 
 def wait_ledger(summary: RunSummary, services: Services, *, collection: str | None) -> None:

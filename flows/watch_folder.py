@@ -117,7 +117,7 @@ def _run(
     docs = summary.timed(
         "hash", lambda: _hash_and_record(summary, services, recorder, entries, base)
     )
-    summary.timed("publish", lambda: publish_pending(summary, services, frozenset()))
+    summary.timed("publish", lambda: publish_pending(summary, services, summary.collection))
     summary.timed("ledger", lambda: _sweep_once(summary, services))
     get_run_logger().info("%d files of %s: %d published", len(entries), base, summary.published)
     return _file_stages(services.store, summary.collection, docs)

@@ -73,6 +73,11 @@ def collect(
     table = Table(title="Stages after the sweep", show_header=False)
     for stage, count in result["stages"].items():
         table.add_row(stage, str(count))
+    if result["published"] or result["publish_failed"]:
+        console.print(
+            f"published {result['published']} documents earlier runs left pending"
+            + (f"; {result['publish_failed']} could not be" if result["publish_failed"] else "")
+        )
     console.print(
         f"recorded {result['ledger_recorded']} receipts; {result['ledger_waiting']} still waiting"
     )
@@ -82,7 +87,7 @@ def collect(
             "with the reason (`notary report` lists them)"
         )
     console.print(table)
-    waiting = result["ledger_waiting"] or result["receipts_rejected"]
+    waiting = result["ledger_waiting"] or result["receipts_rejected"] or result["publish_failed"]
     raise typer.Exit(ExitCode.INCOMPLETE if waiting else ExitCode.OK)
 
 

@@ -230,3 +230,15 @@ def test_other_methods_on_the_bulk_path_match_no_route(api: Api) -> None:
         404,
         "No Mapping Rule Matched",
     )
+
+
+def test_a_stopping_service_writes_nothing_and_answers_503(any_api: Api) -> None:
+    api = any_api
+    chain_id = _chain(api)
+    api.services.writer.stop()
+    response = _bulk(api, chain_id, [_item(b"late", b"1")])
+    assert (response.status_code, response.json()["error"]["name"]) == (
+        503,
+        "Service Unavailable",
+    )
+    assert len(_rows(api, chain_id)) == 1

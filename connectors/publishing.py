@@ -7,6 +7,12 @@ request) unless a transport is injected or a proxy is configured. External IDs a
 are raw ``bytes`` in this API and Base64 on the wire (docs/rest-api.md §3 (Resources and
 their fields), encoding rule). Errors are converted to ``connectors.errors`` types, the same
 on both paths.
+
+``create_entries`` sends many entries per request through the bulk write
+(``POST /chains/{chain_id}/entries/bulk``, docs/rest-api.md §5.2), each entry answered
+with its hash or its own error. An API without that route (an older one answers 404 or
+405) gets one operation 6 per entry instead, from then on; so does a request the API
+refuses as too large or too long (413, or a 422 for the whole request), at once.
 """
 
 from __future__ import annotations
@@ -47,6 +53,12 @@ __all__ = [
 ]
 
 CallbackStage = Literal["multi_az", "ledger", "anchor"]
+
+#: Most entries per bulk request (the API takes up to 1,000 by default).
+BULK_MAX_ENTRIES = 500
+#: Most bytes per bulk request body (the API takes up to 4 MiB by default).
+BULK_MAX_BYTES = 1 << 20
+_BULK_SUFFIX = "/bulk"
 
 
 def to_base64(data: bytes) -> str:
@@ -138,6 +150,9 @@ class PublishingClient:
         max_connections: size of each keep-alive pool (bounds ``create_entries`` concurrency).
         transport: an ``httpx`` transport to use instead of the network
             (``httpx.MockTransport`` in tests); every request then goes through it.
+        bulk: send ``create_entries`` through the bulk write (module docstring); ``False``:
+            one operation 6 per entry.
+        bulk_max_entries, bulk_max_bytes: most entries, and body bytes, per bulk request.
 
     Use as a context manager or call ``close()``. Safe to share between threads.
     """
@@ -150,7 +165,15 @@ class PublishingClient:
         timeout_s: float = 10.0,
         max_connections: int = 16,
         transport: httpx.BaseTransport | None = None,
+        bulk: bool = True,
+        bulk_max_entries: int = BULK_MAX_ENTRIES,
+        bulk_max_bytes: int = BULK_MAX_BYTES,
     ) -> None:
+        if bulk_max_entries < 1 or bulk_max_bytes < 1:
+            raise ValueError("bulk_max_entries and bulk_max_bytes must be >= 1")
+        # False once the API showed it has no bulk route (or when it is not to be used).
+        self._bulk_route = bulk
+        self._bulk_limits = (bulk_max_entries, bulk_max_bytes)
         limits = httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
@@ -310,13 +333,17 @@ class PublishingClient:
     ) -> list[PostResult]:
         """Post many entries to one chain concurrently over the pooled connections.
 
-        Each post is operation 6 exactly as ``create_entry`` sends it (same body, same
-        error types), over the lean keep-alive pool when it may be used (module docstring).
+        Through the bulk write, many entries per request, each with the body
+        ``create_entry`` sends (``entry_body``); where it cannot be used (module docstring,
+        or a subclass that overrides ``create_entry``), each post is operation 6 exactly as
+        ``create_entry`` sends it. Either way the same error types, over the lean
+        keep-alive pool when it may be used (module docstring).
 
         Args:
             chain_id: the target chain.
             entries: the entries to post.
-            concurrency: posts in flight at once (>= 1; effectively capped by the pool size).
+            concurrency: requests in flight at once (>= 1; effectively capped by the pool
+                size).
 
         Returns:
             one ``PostResult`` per entry, in input order. A failing post (any
@@ -326,38 +353,117 @@ class PublishingClient:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if not entries:
             return []
+        bodies = [
+            self.entry_body(
+                chain_id,
+                entry.external_ids,
+                entry.content,
+                callback_url=callback_url,
+                callback_stages=callback_stages,
+            )
+            for entry in entries
+        ]
+        callbacks = (callback_url, callback_stages)
+        if not self._bulk_route or not self._plain_create_entry():
+            return self._post_each(chain_id, entries, bodies, concurrency, callbacks=callbacks)
+        chunks = _bulk_chunks(bodies, *self._bulk_limits)
+        if len(chunks) == 1:
+            answers = [self._post_bulk(chain_id, chunks[0])]
+        else:
+            with ThreadPoolExecutor(max_workers=min(concurrency, len(chunks))) as executor:
+                answers = list(executor.map(lambda c: self._post_bulk(chain_id, c), chunks))
+        results: list[PostResult | None] = [r for answer in answers for r in answer]
+        again = [i for i, result in enumerate(results) if result is None]
+        if again:  # the bulk route is missing or refused the request: one post per entry
+            singles = self._post_each(
+                chain_id,
+                [entries[i] for i in again],
+                [bodies[i] for i in again],
+                concurrency,
+                callbacks=callbacks,
+            )
+            for index, result in zip(again, singles, strict=True):
+                results[index] = result
+        return [result for result in results if result is not None]
+
+    def _post_bulk(self, chain_id: str, chunk: list[bytes]) -> list[PostResult | None]:
+        """One bulk request of ``chunk`` (encoded bodies): a result per entry, ``None`` for
+        each when the entries are to be posted one by one instead (module docstring)."""
+        path = f"/chains/{_seg(chain_id)}/entries{_BULK_SUFFIX}"
+        payload = b'{"entries":[' + b",".join(chunk) + b"]}"
+        try:
+            status, body, response = self._post_raw(path, payload)
+            if status in (404, 405):
+                self._bulk_route = False
+                return [None] * len(chunk)
+            if status == 413 or status == 422:  # over this API's limits: a request its own
+                return [None] * len(chunk)
+            if status >= 400:
+                _raise_for_status(response())
+            items = _bulk_items(body, len(chunk), path)
+        except ConnectorError as exc:
+            return [PostResult(error=exc)] * len(chunk)
+        return [_item_result(item, path) for item in items]
+
+    def _post_raw(self, path: str, payload: bytes) -> tuple[int, bytes, Any]:
+        """POST a JSON ``payload``: status, body and a maker of the ``httpx.Response``
+        (for the error mapping) of the answer, over the lean pool when it may be used."""
+        pool = self._bulk()
+        if pool is None:
+            try:
+                response = self._client.post(
+                    path, content=payload, headers={"content-type": "application/json"}
+                )
+            except httpx.TransportError as exc:
+                raise from_transport_error(exc, url=path) from exc
+            return response.status_code, response.content, lambda: response
+        answer = pool.request("POST", path, payload, content_type="application/json")
+        return answer.status, answer.body, lambda: _as_httpx(answer, "POST", pool.url(path))
+
+    def _post_each(
+        self,
+        chain_id: str,
+        entries: Sequence[NewEntry],
+        bodies: Sequence[dict[str, Any]],
+        concurrency: int,
+        *,
+        callbacks: tuple[str | None, Sequence[CallbackStage] | None],
+    ) -> list[PostResult]:
+        """Operation 6 for each entry (``bodies``: their ``entry_body``), ``concurrency``
+        at once; ``callbacks``: the ``callback_url`` and ``callback_stages`` asked of
+        ``create_entries``, passed on to a ``create_entry`` that builds its own body."""
         path = f"/chains/{_seg(chain_id)}/entries"
         pool = self._bulk()
 
-        def post(entry: NewEntry) -> PostResult:
+        def post(pair: tuple[NewEntry, dict[str, Any]]) -> PostResult:
+            entry, body = pair
             try:
                 if pool is None:
                     entry_hash = self.create_entry(
                         chain_id,
                         entry.external_ids,
                         entry.content,
-                        callback_url=callback_url,
-                        callback_stages=callback_stages,
+                        callback_url=callbacks[0],
+                        callback_stages=callbacks[1],
                     )
                 else:
-                    body = self.entry_body(
-                        chain_id,
-                        entry.external_ids,
-                        entry.content,
-                        callback_url=callback_url,
-                        callback_stages=callback_stages,
-                    )
                     entry_hash = _post_entry(pool, path, body)
             except ConnectorError as exc:
                 return PostResult(error=exc)
             return PostResult(entry_hash=entry_hash)
 
+        pairs = list(zip(entries, bodies, strict=True))
         with ThreadPoolExecutor(max_workers=min(concurrency, len(entries))) as executor:
-            return list(executor.map(post, entries))
+            return list(executor.map(post, pairs))
+
+    def _plain_create_entry(self) -> bool:
+        """False when a subclass customises single posts: then every post of a batch is
+        its ``create_entry`` (neither the lean pool nor the bulk route)."""
+        return type(self).create_entry is PublishingClient.create_entry
 
     def _bulk(self) -> KeepAlivePool | None:
         """The lean pool, made on first use; ``None`` where posts must go through httpx."""
-        if type(self).create_entry is not PublishingClient.create_entry:
+        if not self._plain_create_entry():
             # A subclass customises single posts; honour it for every post of the batch.
             return None
         with self._bulk_lock:
@@ -404,6 +510,50 @@ def _post_entry(pool: KeepAlivePool, path: str, body: dict[str, Any]) -> str:
         text = answer.body.decode("utf-8", "replace")
         raise InvalidResponse("response is not JSON", url=path, body=text) from exc
     return _entry_hash_of(PublishingClient._json_object(decoded), path)
+
+
+def _bulk_chunks(
+    bodies: Sequence[dict[str, Any]], max_entries: int, max_bytes: int
+) -> list[list[bytes]]:
+    """The encoded ``bodies`` in consecutive chunks of at most ``max_entries`` entries and
+    about ``max_bytes`` bytes of body (an entry larger than that goes alone)."""
+    chunks: list[list[bytes]] = []
+    size = max_bytes
+    for body in bodies:
+        encoded = orjson.dumps(body)
+        if not chunks or len(chunks[-1]) >= max_entries or size + len(encoded) + 1 > max_bytes:
+            chunks.append([])
+            size = len(b'{"entries":[]}')
+        chunks[-1].append(encoded)
+        size += len(encoded) + 1
+    return chunks
+
+
+def _bulk_items(body: bytes, count: int, path: str) -> list[Any]:
+    """The ``items`` of a bulk write's 202 answer, checked to be ``count`` long."""
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        text = body.decode("utf-8", "replace")
+        raise InvalidResponse("response is not JSON", url=path, body=text) from exc
+    items = decoded.get("items") if isinstance(decoded, dict) else None
+    if not isinstance(items, list) or len(items) != count:
+        raise InvalidResponse(f"expected {count} items in the bulk answer", url=path)
+    return items
+
+
+def _item_result(item: Any, path: str) -> PostResult:
+    """One entry's answer in a bulk write: its hash, or its error as operation 6 raises it."""
+    try:
+        if not isinstance(item, dict):
+            raise InvalidResponse(f"a bulk answer item is not an object: {item!r}", url=path)
+        error = item.get("error")
+        if isinstance(error, dict) and isinstance(error.get("code"), int):
+            message = str(error.get("message") or error.get("name") or "error")
+            raise _status_error(error["code"], message, body=item, url=path)
+        return PostResult(entry_hash=_entry_hash_of(item, path))
+    except ConnectorError as exc:
+        return PostResult(error=exc)
 
 
 def _as_httpx(answer: RawResponse, method: str, url: str) -> httpx.Response:
@@ -464,11 +614,16 @@ def _raise_for_status(response: httpx.Response) -> None:
     if status < 400:
         return
     message, body = _error_message(response)
-    url = str(response.request.url)
+    raise _status_error(status, message, body=body, url=str(response.request.url))
+
+
+def _status_error(status: int, message: str, *, body: Any, url: str) -> ConnectorError:
+    """The connector error of an HTTP error ``status`` (of a response, or of one entry of
+    a bulk answer)."""
     if status >= 500 or status == 429:
         # 429 (rate limited) and 5xx are passing states: the caller retries later.
-        raise ServiceUnavailable(f"HTTP {status}: {message}", url=url, status_code=status)
+        return ServiceUnavailable(f"HTTP {status}: {message}", url=url, status_code=status)
     if status in (401, 403):
-        raise AuthError(message, status_code=status)
+        return AuthError(message, status_code=status)
     error_type = NotFound if status == 404 else RequestRejected
-    raise error_type(message, status_code=status, body=body)
+    return error_type(message, status_code=status, body=body)

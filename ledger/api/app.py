@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 import httpx
 from fastapi import FastAPI
 
+from ledger.api.bulk import BULK_PATH
 from ledger.api.callbacks import Resolver
 from ledger.api.connect import ConnectDispatch, LedgerReads, create_connect_app
 from ledger.api.connect.ledger_reads import JsonRpcLedgerReads
@@ -95,7 +96,11 @@ def create_app(
     app.state.services = svc
     if settings.write_fast_path:
         app.add_middleware(WriteFastPath, services=svc)  # inner: runs after the size check
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=settings.max_body_bytes,
+        path_limits=[(BULK_PATH, settings.bulk_max_body_bytes)],
+    )
     if ledger_reads is None and gateway is None:
         ledger_reads = _default_reads(settings)
     if ledger_reads is not None:

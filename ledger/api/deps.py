@@ -13,7 +13,8 @@ thread pool; only a cache miss goes to a worker thread for its database look-up.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, TypeVar
 
 import orjson
@@ -46,6 +47,7 @@ __all__ = [
     "presented_key",
     "read_json",
     "services",
+    "validate",
 ]
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -130,14 +132,20 @@ def parse_json(raw: bytes, model: type[Model]) -> Model:
         raise BadRequest(f"The body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise BadRequest("The body must be a JSON object")
+    return validate(data, model)
+
+
+def validate(data: dict[str, object], model: type[Model], *, where: str = "") -> Model:
+    """A decoded JSON object validated as ``model``; ``BadRequest`` (400) naming each wrong
+    field, after ``where`` (``"entries[3]."``: the item of a bulk write) when given."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise BadRequest(_validation_message(exc)) from exc
+        raise BadRequest(_validation_message(exc, where)) from exc
 
 
-def _validation_message(exc: ValidationError) -> str:
-    parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+def _validation_message(exc: ValidationError, where: str = "") -> str:
+    parts = [f"{where}{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
     return "; ".join(parts) or "invalid body"
 
 
@@ -149,24 +157,43 @@ def path_hash(value: str) -> str:
 
 
 class BodySizeLimit:
-    """ASGI middleware: bodies above ``max_bytes`` get 413 (declared or streamed size)."""
+    """ASGI middleware: bodies above ``max_bytes`` get 413 (declared or streamed size).
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    ``path_limits``: (path pattern, limit) pairs; a path that fully matches a pattern gets
+    that limit instead (the bulk write's larger bodies).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        path_limits: Sequence[tuple[re.Pattern[str], int]] = (),
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.path_limits = tuple(path_limits)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self._limit_for(scope.get("path", ""))
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            message = f"The body may be at most {self.max_bytes} bytes"
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            message = f"The body may be at most {limit} bytes"
             await PayloadTooLarge(message).to_response()(scope, receive, send)
             return
-        await self.app(scope, self._limited(receive), send)
+        await self.app(scope, self._limited(receive, limit), send)
 
-    def _limited(self, receive: Receive) -> Receive:
+    def _limit_for(self, path: str) -> int:
+        for pattern, limit in self.path_limits:
+            if pattern.fullmatch(path):
+                return limit
+        return self.max_bytes
+
+    @staticmethod
+    def _limited(receive: Receive, limit: int) -> Receive:
         seen = 0
 
         async def limited_receive() -> Message:
@@ -174,8 +201,8 @@ class BodySizeLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise PayloadTooLarge(f"The body may be at most {self.max_bytes} bytes")
+                if seen > limit:
+                    raise PayloadTooLarge(f"The body may be at most {limit} bytes")
             return message
 
         return limited_receive

@@ -1,10 +1,12 @@
-"""ASGI fast path of the two write operations (2 and 6), the API's hot path.
+"""ASGI fast path of the write operations (2, 6 and the bulk write), the API's hot path.
 
-``POST /v1/chains`` and ``POST /v1/chains/{chain_id}/entries`` are answered here, before
+``POST /v1/chains``, ``POST /v1/chains/{chain_id}/entries`` and
+``POST /v1/chains/{chain_id}/entries/bulk`` (``ledger.api.bulk``) are answered here, before
 FastAPI's exception middleware, routing and dependency solving, which cost more CPU per
 request than the write itself (measured: about 60 % of the handler time). Every step is
 the code the FastAPI routes use (``deps.authenticate``, ``deps.parse_json``,
-``writes.create_chain``/``create_entry``, the ``errors`` bodies), in the same order, so
+``writes.create_chain``/``create_entry``, ``bulk.create_entries``, the ``errors`` bodies),
+in the same order, so
 the answers are identical; the routes stay registered for the OpenAPI document and for
 any request this middleware passes on. Any other request goes to the app unchanged.
 
@@ -23,7 +25,7 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ledger.api import writes
+from ledger.api import bulk, writes
 from ledger.api.deps import authenticate, check_json_media_type, parse_json, presented_key
 from ledger.api.errors import ApiError, InternalServerError, PayloadTooLarge
 from ledger.api.schemas import ChainCreate, EntryCreate
@@ -53,29 +55,34 @@ class WriteFastPath:
         self.app = app
         self._svc = services
         self._max_body = services.settings.max_body_bytes
+        self._max_bulk_body = services.settings.bulk_max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
             await self.app(scope, receive, send)
             return
         path = scope["path"]
+        many = False
         if path == "/v1/chains":
             chain_id = None
             scope[ROUTE_KEY] = "/v1/chains"  # the route template, for the request metrics
         else:
             match = _ENTRIES_PATH.fullmatch(path)
             if match is None:
+                match, many = bulk.BULK_PATH.fullmatch(path), True
+            if match is None:
                 await self.app(scope, receive, send)
                 return
             chain_id = match.group(1)
-            scope[ROUTE_KEY] = "/v1/chains/{chain_id}/entries"
-        await self._answer(scope, receive, send, chain_id)
+            scope[ROUTE_KEY] = "/v1/chains/{chain_id}/entries" + (bulk.BULK_SUFFIX if many else "")
+        await self._answer(scope, receive, send, chain_id, many=many)
 
     async def _answer(
-        self, scope: Scope, receive: Receive, send: Send, chain_id: str | None
+        self, scope: Scope, receive: Receive, send: Send, chain_id: str | None, *, many: bool
     ) -> None:
         try:
-            status, body, extra = 202, await self._write(scope, receive, chain_id), []
+            body = await self._write(scope, receive, chain_id, many=many)
+            status, extra = 202, []
         except _Disconnected:
             return
         except ApiError as error:
@@ -93,16 +100,20 @@ class WriteFastPath:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
 
-    async def _write(self, scope: Scope, receive: Receive, chain_id: str | None) -> dict[str, Any]:
+    async def _write(
+        self, scope: Scope, receive: Receive, chain_id: str | None, *, many: bool
+    ) -> dict[str, Any]:
         headers = _headers(scope)
         account = await authenticate(self._svc, presented_key(headers))
         check_json_media_type(headers.get("content-type", ""))
-        raw = await self._body(receive)
+        raw = await self._body(receive, self._max_bulk_body if many else self._max_body)
+        if many and chain_id is not None:  # the bulk path always names its chain
+            return await bulk.create_entries(self._svc, account, chain_id, raw)
         if chain_id is None:
             return await writes.create_chain(self._svc, account, parse_json(raw, ChainCreate))
         return await writes.create_entry(self._svc, account, chain_id, parse_json(raw, EntryCreate))
 
-    async def _body(self, receive: Receive) -> bytes:
+    async def _body(self, receive: Receive, limit: int) -> bytes:
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -111,8 +122,8 @@ class WriteFastPath:
                 raise _Disconnected
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self._max_body:
-                raise PayloadTooLarge(f"The body may be at most {self._max_body} bytes")
+            if size > limit:
+                raise PayloadTooLarge(f"The body may be at most {limit} bytes")
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)

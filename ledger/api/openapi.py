@@ -23,7 +23,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
 from ledger.api.models import PUBLIC_STAGES
-from ledger.api.schemas import ChainCreate, EntryCreate, ExternalIds
+from ledger.api.schemas import ChainCreate, EntryBatchCreate, EntryCreate, ExternalIds
 from ledger.api.settings import ApiSettings
 
 __all__ = ["BASE64_PATTERN", "ERROR_SCHEMA", "MAX_OFFSET", "build_openapi"]
@@ -70,6 +70,7 @@ _OPERATIONS: dict[str, tuple[type[BaseModel] | None, tuple[int, ...]]] = {
     "searchChains": (ExternalIds, (400, 404, 413, 415)),
     "getChain": (None, (404,)),
     "createEntry": (EntryCreate, (400, 413, 415, 422, 503)),
+    "createEntries": (EntryBatchCreate, (400, 413, 415, 422, 503)),
     "listEntries": (None, (400, 404)),
     "getFirstEntry": (None, (404,)),
     "getLastEntry": (None, (404,)),
@@ -129,8 +130,11 @@ def build_openapi(app: FastAPI, settings: ApiSettings) -> dict[str, Any]:
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
     schemas["Error"] = ERROR_SCHEMA
-    for model in (ChainCreate, EntryCreate, ExternalIds):
+    for model in (ChainCreate, EntryCreate, EntryBatchCreate, ExternalIds):
         schemas[model.__name__] = _request_schema(model)
+    schemas[EntryBatchCreate.__name__]["properties"]["entries"]["maxItems"] = (
+        settings.bulk_max_entries
+    )
     components["securitySchemes"] = _SECURITY_SCHEMES
     document["security"] = [{"userKey": []}, {"appId": [], "appKey": []}]
     for path_item in document.get("paths", {}).values():

@@ -1,5 +1,5 @@
 """The eleven operations of the REST interface (docs/rest-api.md §5 (Endpoints)),
-mounted at ``/v1``.
+mounted at ``/v1``, and the bulk write (an extension, docs/rest-api.md §5.2).
 
 Writes (operations 2 and 6) answer HTTP 202 only after the row is committed to the
 database: the handler hands the prepared write to the group-commit writer
@@ -38,9 +38,16 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from ledger.api import store, writes
+from ledger.api import bulk, store, writes
 from ledger.api.auth import Principal
-from ledger.api.deps import current_account, json_body, path_hash, read_json, services
+from ledger.api.deps import (
+    check_json_media_type,
+    current_account,
+    json_body,
+    path_hash,
+    read_json,
+    services,
+)
 from ledger.api.encoding import to_base64
 from ledger.api.errors import BadRequest, PageNotFound
 from ledger.api.failures import failure_of
@@ -53,6 +60,7 @@ from ledger.api.schemas import (
     ChainList,
     ChainPublic,
     EntryAccepted,
+    EntryBatchAccepted,
     EntryCreate,
     EntryList,
     EntryPublic,
@@ -242,6 +250,22 @@ async def create_entry(
     """Operation 6: append an entry; 202 once durably stored, 422 if the chain is not yours."""
     body = await read_json(request, EntryCreate)
     return _json(await writes.create_entry(svc, account, chain_id, body), 202)
+
+
+@router.post(
+    "/chains/{chain_id}/entries" + bulk.BULK_SUFFIX,
+    status_code=202,
+    response_model=EntryBatchAccepted,
+    operation_id="createEntries",
+)
+async def create_entries(
+    chain_id: str, request: Request, account: AccountDep, svc: ServicesDep
+) -> Response:
+    """Bulk write (an extension, ``ledger.api.bulk``): many entries of one chain at once;
+    202 once all are durably stored, with each entry's answer or error, in order."""
+    check_json_media_type(request.headers.get("content-type", ""))
+    raw = await request.body()
+    return _json(await bulk.create_entries(svc, account, chain_id, raw), 202)
 
 
 @router.get("/chains/{chain_id}/entries", response_model=EntryList, operation_id="listEntries")

@@ -23,6 +23,8 @@ __all__ = [
     "ChainList",
     "ChainPublic",
     "EntryAccepted",
+    "EntryBatchAccepted",
+    "EntryBatchCreate",
     "EntryCreate",
     "EntryLink",
     "EntryList",
@@ -173,3 +175,28 @@ class EntryAccepted(BaseModel):
     entry_hash: str
     chain_id: str
     stage: str
+
+
+class EntryBatchCreate(_Request):
+    """Body of the bulk write (an extension, ``ledger.api.bulk``): the entries of one chain,
+    each an operation 6 body, 1 to ``bulk_max_entries`` of them."""
+
+    entries: list[EntryCreate] = Field(min_length=1)
+
+
+class ErrorDetail(BaseModel):
+    code: int
+    name: str
+    message: str
+
+
+class EntryRefused(BaseModel):
+    """One entry of a bulk write that was not written: the error operation 6 would answer."""
+
+    error: ErrorDetail
+
+
+class EntryBatchAccepted(BaseModel):
+    """Answer of the bulk write (HTTP 202): one item per entry sent, in order."""
+
+    items: list[EntryAccepted | EntryRefused]

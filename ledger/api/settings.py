@@ -58,7 +58,11 @@ class ApiSettings(TlsServing, NodeAccess):
         credit_retry_base_s, credit_retry_max_s: once the address ran dry (writes held),
             first and longest delay between two look-ups of its balance, seconds; the
             delay doubles while it still does not pay (``ledger.api.credit_gate``).
-        max_body_bytes: largest accepted request body, bytes (larger: HTTP 413).
+        max_body_bytes: largest accepted request body, bytes (larger: HTTP 413); the
+            bulk route has its own limit.
+        bulk_max_entries: most entries one bulk write (``POST .../entries/bulk``,
+            ``ledger.api.bulk``) may carry (more: HTTP 422).
+        bulk_max_body_bytes: largest body of a bulk write, bytes (larger: HTTP 413).
         page_size_default, page_size_max: ``limit`` of list operations.
         callback_secret: HMAC-SHA256 key of the ``X-Notary-Signature`` callback header;
             ``None`` means a random secret generated once and kept in the database.
@@ -123,6 +127,8 @@ class ApiSettings(TlsServing, NodeAccess):
     credit_retry_base_s: float = Field(default=2.0, gt=0)
     credit_retry_max_s: float = Field(default=60.0, gt=0)
     max_body_bytes: int = Field(default=65_536, ge=1024)
+    bulk_max_entries: int = Field(default=1000, ge=1)
+    bulk_max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     page_size_default: int = Field(default=100, ge=1)
     page_size_max: int = Field(default=1000, ge=1)
     callback_secret: SecretStr | None = None

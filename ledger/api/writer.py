@@ -1,6 +1,8 @@
 """Group commit of accepted writes: one writer thread, one transaction per batch.
 
-Every write request (operations 2 and 6) is handed to ``GroupCommitWriter.submit``. A
+Every write request (operations 2 and 6) is handed to ``GroupCommitWriter.submit``; the
+entries of one bulk write (``ledger.api.bulk``) together to ``submit_many``, which keeps
+them in one transaction (a bulk larger than ``max_batch`` is a transaction of its own). A
 single thread takes every request waiting in its queue (at most ``max_batch``), records
 them with ``intake.accept_batch`` in one transaction, commits, and only then answers each
 request. So each HTTP 202 still follows a durable commit of its own row, but one commit
@@ -20,7 +22,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -31,10 +33,13 @@ from ledger.api.db import Database
 from ledger.api.intake import WriteOutcome, WriteRequest, accept_batch
 from ledger.core.clock import Clock
 
-__all__ = ["GroupCommitWriter", "WriterClosed", "WriterStats"]
+__all__ = ["GroupCommitWriter", "Result", "WriterClosed", "WriterStats"]
 
 _log = logging.getLogger(__name__)
 _STOP = object()
+
+#: What ``submit_many`` answers for one request: its outcome or its error.
+Result = WriteOutcome | Exception
 
 
 class WriterClosed(RuntimeError):
@@ -55,9 +60,14 @@ class WriterStats:
 
 @dataclass
 class _Job:
-    request: WriteRequest
-    future: asyncio.Future[WriteOutcome] | Future[WriteOutcome]
+    """Requests answered together: one (``many=False``: the future gets its outcome or
+    raises its error) or a bulk's (``many=True``: the future gets the list of outcomes and
+    errors, in order)."""
+
+    requests: tuple[WriteRequest, ...]
+    future: asyncio.Future[Any] | Future[Any]
     loop: asyncio.AbstractEventLoop | None
+    many: bool = False
 
 
 class GroupCommitWriter:
@@ -112,13 +122,30 @@ class GroupCommitWriter:
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[WriteOutcome] = loop.create_future()
-        self._put(_Job(request, future, loop))
+        self._put(_Job((request,), future, loop))
+        return await future
+
+    async def submit_many(self, requests: Sequence[WriteRequest]) -> list[Result]:
+        """Write ``requests`` in one transaction; returns once it committed.
+
+        Returns:
+            one item per request, in order: its ``WriteOutcome``, or the exception that
+            ``submit`` would have raised for it (``WriteRefused``, a database error).
+
+        Raises:
+            WriterClosed: the writer is stopped (nothing written).
+        """
+        if not requests:
+            return []
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[Result]] = loop.create_future()
+        self._put(_Job(tuple(requests), future, loop, many=True))
         return await future
 
     def submit_wait(self, request: WriteRequest, *, timeout_s: float | None = None) -> WriteOutcome:
         """Blocking ``submit`` for callers outside an event loop (same errors)."""
         future: Future[WriteOutcome] = Future()
-        self._put(_Job(request, future, None))
+        self._put(_Job((request,), future, None))
         return future.result(timeout_s)
 
     def _put(self, job: _Job) -> None:
@@ -138,13 +165,13 @@ class GroupCommitWriter:
             else:
                 batch = [item]
                 stopping = self._fill(batch)
-            while batch:
-                self._process(batch[: self._max_batch])
-                batch = batch[self._max_batch :]
+            for group in self._groups(batch):
+                self._process(group)
 
     def _fill(self, batch: list[_Job]) -> bool:
-        """Add waiting jobs up to ``max_batch``; True when the stop marker was met."""
-        while len(batch) < self._max_batch:
+        """Add waiting jobs up to ``max_batch`` requests; True when the stop marker was met."""
+        size = sum(len(job.requests) for job in batch)
+        while size < self._max_batch:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
@@ -153,7 +180,22 @@ class GroupCommitWriter:
                 self._drain(batch)
                 return True
             batch.append(item)
+            size += len(item.requests)
         return False
+
+    def _groups(self, jobs: list[_Job]) -> Iterator[list[_Job]]:
+        """``jobs`` in transactions of at most ``max_batch`` requests, a job never split
+        (a bulk above ``max_batch`` goes alone)."""
+        group: list[_Job] = []
+        size = 0
+        for job in jobs:
+            if group and size + len(job.requests) > self._max_batch:
+                yield group
+                group, size = [], 0
+            group.append(job)
+            size += len(job.requests)
+        if group:
+            yield group
 
     def _drain(self, batch: list[_Job]) -> list[_Job]:
         while True:
@@ -165,13 +207,14 @@ class GroupCommitWriter:
                 batch.append(item)
 
     def _process(self, batch: list[_Job]) -> None:
+        requests = [request for job in batch for request in job.requests]
         try:
-            results = self._commit([job.request for job in batch])
+            results = self._commit(requests)
         except Exception as exc:  # noqa: BLE001 - every waiting request must be answered
             _log.exception("write batch failed")
-            results = [exc] * len(batch)
+            results = [exc] * len(requests)
         self.stats.batches += 1
-        self.stats.writes += len(batch)
+        self.stats.writes += len(requests)
         _deliver(batch, results)
 
     def _commit(self, requests: Sequence[WriteRequest]) -> list[Any]:
@@ -208,7 +251,11 @@ def _retryable(error: DBAPIError) -> bool:
 
 def _deliver(batch: list[_Job], results: Sequence[Any]) -> None:
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, Any]]] = {}
-    for job, result in zip(batch, results, strict=True):
+    start = 0
+    for job in batch:
+        end = start + len(job.requests)
+        result = list(results[start:end]) if job.many else results[start]
+        start = end
         if job.loop is None:
             _settle(job.future, result)
         else:

@@ -27,6 +27,7 @@ from ledger.api.auth import Principal
 from ledger.api.callbacks import CallbackRefused, check_callback_url
 from ledger.api.encoding import EncodingError, from_base64, from_hash_hex
 from ledger.api.errors import (
+    ApiError,
     AuthenticationFailed,
     BadRequest,
     InsufficientStorage,
@@ -52,7 +53,10 @@ __all__ = [
     "create_entry",
     "decode_all",
     "decode_content",
+    "entry_accepted",
+    "entry_request",
     "generated_chain_id_tag",
+    "write_error",
 ]
 
 #: Payload bytes a generated external ID takes: 36 ASCII bytes plus its 2-byte length.
@@ -84,13 +88,30 @@ async def create_entry(
 
     Raises: as ``create_chain``; Unprocessable also when the chain is unknown or not yours.
     """
+    done = await _submit(svc, entry_request(svc, account, chain_id, body))
+    return entry_accepted(done)
+
+
+def entry_request(
+    svc: Services, account: Principal, chain_id: str, body: EntryCreate
+) -> WriteRequest:
+    """Operation 6's checks and its prepared write (also each item of a bulk write).
+
+    Raises:
+        BadRequest: invalid Base64.
+        Unprocessable: payload above 10240 bytes, callback refused, chain ID not 64 hex.
+    """
     ext_ids, content = decode_all(body.external_ids, "external_ids"), decode_content(body.content)
     callback = _callback(body, svc)
     chain_bytes = from_hash_hex(chain_id)
     if chain_bytes is None:
         raise Unprocessable("Chain does not exist")
     entry = _build_entry(lambda: Entry(chain_bytes, tuple(ext_ids), content))
-    done = await _submit(svc, store.write_request("entry", account, entry, callback))
+    return store.write_request("entry", account, entry, callback)
+
+
+def entry_accepted(done: WriteOutcome) -> dict[str, Any]:
+    """The 202 body of operation 6: ``{"entry_hash", "chain_id", "stage"}``."""
     return {"entry_hash": done.entry_hash, "chain_id": done.chain_id, "stage": done.stage}
 
 
@@ -139,20 +160,32 @@ async def _submit(svc: Services, request: WriteRequest) -> WriteOutcome:
     """Hand ``request`` to the group-commit writer; map refusals to REST errors."""
     try:
         return await svc.writer.submit(request)
-    except ChainExists as exc:
-        raise Unprocessable(f"Chain {exc.chain_id} already exists") from exc
-    except ChainNotFound as exc:
-        raise Unprocessable(f"Chain {exc.chain_id} does not exist") from exc
-    except AccountRevoked as exc:
-        raise AuthenticationFailed("The key sent is not valid") from exc
-    except WriterClosed as exc:
-        raise TemporarilyUnavailable("The service is stopping; send the write again later") from exc
-    except OperationalError as exc:
-        if not _disk_full(exc):
+    except Exception as exc:
+        error = write_error(exc)
+        if error is None:
             raise
-        raise InsufficientStorage(
+        raise error from exc
+
+
+def write_error(exc: Exception) -> ApiError | None:
+    """The REST error of a write the writer did not do; ``None`` for a real fault.
+
+    ``WriteRefused`` kinds are 422 (chain taken or unknown) or 403 (account revoked); a
+    stopped writer is 503; a full disk 507.
+    """
+    if isinstance(exc, ChainExists):
+        return Unprocessable(f"Chain {exc.chain_id} already exists")
+    if isinstance(exc, ChainNotFound):
+        return Unprocessable(f"Chain {exc.chain_id} does not exist")
+    if isinstance(exc, AccountRevoked):
+        return AuthenticationFailed("The key sent is not valid")
+    if isinstance(exc, WriterClosed):
+        return TemporarilyUnavailable("The service is stopping; send the write again later")
+    if isinstance(exc, OperationalError) and _disk_full(exc):
+        return InsufficientStorage(
             "The service cannot store writes now (its disk is full); send the write again later"
-        ) from exc
+        )
+    return None
 
 
 def _disk_full(exc: OperationalError) -> bool:

@@ -262,6 +262,8 @@ def test_create_entries_runs_concurrently_up_to_the_limit() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         nonlocal in_flight, peak
+        if request.url.path.endswith("/bulk"):  # an API without the bulk route: one post each
+            return httpx.Response(404, json={"error": {"message": "No Mapping Rule Matched"}})
         with lock:
             in_flight += 1
             peak = max(peak, in_flight)
@@ -296,7 +298,10 @@ class _KeepAliveHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         type(self).peers.add(self.client_address)
         payload = json.dumps({"entry_hash": hashlib.sha256(body).hexdigest()}).encode()
-        self.send_response(202)
+        status = 202
+        if self.path.endswith("/bulk"):  # an API without the bulk route: one post each
+            status, payload = 404, b'{"error": {"message": "No Mapping Rule Matched"}}'
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(payload)))
         self.end_headers()

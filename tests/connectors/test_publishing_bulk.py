@@ -1,5 +1,9 @@
 """``PublishingClient.create_entries`` over its lean keep-alive pool (a loopback server):
-the same bodies, answers and error types as ``create_entry`` over httpx."""
+the same bodies, answers and error types as ``create_entry`` over httpx.
+
+The fake API here has no bulk route (it answers 404 No Mapping Rule Matched, as an older
+API does), so every entry is one post; the bulk route is tested in
+``test_publishing_bulk_route.py``."""
 
 from __future__ import annotations
 
@@ -52,6 +56,9 @@ class _Api(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
         raw = self.rfile.read(int(self.headers["content-length"]))
+        if self.path.endswith("/entries/bulk"):  # an API without the bulk route
+            self._answer(404, '{"error": {"message": "No Mapping Rule Matched"}}')
+            return
         body = json.loads(raw)
         with self.lock:
             self.bodies.append(body | {"_path": self.path, "_key": self.headers["user-key"]})
@@ -65,6 +72,9 @@ class _Api(BaseHTTPRequestHandler):
             scripted = SCRIPTED.get(_content(body))
             if scripted is not None:
                 status, answer = scripted[0], scripted[1].decode()
+        self._answer(status, answer)
+
+    def _answer(self, status: int, answer: str) -> None:
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(answer.encode())))

@@ -18,8 +18,11 @@ def test_each_entry_carries_a_callback_url_naming_its_entry_hash() -> None:
     bodies: list[dict[str, object]] = []
 
     def api(request: httpx.Request) -> httpx.Response:
-        bodies.append(json.loads(request.content))
-        return httpx.Response(202, json={"entry_hash": "0" * 64})
+        assert request.url.path.endswith("/entries/bulk")  # one request for the three
+        entries = json.loads(request.content)["entries"]
+        bodies.extend(entries)
+        items = [{"entry_hash": "0" * 64} for _ in entries]
+        return httpx.Response(202, json={"items": items})
 
     chain = collection_chain_id("c")
     docs = [document_entry(chain, sha256=f"{i:064x}", size_bytes=i, path=f"f{i}") for i in range(3)]

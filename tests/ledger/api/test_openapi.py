@@ -20,6 +20,7 @@ OPERATIONS = {
     ("post", "/v1/chains/search"): "searchChains",
     ("get", "/v1/chains/{chain_id}"): "getChain",
     ("post", "/v1/chains/{chain_id}/entries"): "createEntry",
+    ("post", "/v1/chains/{chain_id}/entries/bulk"): "createEntries",  # an extension
     ("get", "/v1/chains/{chain_id}/entries"): "listEntries",
     ("get", "/v1/chains/{chain_id}/entries/first"): "getFirstEntry",
     ("get", "/v1/chains/{chain_id}/entries/last"): "getLastEntry",
@@ -36,7 +37,7 @@ def test_document_needs_the_key(api: Api) -> None:
     assert api.get("/v1/openapi.json").status_code == 200
 
 
-def test_document_describes_the_eleven_operations(api: Api) -> None:
+def test_document_describes_the_eleven_operations_and_the_bulk_write(api: Api) -> None:
     document = api.get("/v1/openapi.json").json()
     assert document["openapi"].startswith("3.1") and document["info"]["version"] == "1.0.11"
     found = {
@@ -78,6 +79,11 @@ def test_document_describes_the_eleven_operations(api: Api) -> None:
         "in": "header",
         "name": "user-key",
     }
+    bulk = paths["/v1/chains/{chain_id}/entries/bulk"]["post"]
+    assert set(bulk["responses"]) == set(create["responses"])
+    entries = schemas["EntryBatchCreate"]["properties"]["entries"]
+    assert entries["items"] == {"$ref": "#/components/schemas/EntryCreate"}
+    assert (entries["minItems"], entries["maxItems"]) == (1, api.services.settings.bulk_max_entries)
     limit = next(p for p in paths["/v1/chains"]["get"]["parameters"] if p["name"] == "limit")
     assert limit["schema"]["maximum"] == api.services.settings.page_size_max
 
@@ -101,6 +107,13 @@ def test_documented_codes_cover_what_the_service_answers(api: Api) -> None:
             api.client.post(f"/v1/chains/{chain_id}/entries", content=b"x", headers=api.headers),
         ),
         ("get", "/v1/chains/{chain_id}/entries", api.client.get(f"/v1/chains/{chain_id}/entries")),
+        (
+            "post",
+            "/v1/chains/{chain_id}/entries/bulk",
+            api.client.post(
+                f"/v1/chains/{chain_id}/entries/bulk", json={"entries": []}, headers=api.headers
+            ),
+        ),
     ]
     for method, path, response in checks:
         assert response.status_code >= 400

@@ -34,7 +34,8 @@ EXAMPLES = 150
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    with started_api(tmp_path_factory.mktemp("hostile-api"), max_body_bytes=MAX_BODY_BYTES) as api:
+    limits = {"max_body_bytes": MAX_BODY_BYTES, "bulk_max_body_bytes": MAX_BODY_BYTES}
+    with started_api(tmp_path_factory.mktemp("hostile-api"), **limits) as api:
         yield api
 
 

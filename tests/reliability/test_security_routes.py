@@ -52,6 +52,12 @@ FOREIGN: dict[tuple[str, str], tuple[int, str] | None] = {
     ("GET", "/v1/chains/{chain_id}/entries/{entry_hash}"): (404, "Page Not Found"),
 }
 
+# Routes that answer a foreign account 202 with one refusal per item (the bulk write,
+# docs/rest-api.md §5.2): each item is (status, error name), as operation 6 answers it.
+FOREIGN_ITEMS: dict[tuple[str, str], tuple[int, str]] = {
+    ("POST", "/v1/chains/{chain_id}/entries/bulk"): (422, "Unprocessable entity"),
+}
+
 # Routes that need no key: they serve the same public bytes to anyone and hold no account's
 # data (the offline proof verifier page, docs/rest-api.md).
 PUBLIC: frozenset[tuple[str, str]] = frozenset({("GET", "/verify")})
@@ -84,6 +90,8 @@ def body_for(verb: str, path: str) -> Any:
         return None
     if path.endswith("/search"):
         return {"external_ids": [OWNER_EXT_ID]}
+    if path.endswith("/bulk"):
+        return {"entries": [{"external_ids": [OWNER_EXT_ID], "content": OWNER_CONTENT}] * 2}
     return {"external_ids": [OWNER_EXT_ID], "content": OWNER_CONTENT}
 
 
@@ -112,7 +120,7 @@ def test_every_route_is_classified(target: Target) -> None:
     """A new route needs its expected answers to a foreign account in ``FOREIGN``."""
     routes = set(target.routes())
     assert len(routes) >= 11  # the eleven operations of docs/rest-api.md §5 at least
-    known = set(FOREIGN) | PUBLIC
+    known = set(FOREIGN) | set(FOREIGN_ITEMS) | PUBLIC
     assert routes <= known, f"unclassified routes: {sorted(routes - known)}"
 
 
@@ -165,9 +173,16 @@ def test_every_route_keeps_one_account_out_of_anothers_chains(target: Target) ->
     before = entry_count(target)
     for verb, path in keyed_routes(target):
         response = call(target, verb, path, other)
-        expected = FOREIGN[(verb, path)]
+        expected = FOREIGN.get((verb, path))
         where = (verb, path, response.status_code, response.text[:300])
-        if expected is not None:
+        if (verb, path) in FOREIGN_ITEMS:
+            assert response.status_code == 202, where
+            items = response.json()["items"]
+            assert len(items) == 2, where
+            for item in items:
+                error = item["error"]
+                assert (error["code"], error["name"]) == FOREIGN_ITEMS[(verb, path)], where
+        elif expected is not None:
             assert (response.status_code, error_name(response)) == expected, where
         else:
             assert response.status_code == 200, where

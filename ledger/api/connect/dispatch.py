@@ -3,7 +3,8 @@
 A request is in **Connect mode** when it authenticates the way the Harmony Connect SDKs
 do: an ``app_id`` or ``app_key`` header (the SDKs always send both) and no ``user-key``
 header. It is then answered by the Connect app (``create_connect_app``) in the hosted
-service's shapes; a pair with one half missing or empty is refused there with 403
+service's shapes, except for the bulk write (``ledger.api.bulk``: an extension that exists
+in the spec's shapes only; the spec's app reads the key from ``app_key`` too); a pair with one half missing or empty is refused there with 403
 Authentication Parameters Missing, as in spec mode. Every other request (``user-key``, the
 spec's header, or no key at all) is answered by the spec's app, whose shapes are exactly
 the spec's. The key is the same either way: ``app_key`` carries the account's API key
@@ -13,6 +14,8 @@ the spec's. The key is the same either way: ``app_key`` carries the account's AP
 from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ledger.api.bulk import BULK_PATH
 
 __all__ = ["ConnectDispatch", "is_connect_request"]
 
@@ -37,7 +40,11 @@ class ConnectDispatch:
         self.connect_app = connect_app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and is_connect_request(_first_headers(scope)):
+        if (
+            scope["type"] == "http"
+            and is_connect_request(_first_headers(scope))
+            and not BULK_PATH.fullmatch(scope["path"])
+        ):
             await self.connect_app(scope, receive, send)
             return
         await self.app(scope, receive, send)

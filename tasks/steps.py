@@ -78,9 +78,10 @@ class ResultList(Generic[T]):
     """A list a task returns, in an object Prefect does not walk (read ``items``).
 
     Prefect links every element of a list a task returns to that task run, in a dict the
-    flow run keeps until it ends (``link_state_to_result``): one entry per file hashed, so
-    a million-file run spent ~8 s of CPU on it and kept the entries, and a ``notary
-    watch`` flow, which never ends, kept them for ever. This object is linked as one.
+    flow run keeps until it ends (``link_state_to_result``): one entry per file hashed. A
+    300,000-file run spent 25 s of its 420 s under cProfile walking them and kept the
+    entries (~27 MB less peak RSS at 100,000 files without); a ``notary watch`` flow,
+    which never ends, kept them for ever. This object is linked as one.
     """
 
     __slots__ = ("items",)

@@ -17,6 +17,7 @@ from typing import cast
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
+from connectors.audit_bulk import insert_members
 from connectors.audit_models import BatchRecord, NewMember, NotarizationRow, Stage
 from connectors.audit_notarizations import NotarizationsPart
 from connectors.audit_sql import (
@@ -33,7 +34,6 @@ from connectors.audit_sql import (
 
 __all__ = ["BATCH_SOURCE_PREFIX", "BatchesPart", "batch_source"]
 
-_MEMBERS_PER_INSERT = 1000
 #: Source of a batch's pseudo document: kept out of document listings and counts.
 BATCH_SOURCE_PREFIX = "batch:"
 
@@ -80,21 +80,17 @@ class BatchesPart(NotarizationsPart):
         chain, tree_root = hex64(chain_id), hex64(root)
         now = self._now()
         # Same order in every writer, so concurrent batches lock members without deadlock.
-        values = sorted(
-            (
-                {"document_id": m.document_id, "chain_id": chain, "sha256": hex64(m.sha256)}
-                | {"leaf_index": m.leaf_index, "audit_path": list(m.audit_path)}
-                for m in members
-            ),
-            key=lambda v: str(v["sha256"]),
+        rows = sorted(
+            ((m.document_id, hex64(m.sha256), m.leaf_index, m.audit_path) for m in members),
+            key=lambda row: row[1],
         )
         with self._engine.connect() as conn, conn.begin() as trans:
             batch_id = self._insert_batch(conn, collection, chain, tree_root, size)
             claimed = 0
-            # In pages: a 10,000-member batch sent at once cost ~20 MB of parameters.
-            for page in chunks(values, _MEMBERS_PER_INSERT) if batch_id is not None else []:
-                rows = [v | {"batch_id": batch_id} for v in page]
-                claimed += len(conn.execute(self._statements.add_members, rows).all())
+            if batch_id is not None:
+                claimed = insert_members(
+                    conn, self._statements, batch_id=batch_id, chain_id=chain, rows=rows
+                )
             if batch_id is None or not claimed:
                 trans.rollback()
                 return None

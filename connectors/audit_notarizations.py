@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 
 from connectors.audit_base import AuditStoreBase
+from connectors.audit_bulk import upsert_document_rows
 from connectors.audit_models import (
     STAGE_ORDER,
     DocumentIn,
@@ -59,19 +60,17 @@ class NotarizationsPart(AuditStoreBase):
             ValueError: a ``sha256`` that is not 64 hex characters.
         """
         now = self._now()
-        unique = {(d.path, hex64(d.sha256)): d.size_bytes for d in docs}
-        values = [
-            {"source": source, "path": p, "sha256": h, "size_bytes": size}
-            | {"first_seen_at": now, "last_seen_at": now}
-            for (p, h), size in unique.items()
-        ]
+        keys = [(d.path, hex64(d.sha256)) for d in docs]
+        unique = {key: d.size_bytes for key, d in zip(keys, docs, strict=True)}
+        rows = [(p, h, size) for (p, h), size in unique.items()]
         ids: dict[tuple[str, str], int] = {}
         with self._engine.begin() as conn:
-            if values:
-                # RETURNING gives every row, inserted or updated: no read-back query.
-                for row in conn.execute(self._statements.upsert_documents, values):
-                    ids[(row.path, row.sha256)] = row.id
-        return [ids[(d.path, hex64(d.sha256))] for d in docs]
+            # RETURNING gives every row, inserted or updated: no read-back query.
+            for row in upsert_document_rows(
+                conn, self._statements, source=source, rows=rows, now=now
+            ):
+                ids[(row.path, row.sha256)] = row.id
+        return [ids[key] for key in keys]
 
     # -- notarizations ---------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from flows.pipeline import (
 from flows.settings import PipelineSettings
 from tasks.hashing import HashResult
 from tasks.publish import ensure_collection_chain
-from tasks.steps import hash_batch
+from tasks.steps import ResultList, hash_batch
 
 #: Hash windows submitted to the task runner and not yet recorded: enough to keep the
 #: runner busy while the flow records and publishes, few enough to bound memory.
@@ -124,11 +124,11 @@ def _stream(summary: RunSummary, services: Services, recorder: Recorder, root: P
         summary.note(f"{display_path(relative_path)}: {reason}")
 
     settings = services.settings
-    in_flight: deque[tuple[list[ScanEntry], PrefectFuture[list[HashResult]]]] = deque()
+    in_flight: deque[tuple[list[ScanEntry], PrefectFuture[ResultList[HashResult]]]] = deque()
 
     def record_oldest() -> None:
         window, future = in_flight.popleft()
-        recorder.add(summary.add_hashed(window, future.result()))
+        recorder.add(summary.add_hashed(window, future.result().items))
 
     with hash_task_runner(settings) as runner:
         for window in windows(scan(root, on_skip=refused), settings.batch_size):

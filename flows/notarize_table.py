@@ -53,6 +53,7 @@ from flows.pipeline import (
 from flows.settings import PipelineSettings
 from tasks.publish import ensure_collection_chain
 from tasks.row_hashing import hash_row
+from tasks.steps import ResultList
 
 MAX_COLLECTION_CHARS = 255
 #: Pages hashed (or waiting to be recorded) at once: bounds memory to a few pages of rows.
@@ -80,15 +81,15 @@ def read_table_batch(source: TableSource, after: Position | None, *, limit: int)
 
 
 @task(name="hash-rows", cache_policy=NO_CACHE)
-def hash_rows(rows: Rows) -> list[DocumentIn]:
+def hash_rows(rows: Rows) -> ResultList[DocumentIn]:
     """Each ``(key, row)`` as a document: key as ``path``, SHA-256 and size of the row's
-    canonical JSON (``tasks.row_hashing.hash_row``).
+    canonical JSON (``tasks.row_hashing.hash_row``), as a ``tasks.steps.ResultList``.
 
     Raises:
         UnsupportedValue: a value has no canonical JSON form (not retried: it would fail
             again).
     """
-    return [hash_row(key, row) for key, row in rows]
+    return ResultList([hash_row(key, row) for key, row in rows])
 
 
 @flow(name="notarize-table", validate_parameters=False)
@@ -218,7 +219,7 @@ def _read_and_record(
     after = marks.load(name, collection, watermark_column=wm_column, key_columns=keys)
     log.info("reading %s after %s", source.name, after.to_json() if after else "the start")
     limit = services.settings.batch_size
-    in_flight: deque[tuple[PrefectFuture[list[DocumentIn]], Position]] = deque()
+    in_flight: deque[tuple[PrefectFuture[ResultList[DocumentIn]], Position]] = deque()
     unsaved = 0  # rows recorded since the last saved position
     waiting: Position | None = None  # the last position recorded
 
@@ -232,7 +233,7 @@ def _read_and_record(
     def record_oldest() -> None:
         nonlocal unsaved, waiting
         future, last = in_flight.popleft()
-        docs = future.result()
+        docs = future.result().items
         summary.documents_seen += len(docs)
         summary.bytes_hashed += sum(d.size_bytes for d in docs)
         recorder.add(docs)

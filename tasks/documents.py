@@ -134,8 +134,10 @@ def batch_members(
     """
     tree = aggregation_tree(collection_key, [sha for _doc_id, sha in docs])
     members = [
-        NewMember(doc_id, sha, index, tuple(h.hex() for h in path))
-        for index, ((doc_id, sha), path) in enumerate(zip(docs, tree.audit_paths(), strict=True))
+        NewMember(doc_id, sha, index, path)
+        for index, ((doc_id, sha), path) in enumerate(
+            zip(docs, tree.hex_audit_paths(), strict=True)
+        )
     ]
     return tree.root.hex(), members
 

@@ -10,6 +10,7 @@ safe to repeat (every step here is idempotent by document hash or entry hash).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Generic, TypeVar
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -32,6 +33,8 @@ from tasks.hashing import HashResult, hash_files
 from tasks.ledger_stage import SweepOutcome, follow_ledger, sweep_ledger
 from tasks.publish import PublishOutcome, publish_rows
 
+T = TypeVar("T")
+
 
 class StagePending(RuntimeError):
     """Some entries have not reached the stage yet; raised so that Prefect retries.
@@ -51,20 +54,40 @@ class StagePending(RuntimeError):
 
 
 @task(name="hash-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
-def hash_batch(entries: Sequence[ScanEntry], *, workers: int, root: str) -> list[HashResult]:
+def hash_batch(entries: Sequence[ScanEntry], *, workers: int, root: str) -> ResultList[HashResult]:
     """SHA-256 of every file of the batch (errors captured per file).
 
     Each file is opened below ``root`` (the scanned folder) without following a symlink on
     the way (``tasks.hashing.hash_file_below``). The scan's sizes choose the threads: a
     batch of small files is hashed on one thread, larger files on ``workers`` threads
     (``tasks.hashing.hash_files``).
+
+    Returns:
+        the results in ``entries`` order (``.items``; ``ResultList`` says why).
     """
-    return hash_files(
+    results = hash_files(
         [e.relative_path for e in entries],
         max_workers=workers,
         root=root,
         sizes=[e.size_bytes for e in entries],
     )
+    return ResultList(results)
+
+
+class ResultList(Generic[T]):
+    """A list a task returns, in an object Prefect does not walk (read ``items``).
+
+    Prefect links every element of a list a task returns to that task run, in a dict the
+    flow run keeps until it ends (``link_state_to_result``): one entry per file hashed. A
+    300,000-file run spent 25 s of its 420 s under cProfile walking them and kept the
+    entries (~27 MB less peak RSS at 100,000 files without); a ``notary watch`` flow,
+    which never ends, kept them for ever. This object is linked as one.
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[T]) -> None:
+        self.items = items
 
 
 @task(name="record-documents", cache_policy=NO_CACHE, retries=3, retry_delay_seconds=1)

@@ -151,6 +151,29 @@ def test_a_batch_is_one_notarization_and_its_documents_are_members(store: AuditS
     assert store.document_proof("c", h("nope")) is None
 
 
+def test_a_batch_of_several_insert_pages_keeps_every_path_and_audit_path(
+    store: AuditStore,
+) -> None:
+    # More members than one statement carries (audit_bulk.MEMBERS_PER_INSERT), with names
+    # that JSON escapes or that are not ASCII: each comes back as it went in.
+    names = [f'dossier "{i}"/été\\{i}\n✓.pdf' for i in range(2500)]
+    listed = [DocumentIn(name, h(name), i) for i, name in enumerate(names)]
+    ids = store.upsert_documents("folder:/drop", listed)
+    assert store.upsert_documents("folder:/drop", listed) == ids
+    record = collection(store, "c")
+    root, members = batch_members(
+        record.key, [(i, d.sha256) for i, d in zip(ids, listed, strict=True)]
+    )
+    added = store.add_batch(
+        collection="c", chain_id=record.chain_id, root=root, size=len(members), members=members
+    )
+    assert added is not None and added[1] == 2500
+    stored = store.batch_members(added[0])
+    assert [m.path for m in stored] == names
+    assert [m.audit_path for m in stored] == [m.audit_path for m in members]
+    assert [m.size_bytes for m in stored] == list(range(2500))
+
+
 def test_a_batch_whose_documents_were_all_taken_is_not_recorded(store: AuditStore) -> None:
     assert add_batch(store, "ab") is not None
     assert add_batch(store, "ab") is None  # same batch, same root: nothing new

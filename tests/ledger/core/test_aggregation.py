@@ -88,6 +88,8 @@ def test_tree_equals_the_recursive_definition(leaves: list[bytes]) -> None:
         assert list(tree.audit_path(m)) == _path(m, leaves)
         assert tree.leaf_hash(m) == leaf_hash(leaves[m])
     assert list(tree.audit_paths()) == [tree.audit_path(m) for m in range(len(leaves))]
+    hex_paths = [tuple(h.hex() for h in tree.audit_path(m)) for m in range(len(leaves))]
+    assert tree.hex_audit_paths() == hex_paths
 
 
 @given(leaf_lists)

@@ -27,11 +27,9 @@ import logging
 import re
 from typing import Any
 
-import orjson
-
 from ledger.api import writes
 from ledger.api.auth import Principal
-from ledger.api.deps import validate
+from ledger.api.deps import parse_json_object, validate
 from ledger.api.errors import (
     ApiError,
     BadRequest,
@@ -92,13 +90,7 @@ def parse_items(raw: bytes, *, max_entries: int) -> list[Any]:
         BadRequest: invalid JSON, not an object, ``entries`` missing or not an array.
         Unprocessable: fewer than 1 or more than ``max_entries`` items.
     """
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"The body is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise BadRequest("The body must be a JSON object")
-    items = data.get("entries")
+    items = parse_json_object(raw).get("entries")
     if not isinstance(items, list):
         raise BadRequest("entries: must be an array of entry objects")
     if not 1 <= len(items) <= max_entries:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import orjson
 from fastapi import Depends, Request
@@ -124,15 +124,21 @@ def check_json_media_type(content_type: str) -> None:
         raise UnsupportedMediaType("Send the body as application/json")
 
 
-def parse_json(raw: bytes, model: type[Model]) -> Model:
-    """``raw`` parsed as a JSON object and validated as ``model``; ``BadRequest`` (400) if not."""
+def parse_json_object(raw: bytes) -> dict[str, Any]:
+    """``raw`` parsed as a JSON object; ``BadRequest`` (400) if it is not valid JSON or not
+    an object."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"The body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise BadRequest("The body must be a JSON object")
-    return validate(data, model)
+    return data
+
+
+def parse_json(raw: bytes, model: type[Model]) -> Model:
+    """``raw`` parsed as a JSON object and validated as ``model``; ``BadRequest`` (400) if not."""
+    return validate(parse_json_object(raw), model)
 
 
 def validate(data: dict[str, object], model: type[Model], *, where: str = "") -> Model:

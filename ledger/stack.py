@@ -84,7 +84,8 @@ class StackSettings(TlsServing):
     api_port: int = 8090
     anchor_port: int = 8091
     block_time_s: float = Field(default=2.0, gt=0)
-    #: The bundled proof-of-work chain: one block per ``pow_block_time_s``, each with about
+    #: The bundled proof-of-work chain: one block per ``pow_block_time_s`` while anchors wait
+    #: (one per ``AnchorSettings.pow_idle_block_time_s`` otherwise), each with about
     #: ``pow_difficulty_bits`` bits of work; anchors are final after ``anchor_confirmations``.
     pow_block_time_s: float = Field(default=1.0, gt=0)
     pow_difficulty_bits: int = Field(default=16, ge=1, le=64)

@@ -51,7 +51,12 @@ class AnchorRuntime:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Mine and anchor until ``stop`` is set."""
-        miner = self.backend.run_miner(stop, interval_s=self.settings.pow_block_time_s)
+        miner = self.backend.run_miner(
+            stop,
+            interval_s=self.settings.pow_block_time_s,
+            depth=self.settings.confirmations,
+            idle_interval_s=self.settings.pow_idle_block_time_s,
+        )
         await asyncio.gather(miner, self.service.run(stop))
 
     async def aclose(self) -> None:

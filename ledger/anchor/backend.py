@@ -160,11 +160,29 @@ class EmbeddedPowBackend:
             self.chain, found.raw, txid, index, tuple(path), tuple(headers), found.block_height
         )
 
-    async def run_miner(self, stop: asyncio.Event, *, interval_s: float) -> None:
-        """Mine one block every ``interval_s`` (in a worker thread) until ``stop`` is set."""
+    async def run_miner(
+        self,
+        stop: asyncio.Event,
+        *,
+        interval_s: float,
+        depth: int = 1,
+        idle_interval_s: float | None = None,
+    ) -> None:
+        """Mine (in a worker thread) until ``stop`` is set: a block every ``interval_s``
+        seconds while one does work (``PowChain.awaits_block(depth)``: a transaction to
+        include, or an anchor short of ``depth`` confirmations), otherwise one only when
+        the tip is ``idle_interval_s`` seconds old (``None``: every ``interval_s``, as a
+        chain that never idles).
+
+        Why: the nonce search is pure Python holding the interpreter lock, and the bundled
+        stack runs the node, wallet and publishing API in the same interpreter; empty
+        blocks mined every second took a quarter of its time under load, for nothing.
+        """
         while not stop.is_set():
+            idle_due = idle_interval_s is None or self._chain.tip_age_s() >= idle_interval_s
             try:
-                await asyncio.to_thread(self._chain.mine_block)
+                if idle_due or self._chain.awaits_block(depth):
+                    await asyncio.to_thread(self._chain.mine_block)
             except Exception:  # keep mining: one failed block must not stop the chain
                 log.exception("mining a proof-of-work block failed")
             with contextlib.suppress(TimeoutError):

@@ -99,6 +99,10 @@ class PowChain:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={synchronous}")
         self._conn.executescript(SCHEMA)
+        # Height of the newest block holding more than its coinbase (None: none yet or not
+        # read); read once from the store, then kept by ``mine_block``.
+        self._last_tx_height: int | None = None
+        self._last_tx_read = False
 
     def open(self) -> None:
         """Mine the genesis block if the chain is empty."""
@@ -137,7 +141,38 @@ class PowChain:
             header = self._mine(tip, merkle_root(txids))
             block = BlockInfo(height, header.hash(), header)
             self._store(block, txs, txids)
+            if len(txs) > 1:
+                self._last_tx_height = height
             return block
+
+    def awaits_block(self, depth: int) -> bool:
+        """Whether the next block does work: a transaction waits in the mempool, or the
+        newest block that holds one has fewer than ``depth`` confirmations (blocks from it
+        to the tip, ``confirmations``). Empty blocks after that only spend CPU.
+
+        Args:
+            depth: confirmations an anchor needs (``AnchorSettings.confirmations``).
+        """
+        with self._lock:
+            waiting = self._conn.execute(
+                "SELECT 1 FROM txs WHERE block_height IS NULL LIMIT 1"
+            ).fetchone()
+            if waiting is not None:
+                return True
+            if not self._last_tx_read:
+                row = self._conn.execute(
+                    "SELECT MAX(block_height) FROM txs WHERE tx_index > 0"
+                ).fetchone()
+                if self._last_tx_height is None and row[0] is not None:
+                    self._last_tx_height = int(row[0])
+                self._last_tx_read = True
+            last = self._last_tx_height
+        return last is not None and self.confirmations(last) < depth
+
+    def tip_age_s(self) -> float:
+        """Seconds from the tip's timestamp to the clock's now (infinite without a tip)."""
+        tip = self.tip()
+        return float("inf") if tip is None else self._clock.now() - tip.header.timestamp
 
     def _mempool(self) -> list[bytes]:
         with self._lock:

@@ -19,7 +19,9 @@ class AnchorSettings(RpcServing, NodeAccess):
 
     Units are in the names. ``poll_interval_s``: how often the node is asked for new
     directory blocks and confirmed anchors are recorded. ``pow_block_time_s``: one block of
-    the bundled proof-of-work chain is mined every so many seconds. ``confirmations``: blocks
+    the bundled proof-of-work chain is mined every so many seconds while there is work (a
+    transaction to include, an anchor short of its confirmations); otherwise one every
+    ``pow_idle_block_time_s`` (``None``: never idle). ``confirmations``: blocks
     (the anchor's own included) before an anchor is final and its record is written.
     ``window_blocks``: directory blocks per window commitment (factomd's Ethereum anchor
     uses 1000). Secrets: ``anchor_secret`` (hex ed25519 seed signing the anchor records) and
@@ -38,6 +40,7 @@ class AnchorSettings(RpcServing, NodeAccess):
     node_url: str = "http://127.0.0.1:8088/v2"
     poll_interval_s: float = Field(default=1.0, gt=0)
     pow_block_time_s: float = Field(default=1.0, gt=0)
+    pow_idle_block_time_s: float | None = Field(default=30.0, gt=0)
     pow_chain_name: str = devnet.DEV_POW_CHAIN_NAME
     pow_difficulty_bits: int = Field(default=devnet.DEV_POW_DIFFICULTY_BITS, ge=1, le=64)
     confirmations: int = Field(default=devnet.DEV_POW_CONFIRMATIONS, ge=1)

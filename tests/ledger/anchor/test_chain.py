@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,63 @@ def test_mining_meets_the_target() -> None:
     mined = mine(draft)
     assert mined.meets_target()
     assert int.from_bytes(mined.hash(), "little") <= difficulty_target(10)
+
+
+def test_blocks_do_work_only_until_the_last_anchor_is_deep_enough(tmp_path: Path) -> None:
+    clock = ManualClock()
+    chain = open_chain(tmp_path, clock)
+    backend = EmbeddedPowBackend(chain)
+    assert not chain.awaits_block(2)  # genesis only: nothing to include or confirm
+    txid = backend.submit_anchor(1, bytes(range(32)))
+    assert chain.awaits_block(2)  # in the mempool
+    chain.mine_block()
+    assert chain.awaits_block(2)  # one confirmation of two
+    assert not chain.awaits_block(1)
+    chain.mine_block()
+    assert not chain.awaits_block(2)
+    assert backend.inclusion_proof(txid, depth=2).block_height == 1
+    # Read from the store after a restart, not only kept in memory.
+    chain.close()
+    reopened = open_chain(tmp_path, clock)
+    assert not reopened.awaits_block(2)
+    assert reopened.awaits_block(3)
+
+
+def test_tip_age_follows_the_clock(tmp_path: Path) -> None:
+    clock = ManualClock()
+    chain = open_chain(tmp_path, clock)
+    clock.advance(42)
+    assert chain.tip_age_s() == pytest.approx(42, abs=1)
+    chain.mine_block()
+    assert chain.tip_age_s() == pytest.approx(0, abs=1)
+
+
+@pytest.mark.anyio
+async def test_miner_idles_while_nothing_waits_and_mines_an_anchor(tmp_path: Path) -> None:
+    clock = ManualClock()
+    chain = open_chain(tmp_path, clock)
+    backend = EmbeddedPowBackend(chain)
+    stop = asyncio.Event()
+    miner = asyncio.create_task(
+        backend.run_miner(stop, interval_s=0.01, depth=2, idle_interval_s=30)
+    )
+    await asyncio.sleep(0.2)
+    assert chain.tip().height == 0  # idle: no empty blocks
+    txid = backend.submit_anchor(1, bytes(range(32)))
+    for _ in range(200):
+        found = backend.inclusion(txid)
+        if found is not None and found.confirmations >= 2:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)
+    height = chain.tip().height
+    assert height == 2  # the anchor's block and one more, then idle again
+    clock.advance(31)  # the tip is now older than the idle interval: one block
+    for _ in range(200):
+        if chain.tip().height > height:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    stop.set()
+    await miner
+    assert chain.tip().height == height + 1

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import select, update
 
 from connectors.audit_base import AuditStoreBase
 from connectors.audit_bulk import upsert_document_rows
@@ -32,7 +32,6 @@ from connectors.audit_sql import (
     events_table,
     hex64,
     ids_by_entry_hash,
-    live_ids,
     members_table,
     notarization_row,
     notarizations_table,
@@ -219,22 +218,26 @@ class NotarizationsPart(AuditStoreBase):
                 ``error`` event, so the row stays in ``pending(...)`` sweeps.
         """
         now = self._now()
-        values = {"updated_at": now, "attempts": notarizations_table.c.attempts + 1}
+        values: dict[str, Any] = {"updated_at": now, "attempts": notarizations_table.c.attempts + 1}
         if not retryable:
             values["stage"] = "failed"
         event_stage = "error" if retryable else "failed"
+        # Rows sharing a message are updated together, and the events logged are those of
+        # the rows this statement changed (``RETURNING``), not of a read made before it:
+        # two workers failing one row for good at once log ``failed`` once.
+        by_error: dict[str, list[int]] = {}
+        for i, error in errors.items():
+            by_error.setdefault(error, []).append(int(i))
+        n = notarizations_table.c
+        events: list[tuple[int, str, dict[str, Any]]] = []
         with self._engine.begin() as conn:
-            n = notarizations_table.c
-            stmt = update(notarizations_table).where(n.id == bindparam("_id"), n.stage != "failed")
-            live = live_ids(conn, list(errors))
-            if not live:
-                return
-            conn.execute(
-                stmt.values(error=bindparam("_error"), **values),
-                [{"_id": i, "_error": errors[i]} for i in live],
-            )
-            evts = [(i, event_stage, {"error": errors[i], "retryable": retryable}) for i in live]
-            append_events(conn, evts, at=now)
+            for error, ids in by_error.items():
+                for chunk in chunks(sorted(set(ids)), IN_CHUNK):
+                    stmt = update(notarizations_table).where(n.id.in_(chunk), n.stage != "failed")
+                    changed = conn.scalars(stmt.values(error=error, **values).returning(n.id))
+                    detail = {"error": error, "retryable": retryable}
+                    events += [(i, event_stage, detail) for i in sorted(changed.all())]
+            append_events(conn, sorted(events, key=lambda e: e[0]), at=now)
 
     def pending(
         self,

@@ -50,7 +50,6 @@ __all__ = [
     "events_table",
     "hex64",
     "ids_by_entry_hash",
-    "live_ids",
     "member_query",
     "members_table",
     "move_forward",
@@ -201,15 +200,6 @@ def ids_by_entry_hash(conn: Connection, hashes: set[str]) -> dict[int, str]:
     return found
 
 
-def _current_stages(conn: Connection, ids: Sequence[int]) -> dict[int, str]:
-    n = notarizations_table.c
-    stages: dict[int, str] = {}
-    for chunk in chunks(sorted(set(ids)), IN_CHUNK):
-        for row in conn.execute(select(n.id, n.stage).where(n.id.in_(chunk))):
-            stages[row.id] = row.stage
-    return stages
-
-
 def move_forward(conn: Connection, ids: Sequence[int], stage: Stage, *, at: datetime) -> list[int]:
     """Move the rows of ``ids`` whose stage is before ``stage`` to it (stage time and
     ``updated_at`` set to ``at``, error cleared); returns the ids moved, sorted. Failed
@@ -223,11 +213,6 @@ def move_forward(conn: Connection, ids: Sequence[int], stage: Stage, *, at: date
         stmt = update(notarizations_table).where(n.id.in_(chunk), n.stage.in_(earlier))
         moved += conn.scalars(stmt.values(**values).returning(n.id)).all()
     return sorted(moved)
-
-
-def live_ids(conn: Connection, ids: Sequence[int]) -> list[int]:
-    """The ids among ``ids`` that exist and are not ``failed``, sorted."""
-    return sorted(i for i, s in _current_stages(conn, ids).items() if s != "failed")
 
 
 def append_events(

@@ -194,6 +194,46 @@ def test_two_processes_moving_the_same_rows_log_each_move_once(postgres_url: str
             admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+@pytest.mark.postgres
+def test_two_processes_failing_the_same_rows_log_failed_once(postgres_url: str) -> None:
+    """As above, for ``mark_failed(retryable=False)``: both workers find the rows live,
+    wait for the holder's locks, and only the first one's update may log ``failed``."""
+    import psycopg
+
+    schema = f"test_audit_{uuid.uuid4().hex[:12]}"
+    first = AuditStore(postgres_url, schema=schema)
+    second = AuditStore(postgres_url, schema=schema)
+    try:
+        ids = notarize(first, [f"d{i}" for i in range(20)])
+        errors = {i: "receipt rejected" if i % 2 else "entry refused" for i in ids}
+        with (
+            psycopg.connect(conninfo(postgres_url)) as holder,
+            psycopg.connect(conninfo(postgres_url), autocommit=True) as watcher,
+            ThreadPoolExecutor(max_workers=2) as pool,
+        ):
+            holder.execute(f'SELECT id FROM "{schema}".notarizations FOR UPDATE')
+            try:
+                fails = [
+                    pool.submit(s.mark_failed, errors, retryable=False) for s in (first, second)
+                ]
+                pid = holder.info.backend_pid
+                wait_until(lambda: blocked_by(watcher, pid) == 2, 30, 0.05, what="2 waiting")
+            finally:
+                holder.rollback()
+            for f in fails:
+                f.result(timeout=30)
+        events = first.stage_events(ids)
+        assert all([e.stage for e in events[i]].count("failed") == 1 for i in ids), events
+        rows = {r.id: r for r in first.notarizations(ids)}
+        assert {i: (r.stage, r.error, r.attempts) for i, r in rows.items()} == {
+            i: ("failed", errors[i], 1) for i in ids
+        }
+    finally:
+        first.close(), second.close()
+        with psycopg.connect(conninfo(postgres_url), autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
 def test_pending_selects_by_stage_range_collection_and_limit(store: AuditStore) -> None:
     ids = notarize(store, ["a", "b", "c"])
     notarize(store, ["d"], collection="c2")

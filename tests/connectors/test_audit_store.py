@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 import pytest
 from sqlalchemy import text
@@ -24,6 +26,8 @@ from connectors.migrations import HEAD_REVISION
 from ledger.core.clock import ManualClock
 from tests.harness.postgres import PG_URL, blocked_by, conninfo
 from tests.harness.waiting import wait_until
+
+T = TypeVar("T")
 
 START_S = 1_700_000_000.0
 
@@ -156,82 +160,81 @@ def test_concurrent_writers_never_duplicate(store: AuditStore) -> None:
     assert store.summary()["pending"] == 300
 
 
-@pytest.mark.postgres
-def test_two_processes_moving_the_same_rows_log_each_move_once(postgres_url: str) -> None:
-    """Two workers sweeping one collection record the same entries at ``ledger`` at once.
-    A third session holds the rows' locks until both updates wait for them, then lets
-    go: the second update must find the rows moved and log nothing (it logged every
-    move a second time when the stages were read before the update)."""
+@contextlib.contextmanager
+def two_stores(postgres_url: str) -> Iterator[tuple[str, AuditStore, AuditStore]]:
+    """A fresh PostgreSQL schema (dropped at exit) and two audit stores (two workers) on it."""
     import psycopg
 
     schema = f"test_audit_{uuid.uuid4().hex[:12]}"
     first = AuditStore(postgres_url, schema=schema)
     second = AuditStore(postgres_url, schema=schema)
     try:
-        ids = notarize(first, [f"d{i}" for i in range(50)])
-        entries = {i: h(f"entry-{i}") for i in ids}
-        first.mark_published(entries)
-        blocks = {e: (7, h("keymr7")) for e in entries.values()}
-        with (
-            psycopg.connect(conninfo(postgres_url)) as holder,
-            psycopg.connect(conninfo(postgres_url), autocommit=True) as watcher,
-            ThreadPoolExecutor(max_workers=2) as pool,
-        ):
-            holder.execute(f'SELECT id FROM "{schema}".notarizations FOR UPDATE')
-            try:
-                moves = [pool.submit(s.record_ledger, blocks) for s in (first, second)]
-                pid = holder.info.backend_pid
-                wait_until(lambda: blocked_by(watcher, pid) == 2, 30, 0.05, what="2 waiting")
-            finally:
-                holder.rollback()  # also on failure: the pool waits for its threads
-            moved = sorted(m.result(timeout=30) for m in moves)
-        assert moved == [0, len(ids)]
-        events = first.stage_events(ids)
-        assert all([e.stage for e in events[i]].count("ledger") == 1 for i in ids), events
+        yield schema, first, second
     finally:
         first.close(), second.close()
         with psycopg.connect(conninfo(postgres_url), autocommit=True) as admin:
             admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+def race_on_locked_rows(
+    postgres_url: str,
+    schema: str,
+    stores: tuple[AuditStore, AuditStore],
+    call: Callable[[AuditStore], T],
+) -> list[T]:
+    """``call`` of each store in its own thread at once: a third session holds every
+    notarization's row lock until both calls wait for it, then lets go. Results in order."""
+    import psycopg
+
+    with (
+        psycopg.connect(conninfo(postgres_url)) as holder,
+        psycopg.connect(conninfo(postgres_url), autocommit=True) as watcher,
+        ThreadPoolExecutor(max_workers=2) as pool,
+    ):
+        holder.execute(f'SELECT id FROM "{schema}".notarizations FOR UPDATE')
+        try:
+            calls = [pool.submit(call, store) for store in stores]
+            pid = holder.info.backend_pid
+            wait_until(lambda: blocked_by(watcher, pid) == 2, 30, 0.05, what="2 waiting")
+        finally:
+            holder.rollback()  # also on failure: the pool waits for its threads
+        return [c.result(timeout=30) for c in calls]
+
+
+@pytest.mark.postgres
+def test_two_processes_moving_the_same_rows_log_each_move_once(postgres_url: str) -> None:
+    """Two workers sweeping one collection record the same entries at ``ledger`` at once.
+    The second update must find the rows moved and log nothing (it logged every move a
+    second time when the stages were read before the update)."""
+    with two_stores(postgres_url) as (schema, first, second):
+        ids = notarize(first, [f"d{i}" for i in range(50)])
+        entries = {i: h(f"entry-{i}") for i in ids}
+        first.mark_published(entries)
+        blocks = {e: (7, h("keymr7")) for e in entries.values()}
+        moved = race_on_locked_rows(
+            postgres_url, schema, (first, second), lambda s: s.record_ledger(blocks)
+        )
+        assert sorted(moved) == [0, len(ids)]
+        events = first.stage_events(ids)
+        assert all([e.stage for e in events[i]].count("ledger") == 1 for i in ids), events
+
+
 @pytest.mark.postgres
 def test_two_processes_failing_the_same_rows_log_failed_once(postgres_url: str) -> None:
     """As above, for ``mark_failed(retryable=False)``: both workers find the rows live,
-    wait for the holder's locks, and only the first one's update may log ``failed``."""
-    import psycopg
-
-    schema = f"test_audit_{uuid.uuid4().hex[:12]}"
-    first = AuditStore(postgres_url, schema=schema)
-    second = AuditStore(postgres_url, schema=schema)
-    try:
+    and only the first one's update may log ``failed`` (both did when it read first)."""
+    with two_stores(postgres_url) as (schema, first, second):
         ids = notarize(first, [f"d{i}" for i in range(20)])
         errors = {i: "receipt rejected" if i % 2 else "entry refused" for i in ids}
-        with (
-            psycopg.connect(conninfo(postgres_url)) as holder,
-            psycopg.connect(conninfo(postgres_url), autocommit=True) as watcher,
-            ThreadPoolExecutor(max_workers=2) as pool,
-        ):
-            holder.execute(f'SELECT id FROM "{schema}".notarizations FOR UPDATE')
-            try:
-                fails = [
-                    pool.submit(s.mark_failed, errors, retryable=False) for s in (first, second)
-                ]
-                pid = holder.info.backend_pid
-                wait_until(lambda: blocked_by(watcher, pid) == 2, 30, 0.05, what="2 waiting")
-            finally:
-                holder.rollback()
-            for f in fails:
-                f.result(timeout=30)
+        race_on_locked_rows(
+            postgres_url, schema, (first, second), lambda s: s.mark_failed(errors, retryable=False)
+        )
         events = first.stage_events(ids)
         assert all([e.stage for e in events[i]].count("failed") == 1 for i in ids), events
         rows = {r.id: r for r in first.notarizations(ids)}
         assert {i: (r.stage, r.error, r.attempts) for i, r in rows.items()} == {
             i: ("failed", errors[i], 1) for i in ids
         }
-    finally:
-        first.close(), second.close()
-        with psycopg.connect(conninfo(postgres_url), autocommit=True) as admin:
-            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def test_pending_selects_by_stage_range_collection_and_limit(store: AuditStore) -> None:

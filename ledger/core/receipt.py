@@ -32,6 +32,7 @@ __all__ = [
     "Receipt",
     "ReceiptError",
     "build_receipt",
+    "directory_branch",
     "verify_receipt",
 ]
 
@@ -170,7 +171,7 @@ def build_receipt(
         )
     branch = branch_from_levels(entry_block.merkle_levels, position)
     branch.append(MerkleNode(entry_block.header_hash(), entry_block.body_mr(), eblock_keymr))
-    branch += _directory_branch(entry_block.chain_id, eblock_keymr, directory_block)
+    branch += directory_branch(entry_block.chain_id, eblock_keymr, directory_block)
     return Receipt(
         entry_hash=entry_hash,
         merkle_branch=branch,
@@ -182,9 +183,15 @@ def build_receipt(
     )
 
 
-def _directory_branch(
+def directory_branch(
     chain_id: bytes, eblock_keymr: bytes, directory_block: DirectoryBlock
 ) -> list[MerkleNode]:
+    """Construction steps 3-4: the branch of ``eblock_keymr`` in ``directory_block``'s
+    tree, then the directory block's own node (top = its KeyMR).
+
+    Raises:
+        NotInBlockError: the entry block (chain ID + KeyMR) is not listed in the block.
+    """
     dblock_keymr = directory_block.key_mr()
     listed = directory_block.entry_for_chain(chain_id)
     if listed is None or listed.key_mr != eblock_keymr:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from connectors.audit_store import AuditStore, NotarizationRow, ReceiptRecord
+from connectors.audit_store import AuditStore, ReceiptRecord
 from connectors.errors import ConnectorError
 from connectors.node import NodeClient
 from ledger.core.clock import Clock, SystemClock
@@ -170,8 +170,8 @@ def sweep_ledger(
     outcome = SweepOutcome()
     dblocks: dict[int, TrustedDirectoryBlock | str] = {}
 
-    def page(after_id: int) -> list[NotarizationRow]:
-        return store.pending(
+    def page(after_id: int) -> list[tuple[int, str | None]]:
+        return store.pending_entries(
             stage_from="published",
             stage_below="ledger",
             collection=collection,
@@ -179,16 +179,16 @@ def sweep_ledger(
             after_id=after_id,
         )
 
-    def fetch(rows: list[NotarizationRow]) -> Future[Receipts]:
-        return fetcher.submit(node.receipts, [r.entry_hash for r in rows if r.entry_hash])
+    def fetch(rows: list[tuple[int, str | None]]) -> Future[Receipts]:
+        return fetcher.submit(node.receipts, [h for _, h in rows if h])
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="receipts") as fetcher:
         rows = page(0)
         pending = fetch(rows) if rows else None
         while rows and pending is not None:
-            following = page(rows[-1].id)
+            following = page(rows[-1][0])
             ahead = fetch(following) if following else None
-            ids_by_hash = {r.entry_hash: r.id for r in rows if r.entry_hash}
+            ids_by_hash = {h: row_id for row_id, h in rows if h}
             found = _sweep_batch(store, node, ids_by_hash, pending.result(), dblocks, outcome)
             if settled_only and not found:
                 if ahead is not None:

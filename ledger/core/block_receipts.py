@@ -58,7 +58,8 @@ class BlockReceipts:
     def receipt_json(self, entry_hash: bytes) -> dict[str, Any]:
         """The receipt of ``entry_hash`` (raw 32 bytes), as ``Receipt.to_json`` (no raw entry).
 
-        Every call returns new objects (the caller may change them); the strings are shared.
+        The receipt and its ``entry`` object are new on every call (the node adds ``raw``
+        to the latter); the branch's node objects are shared between calls: read-only.
 
         Raises:
             NotInBlockError: the entry is not in the entry block.
@@ -81,7 +82,7 @@ class BlockReceipts:
             right = min(left + 1, len(level) - 1)
             branch.append({"left": level[left], "right": level[right], "top": parents[index // 2]})
             index //= 2
-        branch.extend(dict(node) for node in self._tail)
+        branch += self._tail
         timestamp = self._eblock.entry_timestamp_s(entry_hash, self._dblock_timestamp_s)
         return {
             "entry": {"entryhash": entry_hash.hex(), "timestamp": timestamp},

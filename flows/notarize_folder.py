@@ -21,7 +21,6 @@ from prefect.utilities.annotations import quote
 
 from connectors.audit_store import CollectionRecord, RunStatus
 from connectors.folder_source import ScanEntry, display_path, scan, source_name
-from flows.ledger_meanwhile import ledger_meanwhile
 from flows.pipeline import (
     Recorder,
     RunSummary,
@@ -107,11 +106,7 @@ def _run(
 ) -> None:
     summary.timed("chain", lambda: ensure_collection_chain(services.api, collection))
     recorder = Recorder(summary, services, collection, source=source_name(root))
-    if wait:  # record the receipts of the entries already in blocks meanwhile
-        with ledger_meanwhile(summary, services, collection=summary.collection):
-            summary.timed("hash", lambda: _stream(summary, services, recorder, root))
-    else:
-        summary.timed("hash", lambda: _stream(summary, services, recorder, root))
+    summary.timed("hash", lambda: _stream(summary, services, recorder, root))
     get_run_logger().info("found %d files under %s", summary.documents_seen, root)
     summary.timed("publish", lambda: publish_pending(summary, services, summary.collection))
     if wait:

@@ -17,7 +17,6 @@ added receipts.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,14 +25,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from connectors.audit_store import AuditStore, ReceiptRecord
-from connectors.errors import ConnectorError
 from connectors.node import NodeClient
 from ledger.core.clock import Clock, SystemClock
 from ledger.core.proof.steps import Step
 from tasks.verify import ReceiptRejected, TrustedDirectoryBlock, verify_node_receipt
 
 Receipts = dict[str, dict[str, Any] | None]
-_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -95,51 +92,6 @@ def follow_ledger(
     return total
 
 
-def sweep_while(
-    store: AuditStore,
-    node: NodeClient,
-    *,
-    running: Callable[[], bool],
-    collection: str | None = None,
-    poll_s: float = 0.25,
-    sleep: Callable[[float], object] = time.sleep,
-) -> SweepOutcome:
-    """While entries are still being published: at each new directory block, sweep the
-    rows up to the first page none of whose entries is in a block yet, until
-    ``running()`` is false (checked between polls and sweeps).
-
-    The rows after such a page are newer (published later, not in a block yet): asking
-    the node for their receipts would only load it. A later ``follow_ledger`` sweeps every
-    waiting row; so a node that cannot be reached (``ConnectorError``) is logged and asked
-    again after ``poll_s``, not raised.
-
-    Args:
-        running: whether to go on (e.g. the publishing stage has not finished).
-        poll_s: pause between two ``heights`` calls while no block comes, seconds (> 0).
-
-    Returns:
-        recorded and rejected summed over the sweeps; ``waiting`` as of the last sweep.
-
-    Raises:
-        ValueError: ``poll_s`` <= 0.
-    """
-    if poll_s <= 0:
-        raise ValueError(f"poll_s must be > 0, got {poll_s}")
-    total = SweepOutcome()
-    height: int | None = None
-    while running():
-        try:
-            newest = _height(node)
-            if newest != height:
-                total.then(sweep_ledger(store, node, collection=collection, settled_only=True))
-                height = newest
-                continue
-        except ConnectorError as exc:
-            _log.info("ledger sweep while publishing failed, trying again: %s", exc)
-        sleep(poll_s)
-    return total
-
-
 def _height(node: NodeClient) -> int:
     return int(node.heights()["directoryblockheight"])
 
@@ -150,7 +102,6 @@ def sweep_ledger(
     *,
     collection: str | None = None,
     batch_size: int = 250,
-    settled_only: bool = False,
 ) -> SweepOutcome:
     """Move every published entry that a directory block records to ``ledger``.
 
@@ -189,11 +140,7 @@ def sweep_ledger(
             following = page(rows[-1][0])
             ahead = fetch(following) if following else None
             ids_by_hash = {h: row_id for row_id, h in rows if h}
-            found = _sweep_batch(store, node, ids_by_hash, pending.result(), dblocks, outcome)
-            if settled_only and not found:
-                if ahead is not None:
-                    ahead.cancel()
-                break
+            _sweep_batch(store, node, ids_by_hash, pending.result(), dblocks, outcome)
             rows, pending = following, ahead
     return outcome
 
@@ -205,8 +152,7 @@ def _sweep_batch(
     receipts: Receipts,
     dblocks: dict[int, TrustedDirectoryBlock | str],
     outcome: SweepOutcome,
-) -> int:
-    """Verify and record one page's receipts; returns how many the node had."""
+) -> None:
     found = {h: r for h, r in receipts.items() if r is not None}
     outcome.waiting += len(ids_by_hash) - len(found)
     for height in {int(r["directoryblockheight"]) for r in found.values()} - dblocks.keys():
@@ -238,7 +184,6 @@ def _sweep_batch(
     outcome.recorded += len(verified)
     outcome.rejected += len(rejected)
     outcome.errors.extend(list(rejected.values())[:5])
-    return len(found)
 
 
 def _directory_block(node: NodeClient, height: int) -> TrustedDirectoryBlock | str:

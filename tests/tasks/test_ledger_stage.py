@@ -16,7 +16,7 @@ from ledger.core.clock import ManualClock
 from ledger.core.proof.steps import Step
 from ledger.core.receipt import build_receipt
 from tasks.documents import collection_chain_id, document_entry
-from tasks.ledger_stage import follow_ledger, sweep_ledger, sweep_while
+from tasks.ledger_stage import follow_ledger, sweep_ledger
 from tasks.verify import ReceiptRejected, TrustedDirectoryBlock, verify_node_receipt
 
 COLLECTION = "sweep"
@@ -196,69 +196,3 @@ def test_follow_gives_up_at_its_deadline(store: AuditStore) -> None:
     assert node.receipt_calls == 3 + 2  # no sweep without a new block
     with pytest.raises(ValueError):
         follow_ledger(store, client, poll_s=0)
-
-
-def test_settled_only_stops_at_the_first_page_with_no_receipt(store: AuditStore) -> None:
-    hashes = published(store, 9)
-    node = FakeNode({2: hashes[:3], 5: hashes[8:]})  # entries 3..7 in no block yet
-    with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
-        outcome = sweep_ledger(
-            store, client, collection=COLLECTION, batch_size=2, settled_only=True
-        )
-    # pages [0 1] [2 3] [4 5]: the third has no receipt; [6 7] may have been fetched
-    # ahead (unused), [8] is never asked although its entry is in a block
-    assert (outcome.recorded, outcome.waiting) == (3, 3)
-    assert node.receipt_calls in (6, 8)
-    assert store.receipt_count(COLLECTION) == 3
-    with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
-        assert sweep_ledger(store, client, collection=COLLECTION).recorded == 1  # all rows
-
-
-def test_sweep_while_sweeps_at_each_new_block_until_told_to_stop(store: AuditStore) -> None:
-    hashes = published(store, 4)
-    node = FakeNode({1: hashes[:1], 2: hashes[1:3]})  # the last entry is in no block yet
-    node.height = 1
-    polls: list[float] = []
-
-    def sleep(seconds: float) -> None:  # block 2 comes at the second poll
-        polls.append(seconds)
-        node.height = 2 if len(polls) >= 2 else 1
-
-    with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
-        outcome = sweep_while(
-            store,
-            client,
-            collection=COLLECTION,
-            running=lambda: len(polls) < 5,
-            poll_s=0.5,
-            sleep=sleep,
-        )
-    assert (outcome.recorded, outcome.waiting, outcome.rejected) == (3, 1, 0)
-    assert store.receipt_count(COLLECTION) == 3
-    assert polls == [0.5] * 5  # a sweep at heights 1 and 2 only, then polls until stopped
-    with pytest.raises(ValueError):
-        sweep_while(store, client, running=lambda: True, poll_s=0)
-
-
-def test_sweep_while_rides_through_an_unreachable_node(store: AuditStore) -> None:
-    hashes = published(store, 2)
-    node = FakeNode({1: hashes})
-    calls = {"n": 0}
-
-    def flaky(request: httpx.Request) -> httpx.Response:
-        calls["n"] += 1
-        if calls["n"] <= 2:  # the first two requests find no node
-            raise httpx.ConnectError("refused", request=request)
-        return node(request)
-
-    polls: list[float] = []
-    with NodeClient("http://node.test/v2", transport=httpx.MockTransport(flaky)) as client:
-        outcome = sweep_while(
-            store,
-            client,
-            collection=COLLECTION,
-            running=lambda: len(polls) < 4,
-            sleep=polls.append,
-        )
-    assert (outcome.recorded, outcome.waiting) == (2, 0)
-    assert store.receipt_count(COLLECTION) == 2

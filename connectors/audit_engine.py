@@ -7,19 +7,18 @@ restart.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
 from typing import Any
 
-import orjson
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 
+from ledger.dbjson import json_text
 from ledger.sqlite import create_sqlite_engine
 
-__all__ = ["build_engine", "json_text"]
+__all__ = ["build_engine"]
 
 _log = logging.getLogger(__name__)
 
@@ -55,34 +54,6 @@ def build_engine(url: str, *, schema: str | None, connect_retry_s: float) -> Eng
     if connect_retry_s > 0:
         event.listen(engine, "do_connect", _RetryingConnect(connect_retry_s))
     return engine
-
-
-#: Dates, dataclasses and subclasses of str/int/dict/list go to ``json.dumps`` (refused or
-#: written as it writes them), not orjson's own forms.
-_ORJSON_OPTIONS = (
-    orjson.OPT_NON_STR_KEYS
-    | orjson.OPT_PASSTHROUGH_DATETIME
-    | orjson.OPT_PASSTHROUGH_DATACLASS
-    | orjson.OPT_PASSTHROUGH_SUBCLASS
-)
-
-
-def json_text(value: Any) -> str:
-    """The JSON text the audit store writes in its JSON columns (receipts, audit paths,
-    event details): orjson's, compact UTF-8.
-
-    ``json.dumps`` (SQLAlchemy's default) took ~10 % of the pipeline's CPU in the entry
-    mode at 20,000 files: every stored receipt is ~8 KB of JSON. The values read back are
-    the same. A value orjson refuses (an integer beyond 64 bits) is written by
-    ``json.dumps``; non-string keys become strings, as ``json.dumps`` makes them.
-
-    Raises:
-        TypeError: a value JSON cannot hold (as ``json.dumps``).
-    """
-    try:
-        return orjson.dumps(value, option=_ORJSON_OPTIONS).decode()
-    except orjson.JSONEncodeError:
-        return json.dumps(value)
 
 
 #: What a PostgreSQL server says while it restarts: refused connections, "the database

@@ -1,4 +1,4 @@
-"""``json_text``: the audit store's JSON columns read back what ``json.dumps`` would store."""
+"""``json_text``: JSON columns read back what ``json.dumps`` would store."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from connectors.audit_engine import json_text
+from ledger.dbjson import json_text
 
 
 class _Stage(enum.StrEnum):

@@ -28,6 +28,7 @@ from connectors.audit_store import AuditStore, ReceiptRecord
 from connectors.node import NodeClient
 from ledger.core.clock import Clock, SystemClock
 from ledger.core.proof.steps import Step
+from ledger.core.receipt import NodeMemo
 from tasks.verify import ReceiptRejected, TrustedDirectoryBlock, verify_node_receipt
 
 Receipts = dict[str, dict[str, Any] | None]
@@ -160,13 +161,14 @@ def _sweep_batch(
     now = datetime.now(UTC)
     verified: list[ReceiptRecord] = []
     rejected: dict[int, str] = {}
+    nodes: NodeMemo = {}  # the page's receipts share most of their branch nodes
     for entry_hash, receipt in found.items():
         trusted = dblocks[int(receipt["directoryblockheight"])]
         if isinstance(trusted, str):
             rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {trusted}"
             continue
         try:
-            verify_node_receipt(receipt, entry_hash=entry_hash, dblock=trusted)
+            verify_node_receipt(receipt, entry_hash=entry_hash, dblock=trusted, nodes=nodes)
         except ReceiptRejected as exc:
             rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {exc}"
             continue

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 
+from ledger.dbjson import json_text
 from ledger.sqlite import create_sqlite_engine
 
 __all__ = ["build_engine"]
@@ -43,11 +44,13 @@ def build_engine(url: str, *, schema: str | None, connect_retry_s: float) -> Eng
     if backend == "sqlite":
         if schema is not None:
             raise ValueError("schema is only supported on PostgreSQL")
-        return create_sqlite_engine(parsed, synchronous="NORMAL")
+        return create_sqlite_engine(parsed, synchronous="NORMAL", json_serializer=json_text)
     if schema is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
         raise ValueError(f"invalid schema name {schema!r}")
     connect_args = {"options": f"-csearch_path={schema}"} if schema is not None else {}
-    engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    engine = create_engine(
+        url, pool_pre_ping=True, connect_args=connect_args, json_serializer=json_text
+    )
     if connect_retry_s > 0:
         event.listen(engine, "do_connect", _RetryingConnect(connect_retry_s))
     return engine

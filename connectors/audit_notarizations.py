@@ -29,6 +29,7 @@ from connectors.audit_sql import (
     append_events,
     aware_utc,
     chunks,
+    documents_table,
     events_table,
     hex64,
     ids_by_entry_hash,
@@ -266,6 +267,35 @@ class NotarizationsPart(AuditStoreBase):
         with self._engine.connect() as conn:
             rows = conn.execute(query.order_by(notarizations_table.c.id).limit(limit))
             return [notarization_row(r._mapping) for r in rows]
+
+    def pending_entries(
+        self,
+        *,
+        stage_below: Stage,
+        stage_from: Stage = "pending",
+        collection: str | None = None,
+        limit: int = 1000,
+        after_id: int = 0,
+    ) -> list[tuple[int, str | None]]:
+        """``(id, entry_hash)`` of the rows ``pending`` returns, in the same order.
+
+        The ``ledger`` sweep needs only these two columns of every waiting row; building
+        whole ``NotarizationRow`` objects (a join with the documents, times made aware)
+        was ~8 % of the flow's CPU in the entry mode.
+        """
+        n, d = notarizations_table.c, documents_table.c
+        start, end = STAGE_ORDER.index(stage_from), STAGE_ORDER.index(stage_below)
+        # joined as in ``row_query``: the same rows as ``pending``
+        query = (
+            select(n.id, n.entry_hash)
+            .join(documents_table, n.document_id == d.id)
+            .where(n.stage.in_(list(STAGE_ORDER[start:end])), n.id > after_id)
+        )
+        if collection is not None:
+            query = query.where(n.collection == collection)
+        with self._engine.connect() as conn:
+            rows = conn.execute(query.order_by(n.id).limit(limit))
+            return [(int(r.id), r.entry_hash) for r in rows]
 
     def notarizations(self, ids: Iterable[int]) -> list[NotarizationRow]:
         """The notarizations of these ids (those that exist), by id."""

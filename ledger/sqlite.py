@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,6 +58,7 @@ def create_sqlite_engine(
     explicit_begin: bool = False,
     connect_args: Mapping[str, Any] | None = None,
     busy_timeout_s: float = BUSY_TIMEOUT_S,
+    json_serializer: Callable[[Any], str] | None = None,
 ) -> Engine:
     """An engine on the SQLite database at ``url``, every connection set up as the module
     docstring says.
@@ -75,6 +76,8 @@ def create_sqlite_engine(
         connect_args: extra arguments of ``sqlite3.connect`` (they win over the defaults
             ``check_same_thread=False`` and ``timeout=busy_timeout_s``).
         busy_timeout_s: step 1, seconds.
+        json_serializer: how JSON columns are written (``None``: SQLAlchemy's default,
+            ``json.dumps``).
 
     Raises:
         ValueError: ``url`` is not an SQLite URL.
@@ -89,6 +92,8 @@ def create_sqlite_engine(
     # Pooled connections are handed from thread to thread, never used by two at once.
     args = {"check_same_thread": False, "timeout": busy_timeout_s, **(connect_args or {})}
     extra: dict[str, Any] = {"poolclass": StaticPool} if in_memory else {}
+    if json_serializer is not None:
+        extra["json_serializer"] = json_serializer
     engine = create_engine(parsed, connect_args=args, **extra)
     busy_timeout_ms = round(busy_timeout_s * 1000)
 

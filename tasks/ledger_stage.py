@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from connectors.audit_store import AuditStore, NotarizationRow, ReceiptRecord
+from connectors.audit_store import AuditStore, ReceiptRecord
 from connectors.node import NodeClient
 from ledger.core.clock import Clock, SystemClock
 from ledger.core.proof.steps import Step
+from ledger.core.receipt import NodeMemo
 from tasks.verify import ReceiptRejected, TrustedDirectoryBlock, verify_node_receipt
 
 Receipts = dict[str, dict[str, Any] | None]
@@ -121,8 +122,8 @@ def sweep_ledger(
     outcome = SweepOutcome()
     dblocks: dict[int, TrustedDirectoryBlock | str] = {}
 
-    def page(after_id: int) -> list[NotarizationRow]:
-        return store.pending(
+    def page(after_id: int) -> list[tuple[int, str | None]]:
+        return store.pending_entries(
             stage_from="published",
             stage_below="ledger",
             collection=collection,
@@ -130,16 +131,16 @@ def sweep_ledger(
             after_id=after_id,
         )
 
-    def fetch(rows: list[NotarizationRow]) -> Future[Receipts]:
-        return fetcher.submit(node.receipts, [r.entry_hash for r in rows if r.entry_hash])
+    def fetch(rows: list[tuple[int, str | None]]) -> Future[Receipts]:
+        return fetcher.submit(node.receipts, [h for _, h in rows if h])
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="receipts") as fetcher:
         rows = page(0)
         pending = fetch(rows) if rows else None
         while rows and pending is not None:
-            following = page(rows[-1].id)
+            following = page(rows[-1][0])
             ahead = fetch(following) if following else None
-            ids_by_hash = {r.entry_hash: r.id for r in rows if r.entry_hash}
+            ids_by_hash = {h: row_id for row_id, h in rows if h}
             _sweep_batch(store, node, ids_by_hash, pending.result(), dblocks, outcome)
             rows, pending = following, ahead
     return outcome
@@ -160,13 +161,14 @@ def _sweep_batch(
     now = datetime.now(UTC)
     verified: list[ReceiptRecord] = []
     rejected: dict[int, str] = {}
+    nodes: NodeMemo = {}  # the page's receipts share most of their branch nodes
     for entry_hash, receipt in found.items():
         trusted = dblocks[int(receipt["directoryblockheight"])]
         if isinstance(trusted, str):
             rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {trusted}"
             continue
         try:
-            verify_node_receipt(receipt, entry_hash=entry_hash, dblock=trusted)
+            verify_node_receipt(receipt, entry_hash=entry_hash, dblock=trusted, nodes=nodes)
         except ReceiptRejected as exc:
             rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {exc}"
             continue

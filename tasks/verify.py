@@ -26,7 +26,7 @@ from typing import Any
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.errors import LedgerFormatError
 from ledger.core.proof.steps import Step
-from ledger.core.receipt import Receipt, verify_receipt
+from ledger.core.receipt import NodeMemo, Receipt, verify_receipt
 
 __all__ = ["ReceiptRejected", "TrustedDirectoryBlock", "verify_node_receipt"]
 
@@ -79,6 +79,7 @@ def verify_node_receipt(
     entry_hash: str,
     dblock_raw: bytes | None = None,
     dblock: TrustedDirectoryBlock | None = None,
+    nodes: NodeMemo | None = None,
 ) -> Receipt:
     """Check a node ``receipt`` object for ``entry_hash`` (hex) against a directory block.
 
@@ -87,6 +88,9 @@ def verify_node_receipt(
         entry_hash: hex entry hash the pipeline computed for the document.
         dblock_raw: exact bytes of the directory block at the receipt's height, or
         dblock: that block already parsed (give exactly one of the two).
+        nodes: branch nodes parsed for other receipts (``Receipt.from_json``): give one
+            dict to the receipts of a page, whose branches share most of their nodes. Every
+            node is still checked (the walk hashes each one).
 
     Returns:
         the parsed, verified receipt.
@@ -98,7 +102,7 @@ def verify_node_receipt(
     if (dblock_raw is None) == (dblock is None):
         raise ValueError("give exactly one of dblock_raw and dblock")
     try:
-        receipt = Receipt.from_json(receipt_json)
+        receipt = Receipt.from_json(receipt_json, nodes=nodes)
     except LedgerFormatError as exc:
         raise ReceiptRejected(f"malformed receipt: {exc}", step=Step.FORMAT) from exc
     if receipt.entry_hash.hex() != entry_hash:

@@ -48,6 +48,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from ledger.api.models import Base
+from ledger.dbjson import json_text
 from ledger.sqlite import BEGIN_IMMEDIATE, create_sqlite_engine
 
 __all__ = ["Database"]
@@ -115,7 +116,13 @@ class Database:
 
 def _build_engine(url: URL, connect_args: dict[str, Any]) -> Engine:
     if url.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+        return create_engine(
+            url, pool_pre_ping=True, connect_args=connect_args, json_serializer=json_text
+        )
     return create_sqlite_engine(
-        url, synchronous="FULL", explicit_begin=True, connect_args=connect_args
+        url,
+        synchronous="FULL",
+        explicit_begin=True,
+        connect_args=connect_args,
+        json_serializer=json_text,
     )

@@ -29,11 +29,16 @@ from ledger.core.hexbytes import from_hex, hash32_from_hex
 from ledger.core.merkle import MerkleNode, branch_from_levels, hash_pair
 
 __all__ = [
+    "NodeMemo",
     "Receipt",
     "ReceiptError",
     "build_receipt",
+    "directory_branch",
     "verify_receipt",
 ]
+
+#: Parsed branch nodes by their ``(left, right, top)`` hex text (``Receipt.from_json``).
+NodeMemo = dict[tuple[str, str, str], MerkleNode]
 
 _ENTRY_CHAIN_ID = slice(1, 33)  # chain ID bytes inside a marshalled entry (section 1.1)
 
@@ -104,13 +109,21 @@ class Receipt:
         }
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Receipt:
+    def from_json(cls, obj: Mapping[str, Any], *, nodes: NodeMemo | None = None) -> Receipt:
         """Parse ``to_json`` output (or ``{"receipt": {...}}`` around it).
 
         Strict on what it reads: hashes must be 64 hex characters, ``raw`` valid hex,
         numbers non-negative integers. ``timestamp`` and ``directoryblockheight`` default
         to 0 when absent (factomd omits zero values); unknown keys (e.g. the legacy
         ``bitcoin*`` fields) are ignored.
+
+        Args:
+            nodes: branch nodes already parsed, by their ``(left, right, top)`` text, added
+                to as nodes are parsed; give the same dict for the receipts of one entry
+                block: they share most of their nodes (the upper levels of the block's
+                tree and every node above it), and parsing them was most of a sweep's
+                verification time. Nodes are immutable, so sharing them is safe; keep the
+                dict for a page of receipts, not longer (its size grows with the blocks).
 
         Raises:
             DecodeError: missing keys, wrong types, bad hex or wrong lengths.
@@ -126,7 +139,7 @@ class Receipt:
             entry_hash=hash32_from_hex(
                 json_field(entry, "entryhash", "receipt entry"), "entryhash"
             ),
-            merkle_branch=[MerkleNode.from_json(node) for node in branch],
+            merkle_branch=[_branch_node(node, nodes) for node in branch],
             entry_block_keymr=hash32_from_hex(
                 json_field(obj, "entryblockkeymr", "receipt"), "keymr"
             ),
@@ -137,6 +150,21 @@ class Receipt:
             timestamp_s=json_uint(entry.get("timestamp", 0), "timestamp"),
             raw_entry=None if raw is None else from_hex(raw, "raw entry"),
         )
+
+
+def _branch_node(obj: Any, nodes: NodeMemo | None) -> MerkleNode:
+    """``MerkleNode.from_json(obj)``, looked up in / added to ``nodes`` when given."""
+    if nodes is None or type(obj) is not dict:
+        return MerkleNode.from_json(obj)
+    key = (obj.get("left"), obj.get("right"), obj.get("top"))
+    try:
+        node = nodes.get(key)  # type: ignore[arg-type]  # checked: unhashable -> TypeError
+    except TypeError:  # not strings: from_json says what is wrong
+        return MerkleNode.from_json(obj)
+    if node is None:
+        node = MerkleNode.from_json(obj)
+        nodes[key] = node  # type: ignore[index]  # the three are strings: from_json took them
+    return node
 
 
 def build_receipt(
@@ -170,7 +198,7 @@ def build_receipt(
         )
     branch = branch_from_levels(entry_block.merkle_levels, position)
     branch.append(MerkleNode(entry_block.header_hash(), entry_block.body_mr(), eblock_keymr))
-    branch += _directory_branch(entry_block.chain_id, eblock_keymr, directory_block)
+    branch += directory_branch(entry_block.chain_id, eblock_keymr, directory_block)
     return Receipt(
         entry_hash=entry_hash,
         merkle_branch=branch,
@@ -182,9 +210,15 @@ def build_receipt(
     )
 
 
-def _directory_branch(
+def directory_branch(
     chain_id: bytes, eblock_keymr: bytes, directory_block: DirectoryBlock
 ) -> list[MerkleNode]:
+    """Construction steps 3-4: the branch of ``eblock_keymr`` in ``directory_block``'s
+    tree, then the directory block's own node (top = its KeyMR).
+
+    Raises:
+        NotInBlockError: the entry block (chain ID + KeyMR) is not listed in the block.
+    """
     dblock_keymr = directory_block.key_mr()
     listed = directory_block.entry_for_chain(chain_id)
     if listed is None or listed.key_mr != eblock_keymr:

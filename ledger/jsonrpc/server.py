@@ -150,7 +150,7 @@ class JsonRpcEndpoint:
             return self.error_http_status, _encode_response(error)
         scope = self.batch_scope(payload) if self.batch_scope is not None else nullcontext()
         async with scope:
-            if self.concurrent_batches:
+            if self.concurrent_batches and not self._runs_through(payload):
                 # ensure_future starts nothing by itself; gather runs the tasks in creation
                 # (= request) order up to their first suspension: see the class docstring.
                 tasks = [asyncio.ensure_future(self.handle_request(item)) for item in payload]
@@ -161,6 +161,21 @@ class JsonRpcEndpoint:
         if not parts:
             return 204, None
         return 200, b"[" + b",".join(parts) + b"]"
+
+    def _runs_through(self, payload: list[Any]) -> bool:
+        """Whether every item calls a sync handler run on the event loop (``blocking=False``).
+
+        Such a handler never suspends: started as a task it runs to its end in its turn, so
+        the concurrent mode would answer the batch exactly as one after the other does, at
+        the cost of a task per item (~3 % of the bundled stack's CPU, serving batches of
+        hundreds of ``receipt`` calls).
+        """
+        for item in payload:
+            method = item.get("method") if isinstance(item, dict) else None
+            entry = self.registry.get(method) if isinstance(method, str) else None
+            if entry is None or entry.is_async or entry.blocking:
+                return False
+        return True
 
     async def handle_request(self, request: Any) -> dict[str, Any] | None:
         """Handle one decoded request object; None for a (valid) notification."""

@@ -251,6 +251,25 @@ def test_pending_selects_by_stage_range_collection_and_limit(store: AuditStore) 
     assert len(store.pending(stage_below="published")) == 3
 
 
+def test_pending_entries_are_the_ids_and_hashes_of_the_pending_rows(store: AuditStore) -> None:
+    ids = notarize(store, ["a", "b", "c", "d"])
+    notarize(store, ["e"], collection="c2")
+    store.mark_published({ids[0]: h("e-a"), ids[2]: h("e-c"), ids[3]: h("e-d")})
+    for kwargs in (
+        {"stage_below": "published"},
+        {"stage_from": "published", "stage_below": "ledger"},
+        {"stage_from": "published", "stage_below": "ledger", "collection": "c1", "limit": 1},
+        {"stage_from": "published", "stage_below": "ledger", "after_id": ids[0]},
+    ):
+        rows = store.pending(**kwargs)
+        assert store.pending_entries(**kwargs) == [(r.id, r.entry_hash) for r in rows]
+    assert store.pending_entries(stage_from="published", stage_below="ledger") == [
+        (ids[0], h("e-a")),
+        (ids[2], h("e-c")),
+        (ids[3], h("e-d")),
+    ]
+
+
 def test_stage_changes_go_forward_only_and_log_events(store: AuditStore, clock) -> None:
     (nid,) = notarize(store, ["a"])
     e = h("entry-a")

@@ -10,10 +10,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from ledger.core.block_receipts import BlockReceipts
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.entry import Entry
-from ledger.core.receipt import build_receipt
 from ledger.jsonrpc.errors import (
     InvalidParams,
     MissingChainHead,
@@ -62,10 +62,9 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
         head = "" if row is None else bytes(row[0]).hex()
         return {"chainhead": head, "chaininprocesslist": in_process}
 
-    # Receipts of one block's entries share its Merkle trees: keep the parsed blocks (whose
-    # trees are built once) for the most recently asked blocks.
-    parse_eblock = functools.lru_cache(maxsize=64)(EntryBlock.unmarshal)
-    parse_dblock = functools.lru_cache(maxsize=16)(DirectoryBlock.unmarshal)
+    # Receipts of one block's entries share its Merkle trees and branch tail: keep them
+    # (built once) for the most recently asked blocks.
+    blocks = block_receipts_cache(service)
 
     @registry.method("receipt", params=ReceiptParams, blocking=False)
     def receipt(params: ReceiptParams) -> dict[str, Any]:
@@ -73,7 +72,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
             service,
             params.hash,
             include_raw=params.includerawentry,
-            parsers=(parse_eblock, parse_dblock),
+            blocks=blocks,
         )
         return {"receipt": data}
 
@@ -115,31 +114,52 @@ def receipt_json(
     entry_hash: bytes,
     *,
     include_raw: bool,
-    parsers: tuple[Callable[[bytes], EntryBlock], Callable[[bytes], DirectoryBlock]] = (
-        EntryBlock.unmarshal,
-        DirectoryBlock.unmarshal,
-    ),
+    blocks: Callable[[bytes, int], BlockReceipts] | None = None,
 ) -> dict[str, Any]:
     """The ``receipt`` object for an entry recorded in a saved block (section 6).
 
-    ``parsers`` turn stored block bytes into blocks (callers pass caching ones).
+    ``blocks`` gives the ``BlockReceipts`` of the entry block of (chain ID, directory block
+    height) (callers pass a caching one, ``block_receipts_cache``; default: read and parse
+    the blocks for this call).
 
     Raises:
         ReceiptCreationError: the entry is not in any saved directory block.
     """
     saved = service.saved_entry(entry_hash)
-    row = None
-    if saved is not None:
-        row = service.store.read.execute(
-            "SELECT b.raw, d.raw FROM eblocks b JOIN dblocks d ON d.height = b.height"
-            " WHERE b.chain_id=? AND b.height=?",
-            (saved.chain_id, saved.height),
-        ).fetchone()
-    if saved is None or row is None:
+    if saved is None:
         raise ReceiptCreationError("entry is not in a directory block yet")
-    eblock = parsers[0](bytes(row[0]))
-    dblock = parsers[1](bytes(row[1]))
-    data = build_receipt(entry_hash, eblock, dblock).to_json()
+    receipts = (blocks or functools.partial(_block_receipts, service))(saved.chain_id, saved.height)
+    data = receipts.receipt_json(entry_hash)
     if include_raw:
         data["entry"]["raw"] = saved.raw.hex()
     return data
+
+
+def block_receipts_cache(
+    service: NodeService, *, maxsize: int = 32
+) -> Callable[[bytes, int], BlockReceipts]:
+    """``_block_receipts`` remembering the ``maxsize`` most recently asked entry blocks.
+
+    A saved block never changes, so (chain ID, height) names it for the node's lifetime.
+    Each holds its tree in hex (~230 KB for 1,000 entries); a block not saved yet raises
+    (an exception is not remembered).
+    """
+    return functools.lru_cache(maxsize=maxsize)(functools.partial(_block_receipts, service))
+
+
+def _block_receipts(service: NodeService, chain_id: bytes, height: int) -> BlockReceipts:
+    """Read and parse the entry block of ``chain_id`` at ``height`` and its directory block.
+
+    Raises:
+        ReceiptCreationError: no such saved entry block with its directory block.
+    """
+    row = service.store.read.execute(
+        "SELECT b.raw, d.raw FROM eblocks b JOIN dblocks d ON d.height = b.height"
+        " WHERE b.chain_id=? AND b.height=?",
+        (chain_id, height),
+    ).fetchone()
+    if row is None:
+        raise ReceiptCreationError("entry is not in a directory block yet")
+    return BlockReceipts(
+        EntryBlock.unmarshal(bytes(row[0])), DirectoryBlock.unmarshal(bytes(row[1]))
+    )

@@ -92,7 +92,15 @@ EXPECTED = {
     },
     "ledger.core.proof.steps": {"ProofError", "Step", "StepReport"},
     "ledger.core.proof.verify": {"verify_bundle"},
-    "ledger.core.receipt": {"Receipt", "ReceiptError", "build_receipt", "verify_receipt"},
+    "ledger.core.receipt": {
+        "NodeMemo",
+        "Receipt",
+        "ReceiptError",
+        "build_receipt",
+        "directory_branch",
+        "verify_receipt",
+    },
+    "ledger.core.block_receipts": {"BlockReceipts"},
 }
 
 

@@ -354,3 +354,32 @@ def test_the_untampered_receipt_verifies() -> None:
         trusted_directory_block_keymr=receipt.directory_block_keymr,
         trusted_directory_block_height=receipt.directory_block_height,
     )
+
+
+def test_from_json_with_a_node_memo_shares_the_nodes_of_a_blocks_receipts() -> None:
+    entry, eblock, dblock = _chain_blocks()
+    hashes = eblock.entry_hashes()
+    nodes: dict = {}
+    parsed = [
+        Receipt.from_json(build_receipt(h, eblock, dblock).to_json(), nodes=nodes) for h in hashes
+    ]
+    for h, receipt in zip(hashes, parsed, strict=True):
+        assert receipt == Receipt.from_json(build_receipt(h, eblock, dblock).to_json())
+        verify_receipt(receipt, trusted_directory_block_keymr=dblock.key_mr())
+    # the nodes above the entry block are the same objects in every receipt
+    tails = {tuple(id(n) for n in r.merkle_branch[-3:]) for r in parsed}
+    assert len(tails) == 1
+    assert len(nodes) < sum(len(r.merkle_branch) for r in parsed)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"left": 1, "right": 2, "top": 3}, {"left": ["x"], "right": "", "top": ""}, {"left": "zz"}],
+)
+def test_from_json_with_a_node_memo_refuses_bad_nodes_and_keeps_none(bad: dict) -> None:
+    body = _receipt().to_json()
+    body["merklebranch"][0] = bad
+    nodes: dict = {}
+    with pytest.raises(DecodeError):
+        Receipt.from_json(body, nodes=nodes)
+    assert all(isinstance(k[0], str) and len(k[0]) == 64 for k in nodes)

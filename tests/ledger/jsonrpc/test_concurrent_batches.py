@@ -121,3 +121,32 @@ async def test_concurrent_batch_keeps_errors_and_notifications_in_place() -> Non
     assert body[2]["result"] == "ok"
     only_notifications = await post(app, [request("step", {"name": "q"}, request_id=...)])
     assert (only_notifications.status_code, only_notifications.content) == (204, b"")
+
+
+async def test_concurrent_batch_of_loop_handlers_runs_them_in_turn_without_tasks() -> None:
+    """Sync handlers run on the loop never suspend: the batch's answers are the same one
+    after the other, so no task is made per item; a batch with another kind still gets
+    one each."""
+    registry = MethodRegistry()
+    tasks: list[int] = []
+
+    @registry.method("where", blocking=False)
+    def where() -> int:
+        tasks.append(id(asyncio.current_task()))
+        return len(tasks)
+
+    @registry.method("pause")
+    async def pause() -> str:
+        await asyncio.sleep(0)
+        return "paused"
+
+    app = create_jsonrpc_app(registry, concurrent_batches=True)
+    calls = [{"jsonrpc": "2.0", "id": i, "method": "where"} for i in range(3)]
+    answers = (await post(app, calls)).json()
+    assert [(a["id"], a["result"]) for a in answers] == [(0, 1), (1, 2), (2, 3)]
+    assert len(set(tasks)) == 1  # the request's own task
+    tasks.clear()
+    mixed = [*calls, {"jsonrpc": "2.0", "id": 9, "method": "pause"}]
+    answers = (await post(app, mixed)).json()
+    assert [a["result"] for a in answers] == [1, 2, 3, "paused"]
+    assert len(set(tasks)) == 3  # a task per item

@@ -9,7 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import text
 
+from connectors.audit_paths import AuditPathError
 from connectors.audit_store import (
     AnchorRecord,
     AuditStore,
@@ -191,6 +193,50 @@ def test_a_batch_whose_documents_were_all_taken_is_not_recorded(store: AuditStor
     added = add_batch(store, "abx")  # one new document: kept, with only that member
     assert added is not None and added[1] == 1
     assert store.summary("c")["pending"] == 3
+
+
+def stored_paths(store: AuditStore) -> int:
+    with store.engine.connect() as conn:
+        query = "SELECT count(*) FROM batch_members WHERE audit_path IS NOT NULL"
+        return int(conn.execute(text(query)).scalar_one())
+
+
+def test_a_whole_batch_stores_no_audit_path_and_reads_it_rebuilt(store: AuditStore) -> None:
+    labels = "abcdefghijk"
+    added = add_batch(store, labels)
+    assert added is not None and added[1] == len(labels)
+    assert stored_paths(store) == 0  # recomputed from the leaves when read
+    record = collection(store, "c")
+    _root, members = batch_members(record.key, [(0, h(x)) for x in labels])
+    read = [p.notarization for p in store.proofs(collection="c")]
+    assert [r.audit_path for r in read] == [m.audit_path for m in members]
+    assert [m.audit_path for m in store.batch_members(added[0])] == [m.audit_path for m in members]
+    (one,) = store.proofs(sha256=h("f"))
+    assert one.notarization.audit_path == members[5].audit_path
+
+
+def test_a_batch_that_lost_leaves_keeps_its_members_paths(store: AuditStore) -> None:
+    assert add_batch(store, "ab") is not None
+    added = add_batch(store, "abx")  # a and b are the first batch's: x alone is this one's
+    assert added is not None and added[1] == 1
+    record = collection(store, "c")
+    _root, members = batch_members(record.key, [(0, h("a")), (0, h("b")), (0, h("x"))])
+    assert stored_paths(store) == 1  # the tree of a, b, x cannot be rebuilt from its rows
+    (x,) = store.proofs(sha256=h("x"))
+    assert (x.notarization.leaf_index, x.notarization.batch_size) == (2, 3)
+    assert x.notarization.audit_path == members[2].audit_path
+
+
+def test_a_member_changed_in_the_database_is_refused_not_served(store: AuditStore) -> None:
+    added = add_batch(store, "abc")
+    assert added is not None
+    with store.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE batch_members SET sha256 = :h WHERE leaf_index = 1"), {"h": h("z")}
+        )
+    with pytest.raises(AuditPathError, match="rebuilt root") as refused:
+        store.proofs(collection="c")
+    assert refused.value.batch_id == added[0]
 
 
 def test_two_recorders_on_the_same_documents_aggregate_each_once(backend: dict) -> None:

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from connectors.audit_bulk import insert_members, store_audit_paths
 from connectors.audit_models import BatchRecord, NewMember, NotarizationRow, Stage
 from connectors.audit_notarizations import NotarizationsPart
+from connectors.audit_paths import lost_leaves_paths
 from connectors.audit_sql import (
     IN_CHUNK,
     append_events,
@@ -97,9 +98,8 @@ class BatchesPart(NotarizationsPart):
                 trans.rollback()
                 return None
             claimed = len(own)
-            if claimed < size:  # leaves lost to another batch: this tree cannot be rebuilt
-                paths = [(own[m.leaf_index], m.audit_path) for m in members if m.leaf_index in own]
-                store_audit_paths(conn, paths)
+            if claimed < size:  # leaves lost to another batch: cannot be rebuilt from rows
+                store_audit_paths(conn, lost_leaves_paths(conn, batch_id, members, own))
             details = {"size": size, "members": claimed}
             append_events(conn, [(batch_id, "pending", details)], at=now)
         return batch_id, claimed

@@ -290,13 +290,12 @@ class NewNotarization:
 
 @dataclass(frozen=True)
 class NewMember:
-    """A document of a batch: its id, hex SHA-256, leaf index and audit path (hex, leaf
-    level first; ``ledger.core.aggregation.AggregationTree.audit_path``)."""
+    """A document of a batch: its id, hex SHA-256 and leaf index (its audit path is the
+    store's to derive, ``connectors.audit_paths``)."""
 
     document_id: int
     sha256: str
     leaf_index: int
-    audit_path: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from connectors.audit_models import NotarizationRow
+from connectors.audit_models import NewMember, NotarizationRow
 from connectors.audit_sql import collections_table, members_table, notarizations_table
 from ledger.core.aggregation import AggregationTree
 from ledger.core.commitment import document_commitment, document_nonce
 
-__all__ = ["AuditPathError", "BatchTrees", "batch_tree", "commitment_of"]
+__all__ = ["AuditPathError", "BatchTrees", "batch_tree", "commitment_of", "lost_leaves_paths"]
 
 #: Rebuilt trees kept per store: readers go batch by batch, so two cover a page boundary.
 TREES_KEPT = 2
@@ -96,8 +96,7 @@ class BatchTrees:
                 continue
             assert row.leaf_index is not None
             tree = self._tree(conn, row.id)
-            path = tuple(h.hex() for h in tree.audit_path(row.leaf_index))
-            out[i] = replace(row, audit_path=path)
+            out[i] = replace(row, audit_path=_hex_path(tree, row.leaf_index))
         return out
 
     def _tree(self, conn: Connection, batch_id: int) -> AggregationTree:
@@ -114,8 +113,38 @@ class BatchTrees:
         return tree
 
 
+def lost_leaves_paths(
+    conn: Connection, batch_id: int, members: Sequence[NewMember], own: Mapping[int, int]
+) -> list[tuple[int, tuple[str, ...]]]:
+    """The audit paths to store for a batch that lost leaves to another worker's batch:
+    ``(member id, hex path)`` of its own members (``own``: leaf index -> member id), from
+    the tree of all the leaves it was built over (``members``, every leaf index once).
+
+    Raises:
+        AuditPathError: the batch's collection is unknown, or the tree of ``members`` does
+            not have the batch's recorded size and root.
+    """
+    leaves = [m.sha256 for m in sorted(members, key=lambda m: m.leaf_index)]
+    tree = _checked_tree(conn, batch_id, leaves)
+    return [(member_id, _hex_path(tree, index)) for index, member_id in sorted(own.items())]
+
+
+def _hex_path(tree: AggregationTree, index: int) -> tuple[str, ...]:
+    return tuple(h.hex() for h in tree.audit_path(index))
+
+
 def _rebuild(conn: Connection, batch_id: int) -> AggregationTree:
-    n, m, c = notarizations_table.c, members_table.c, collections_table.c
+    m = members_table.c
+    leaves = list(
+        conn.scalars(select(m.sha256).where(m.batch_id == batch_id).order_by(m.leaf_index))
+    )
+    return _checked_tree(conn, batch_id, leaves)
+
+
+def _checked_tree(conn: Connection, batch_id: int, leaves: Sequence[str]) -> AggregationTree:
+    """The tree over ``leaves`` (hex SHA-256 in leaf order), checked against the batch's
+    recorded size and root."""
+    n, c = notarizations_table.c, collections_table.c
     head = conn.execute(
         select(n.sha256, n.batch_size, c.key)
         .select_from(notarizations_table.join(collections_table, c.name == n.collection))
@@ -123,9 +152,6 @@ def _rebuild(conn: Connection, batch_id: int) -> AggregationTree:
     ).first()
     if head is None:
         raise AuditPathError(f"batch {batch_id} or its collection is unknown", batch_id=batch_id)
-    leaves = list(
-        conn.scalars(select(m.sha256).where(m.batch_id == batch_id).order_by(m.leaf_index))
-    )
     if len(leaves) != head.batch_size:
         raise AuditPathError(
             f"batch {batch_id} has {len(leaves)} of its {head.batch_size} leaves and no "

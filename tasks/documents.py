@@ -114,21 +114,16 @@ def batch_members(
     collection_key: bytes, docs: Sequence[tuple[int, str]]
 ) -> tuple[str, list[NewMember]]:
     """The tree root (hex) and the members of a batch of ``(document id, hex SHA-256)``,
-    leaf ``i`` being ``docs[i]``'s commitment (hashes must be distinct).
+    leaf ``i`` being ``docs[i]``'s commitment (hashes must be distinct). No audit paths:
+    the audit store derives them from the leaves when a proof needs one.
 
-    Memory: the tree (about 2 hashes per document) and one audit path per document (at
-    most ``ceil(log2(n))`` hashes), for the batch only.
+    Memory: the tree (about 2 hashes per document), for the batch only.
 
     Raises:
         LimitError: no documents.
     """
     tree = aggregation_tree(collection_key, [sha for _doc_id, sha in docs])
-    members = [
-        NewMember(doc_id, sha, index, path)
-        for index, ((doc_id, sha), path) in enumerate(
-            zip(docs, tree.hex_audit_paths(), strict=True)
-        )
-    ]
+    members = [NewMember(doc_id, sha, index) for index, (doc_id, sha) in enumerate(docs)]
     return tree.root.hex(), members
 
 

@@ -47,7 +47,7 @@ from connectors.migrations import (
 )
 from connectors.table_position import Position
 from connectors.watermark_store import WatermarkStore
-from tasks.documents import batch_members, chain_for
+from tasks.documents import aggregation_tree, chain_for
 from tasks.steps import record_aggregate
 from tests.harness.postgres import PG_URL
 
@@ -450,18 +450,19 @@ def test_0005_downgrade_stores_the_rebuilt_member_paths_and_upgrade_keeps_them(
         docs = list(zip(ids, [h(x) for x in labels], strict=True))
         added = record_aggregate.fn(store, record, docs)
         assert added is not None
-        _root, members = batch_members(record.key, docs)
+        tree = aggregation_tree(record.key, [sha for _id, sha in docs])
+        expected = [tuple(x.hex() for x in tree.audit_path(i)) for i in range(len(docs))]
     engine = raw_engine(backend)
     assert migrations.downgrade(engine, BATCHES_REVISION) == BATCHES_REVISION
     with engine.connect() as conn:
         rows = conn.execute(text("SELECT audit_path FROM batch_members ORDER BY leaf_index"))
         stored = [r[0] if isinstance(r[0], list) else json.loads(r[0]) for r in rows]
-    assert stored == [list(m.audit_path) for m in members]
+    assert stored == [list(path) for path in expected]
     indexes = {ix["name"] for ix in inspect(engine).get_indexes("documents")}
     assert {"ix_documents_sha256", "ix_documents_source"} <= indexes
     with open_store(backend) as store:  # upgraded again: stored paths are read as they are
         assert store.schema_revision() == HEAD_REVISION
         read = [p.notarization.audit_path for p in store.proofs(collection="c")]
-        assert read == [m.audit_path for m in members]
+        assert read == expected
     assert schema_diff(engine) == []
     engine.dispose()

@@ -16,6 +16,7 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.engine import Connection, Engine
 
 from connectors.audit_models import Stage
+from connectors.audit_paths import BatchTrees
 from connectors.audit_sql import append_events, move_forward, notarizations_table, statements_for
 from ledger.core.clock import Clock
 
@@ -34,6 +35,7 @@ class AuditStoreBase:
         self._engine = engine
         self._clock = clock
         self._statements = statements_for(engine.dialect.name)
+        self._trees = BatchTrees()  # members' audit paths, rebuilt when read
 
     @property
     def engine(self) -> Engine:

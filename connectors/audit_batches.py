@@ -5,7 +5,8 @@ root (hex), its ``batch_size`` the tree's leaf count, and its document a pseudo 
 source ``"batch:<collection>"`` (path and hash: the root), so UNIQUE(chain_id, sha256), the
 publish step, the ``ledger`` and ``anchor`` sweeps, failed writes and callbacks work on it
 unchanged, and its receipt and anchor are stored once. Its documents are ``batch_members``
-rows (leaf index, audit path), UNIQUE(chain_id, sha256): a document is aggregated at most
+rows (leaf index; the audit path only when the batch cannot be rebuilt from its rows, see
+``connectors.audit_paths``), UNIQUE(chain_id, sha256): a document is aggregated at most
 once per chain. A document's stage is its batch's stage.
 """
 
@@ -17,9 +18,10 @@ from typing import cast
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from connectors.audit_bulk import insert_members
+from connectors.audit_bulk import insert_members, store_audit_paths
 from connectors.audit_models import BatchRecord, NewMember, NotarizationRow, Stage
 from connectors.audit_notarizations import NotarizationsPart
+from connectors.audit_paths import lost_leaves_paths
 from connectors.audit_sql import (
     IN_CHUNK,
     append_events,
@@ -30,6 +32,7 @@ from connectors.audit_sql import (
     members_table,
     notarization_row,
     notarizations_table,
+    path_missing,
 )
 
 __all__ = ["BATCH_SOURCE_PREFIX", "BatchesPart", "batch_source"]
@@ -81,19 +84,22 @@ class BatchesPart(NotarizationsPart):
         now = self._now()
         # Same order in every writer, so concurrent batches lock members without deadlock.
         rows = sorted(
-            ((m.document_id, hex64(m.sha256), m.leaf_index, m.audit_path) for m in members),
+            ((m.document_id, hex64(m.sha256), m.leaf_index) for m in members),
             key=lambda row: row[1],
         )
         with self._engine.connect() as conn, conn.begin() as trans:
             batch_id = self._insert_batch(conn, collection, chain, tree_root, size)
-            claimed = 0
+            own: dict[int, int] = {}
             if batch_id is not None:
-                claimed = insert_members(
+                own = insert_members(
                     conn, self._statements, batch_id=batch_id, chain_id=chain, rows=rows
                 )
-            if batch_id is None or not claimed:
+            if batch_id is None or not own:
                 trans.rollback()
                 return None
+            claimed = len(own)
+            if claimed < size:  # leaves lost to another batch: cannot be rebuilt from rows
+                store_audit_paths(conn, lost_leaves_paths(conn, batch_id, members, own))
             details = {"size": size, "members": claimed}
             append_events(conn, [(batch_id, "pending", details)], at=now)
         return batch_id, claimed
@@ -164,5 +170,9 @@ class BatchesPart(NotarizationsPart):
         m = members_table.c
         query = member_query().where(m.batch_id == batch_id, m.leaf_index > after_leaf)
         with self._engine.connect() as conn:
-            rows = conn.execute(query.order_by(m.leaf_index).limit(limit))
-            return [notarization_row(r._mapping) for r in rows]
+            rows = conn.execute(query.order_by(m.leaf_index).limit(limit)).all()
+            return self._trees.fill(
+                conn,
+                [notarization_row(r._mapping) for r in rows],
+                [path_missing(r._mapping) for r in rows],
+            )

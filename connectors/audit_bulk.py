@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import bindparam, text, update
 from sqlalchemy.engine import Connection, Row
 
-from connectors.audit_sql import Statements, chunks, documents_table
+from connectors.audit_sql import Statements, chunks, documents_table, members_table
 
-__all__ = ["MEMBERS_PER_INSERT", "insert_members", "upsert_document_rows"]
+__all__ = ["MEMBERS_PER_INSERT", "insert_members", "store_audit_paths", "upsert_document_rows"]
 
 #: Members per statement: a 10,000-member batch in one statement cost ~20 MB of
 #: parameters (executemany) or ~11 MB of JSON text; pages of 1,000 bound that.
@@ -44,16 +44,14 @@ _UPSERT_DOCUMENTS_SQLITE = text(
     "RETURNING id, path, sha256"
 ).bindparams(bindparam("now", type_=documents_table.c.last_seen_at.type))
 
+# ``audit_path`` is left NULL: recomputed from the batch's leaves (``connectors.audit_paths``).
 _INSERT_MEMBERS_SQLITE = text(
-    "INSERT INTO batch_members (batch_id, document_id, chain_id, sha256, leaf_index, "
-    "audit_path) "
+    "INSERT INTO batch_members (batch_id, document_id, chain_id, sha256, leaf_index) "
     "SELECT :batch_id, json_extract(j.value, '$[0]'), :chain_id, json_extract(j.value, '$[1]'), "
-    # '$[3]' is the audit path array: json_extract returns it as JSON text, as stored by
-    # the column's JSON type (read back as the same list).
-    "json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]') FROM json_each(:rows) AS j "
+    "json_extract(j.value, '$[2]') FROM json_each(:rows) AS j "
     "WHERE true "
     "ON CONFLICT (chain_id, sha256) DO NOTHING "
-    "RETURNING id"
+    "RETURNING id, leaf_index"
 )
 
 
@@ -91,28 +89,39 @@ def insert_members(
     *,
     batch_id: int,
     chain_id: str,
-    rows: Sequence[tuple[int, str, int, Sequence[str]]],
-) -> int:
-    """Insert ``batch_members`` rows ``(document id, lowercase hex sha256, leaf index, audit
-    path)`` of one batch, in pages of ``MEMBERS_PER_INSERT``; a hash the chain has a member
-    for already is left out (``ON CONFLICT DO NOTHING``).
+    rows: Sequence[tuple[int, str, int]],
+) -> dict[int, int]:
+    """Insert ``batch_members`` rows ``(document id, lowercase hex sha256, leaf index)`` of
+    one batch, without audit path (NULL), in pages of ``MEMBERS_PER_INSERT``; a hash the
+    chain has a member for already is left out (``ON CONFLICT DO NOTHING``).
 
     Returns:
-        how many rows were inserted (the batch's own members).
+        leaf index -> member id of the rows inserted (the batch's own members).
     """
-    inserted = 0
+    inserted: dict[int, int] = {}
     for page in chunks(rows, MEMBERS_PER_INSERT):
         if conn.dialect.name == "sqlite":
             params = {"batch_id": batch_id, "chain_id": chain_id, "rows": _json(page)}
-            inserted += len(conn.execute(_INSERT_MEMBERS_SQLITE, params).all())
-            continue
-        values = [
-            {"batch_id": batch_id, "document_id": doc_id, "chain_id": chain_id}
-            | {"sha256": sha, "leaf_index": index, "audit_path": list(path)}
-            for doc_id, sha, index, path in page
-        ]
-        inserted += len(conn.execute(statements.add_members, values).all())
+            result = conn.execute(_INSERT_MEMBERS_SQLITE, params)
+        else:
+            values = [
+                {"batch_id": batch_id, "document_id": doc_id, "chain_id": chain_id}
+                | {"sha256": sha, "leaf_index": index}
+                for doc_id, sha, index in page
+            ]
+            result = conn.execute(statements.add_members, values)
+        inserted.update({int(r.leaf_index): int(r.id) for r in result})
     return inserted
+
+
+def store_audit_paths(conn: Connection, paths: Sequence[tuple[int, Sequence[str]]]) -> None:
+    """Set ``batch_members.audit_path`` of members ``(member id, hex path leaf first)``: for
+    a batch that cannot be rebuilt from its rows (``connectors.audit_paths``)."""
+    if paths:
+        m = members_table.c
+        stmt = update(members_table).where(m.id == bindparam("m_id"))
+        params = [{"m_id": i, "m_path": list(p)} for i, p in paths]
+        conn.execute(stmt.values(audit_path=bindparam("m_path")), params)
 
 
 def _json(rows: Sequence[Sequence[Any]]) -> str:

@@ -10,7 +10,8 @@ Tables::
     collections    one row per collection: its secret key, public identifier, mode and chain
     notarizations  one row per published entry: a document hash (``kind`` "document" or
                    "commitment") or a batch's tree root (``kind`` "batch"); UNIQUE(chain_id, sha256)
-    batch_members  the documents of a batch with their leaf index and audit path;
+    batch_members  the documents of a batch with their leaf index (and audit path, when
+                   it cannot be recomputed from the batch's leaves);
                    UNIQUE(chain_id, sha256): a document is aggregated once per chain
     stage_events   append-only history of every stage change of a notarization
     receipts       verified receipts (Merkle branch entry hash -> directory block KeyMR)
@@ -69,6 +70,8 @@ PUBLISH_MODES: tuple[PublishMode, ...] = ("aggregate", "entry", "clear")
 NotarizationKind = Literal["document", "commitment", "batch"]
 
 _JSON = JSON().with_variant(JSONB(), "postgresql")
+# Python None stored as SQL NULL (not JSON null): a member path to recompute.
+_JSON_OR_NULL = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 _STAGE_CHECK = "stage IN (" + ", ".join(f"'{s}'" for s in ALL_STAGES) + ")"
 
 
@@ -91,9 +94,12 @@ class Document(AuditBase, table=True):
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    source: str = Field(max_length=1024, index=True)  # "folder:/abs/path", "table:<name>"
+    # No index of their own: UNIQUE(source, path, sha256) serves every lookup by source
+    # (its prefix), and one on sha256 alone (random keys) cost a page write per document
+    # at a million documents, for no query (migration 0005).
+    source: str = Field(max_length=1024)  # "folder:/abs/path", "table:<name>"
     path: str = Field(max_length=4096)  # relative POSIX path, or a row key
-    sha256: str = Field(max_length=64, index=True)  # hex
+    sha256: str = Field(max_length=64)  # hex
     size_bytes: int = Field(sa_column=Column(BigInteger, nullable=False))
     first_seen_at: datetime = _utc_column(nullable=False)
     last_seen_at: datetime = _utc_column(nullable=False)
@@ -154,7 +160,12 @@ class Collection(AuditBase, table=True):
 
 
 class BatchMember(AuditBase, table=True):
-    """A document aggregated in a batch: its leaf index and audit path in the batch's tree."""
+    """A document aggregated in a batch: its leaf index and audit path in the batch's tree.
+
+    ``audit_path`` is NULL when the batch holds all its leaves: it is recomputed from them
+    when read (``connectors.audit_paths``); stored only for a batch that lost leaves to
+    another worker's batch.
+    """
 
     __tablename__ = "batch_members"
     __table_args__ = (UniqueConstraint("chain_id", "sha256", name="uq_batch_members_chain_sha256"),)
@@ -165,7 +176,9 @@ class BatchMember(AuditBase, table=True):
     chain_id: str = Field(max_length=64)  # hex
     sha256: str = Field(max_length=64)  # hex, the document's hash
     leaf_index: int = Field(sa_column=Column(BigInteger, nullable=False))
-    audit_path: list[str] = Field(sa_column=Column(_JSON, nullable=False))  # hex, leaf first
+    audit_path: list[str] | None = Field(  # hex, leaf first; NULL: recomputed
+        default=None, sa_column=Column(_JSON_OR_NULL, nullable=True)
+    )
 
 
 class StageEvent(AuditBase, table=True):
@@ -277,13 +290,12 @@ class NewNotarization:
 
 @dataclass(frozen=True)
 class NewMember:
-    """A document of a batch: its id, hex SHA-256, leaf index and audit path (hex, leaf
-    level first; ``ledger.core.aggregation.AggregationTree.audit_path``)."""
+    """A document of a batch: its id, hex SHA-256 and leaf index (its audit path is the
+    store's to derive, ``connectors.audit_paths``)."""
 
     document_id: int
     sha256: str
     leaf_index: int
-    audit_path: tuple[str, ...]
 
 
 @dataclass(frozen=True)

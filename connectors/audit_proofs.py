@@ -9,6 +9,7 @@ also moves the rows of its directory block to ``anchor``); ``proofs`` and
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +31,7 @@ from connectors.audit_sql import (
     members_table,
     notarization_row,
     notarizations_table,
+    path_missing,
     proof_record,
     receipt_values,
     receipts_table,
@@ -134,7 +136,12 @@ class ProofsPart(BatchesPart):
             for query, order in queries:
                 query = _proof_filters(query, collection=collection, since=since, until=until)
                 query = query.order_by(n.id, order).limit(limit)
-                records += [proof_record(row._mapping) for row in conn.execute(query)]
+                rows = conn.execute(query).all()
+                found = [proof_record(row._mapping) for row in rows]
+                if any(missing := [path_missing(row._mapping) for row in rows]):
+                    filled = self._trees.fill(conn, [p.notarization for p in found], missing)
+                    found = [replace(p, notarization=r) for p, r in zip(found, filled, strict=True)]
+                records += found
         records.sort(key=lambda p: (p.notarization.id, p.notarization.leaf_index or 0))
         return records[:limit]
 

@@ -55,6 +55,7 @@ __all__ = [
     "move_forward",
     "notarization_row",
     "notarizations_table",
+    "path_missing",
     "proof_record",
     "receipt_values",
     "receipts_table",
@@ -135,7 +136,7 @@ def statements_for(dialect: str) -> Statements:
             set_={k: anchors.excluded[k] for k in _ANCHOR_REFRESHED},
         ),
         add_members=members.on_conflict_do_nothing(index_elements=["chain_id", "sha256"]).returning(
-            members_table.c.id
+            members_table.c.id, members_table.c.leaf_index
         ),
         add_collection=collections.on_conflict_do_nothing(index_elements=["name"]),
     )
@@ -177,16 +178,15 @@ def document_ids(
     conn: Connection, source: str, keys: Iterable[tuple[str, str]]
 ) -> dict[tuple[str, str], int]:
     """Ids of the documents of ``source`` with these ``(path, sha256 hex)`` keys (absent
-    keys are left out)."""
-    wanted = set(keys)
-    hashes = sorted({h for _p, h in wanted})
+    keys are left out). One lookup per key on UNIQUE(source, path, sha256): for the few
+    keys of a batch's pseudo document (``documents`` has no index on ``sha256`` alone)."""
     d = documents_table.c
     found: dict[tuple[str, str], int] = {}
-    for chunk in chunks(hashes, IN_CHUNK):
-        query = select(d.id, d.path, d.sha256).where(d.source == source, d.sha256.in_(chunk))
-        for row in conn.execute(query):
-            if (row.path, row.sha256) in wanted:
-                found[(row.path, row.sha256)] = row.id
+    for path, sha in sorted(set(keys)):
+        query = select(d.id).where(d.source == source, d.path == path, d.sha256 == sha)
+        doc_id = conn.scalar(query)
+        if doc_id is not None:
+            found[(path, sha)] = int(doc_id)
     return found
 
 
@@ -238,7 +238,8 @@ def row_query() -> Any:
 def member_query() -> Any:
     """``SELECT`` of batch members as ``NotarizationRow`` columns: the batch notarization's
     columns with the member document's id, hash, source, path and size, the batch's root
-    (``batch_root``), ``leaf_index`` and ``audit_path`` (add ``where``, ``order_by``)."""
+    (``batch_root``), ``leaf_index`` and ``audit_path`` (add ``where``, ``order_by``; a NULL
+    ``audit_path`` is filled in by ``connectors.audit_paths.BatchTrees``)."""
     n, d, m = notarizations_table, documents_table, members_table
     own = [c for c in n.c if c.name not in ("document_id", "sha256")]
     columns = [*own, m.c.document_id, m.c.sha256, n.c.sha256.label("batch_root")]
@@ -255,7 +256,15 @@ def notarization_row(mapping: Mapping[Any, Any]) -> NotarizationRow:
         values[name] = aware_utc(values[name])
     if values.get("audit_path") is not None:
         values["audit_path"] = tuple(values["audit_path"])
+    else:  # not a member, or a member whose path is recomputed (``path_missing``)
+        values.pop("audit_path", None)
     return NotarizationRow(**values)
+
+
+def path_missing(mapping: Mapping[Any, Any]) -> bool:
+    """True for a ``member_query`` row read without its audit path (NULL: the path is
+    recomputed from its batch's tree, ``connectors.audit_paths.BatchTrees``)."""
+    return mapping.get("leaf_index") is not None and mapping.get("audit_path") is None
 
 
 def receipt_values(notarization_id: int, record: ReceiptRecord) -> dict[str, Any]:

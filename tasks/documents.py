@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import rfc8785
 
+from connectors.audit_paths import batch_tree, commitment_of
 from connectors.audit_store import CollectionRecord, NewMember, NotarizationRow, PublishMode
 from ledger.core.aggregation import AggregationTree
-from ledger.core.commitment import document_commitment, document_nonce
 from ledger.core.entry import MAX_ENTRY_PAYLOAD_BYTES, Entry, chain_id_from_external_ids
 from ledger.core.notary_entry import batch_entry, collection_first_entry, commitment_entry
 
@@ -100,45 +100,30 @@ def chain_for(name: str, identifier: bytes, mode: PublishMode) -> str:
     return collection_first_entry(identifier).chain_id.hex()
 
 
-def commitment_of(collection_key: bytes, sha256: str) -> bytes:
-    """The 32-byte commitment published for the document of hex ``sha256``.
-
-    Raises:
-        DecodeError: a key that is not 32 bytes.
-        ValueError: ``sha256`` is not hex of 32 bytes.
-    """
-    digest = bytes.fromhex(sha256)
-    return document_commitment(digest, document_nonce(collection_key, digest))
-
-
 def aggregation_tree(collection_key: bytes, sha256s: Sequence[str]) -> AggregationTree:
-    """The aggregation tree of a batch: leaf ``i`` is the commitment of ``sha256s[i]``.
+    """The aggregation tree of a batch: leaf ``i`` is the commitment of ``sha256s[i]``
+    (``connectors.audit_paths.batch_tree``, which the audit store rebuilds paths with).
 
     Raises:
         LimitError: no hashes.
     """
-    return AggregationTree([commitment_of(collection_key, h) for h in sha256s])
+    return batch_tree(collection_key, sha256s)
 
 
 def batch_members(
     collection_key: bytes, docs: Sequence[tuple[int, str]]
 ) -> tuple[str, list[NewMember]]:
     """The tree root (hex) and the members of a batch of ``(document id, hex SHA-256)``,
-    leaf ``i`` being ``docs[i]``'s commitment (hashes must be distinct).
+    leaf ``i`` being ``docs[i]``'s commitment (hashes must be distinct). No audit paths:
+    the audit store derives them from the leaves when a proof needs one.
 
-    Memory: the tree (about 2 hashes per document) and one audit path per document (at
-    most ``ceil(log2(n))`` hashes), for the batch only.
+    Memory: the tree (about 2 hashes per document), for the batch only.
 
     Raises:
         LimitError: no documents.
     """
     tree = aggregation_tree(collection_key, [sha for _doc_id, sha in docs])
-    members = [
-        NewMember(doc_id, sha, index, path)
-        for index, ((doc_id, sha), path) in enumerate(
-            zip(docs, tree.hex_audit_paths(), strict=True)
-        )
-    ]
+    members = [NewMember(doc_id, sha, index) for index, (doc_id, sha) in enumerate(docs)]
     return tree.root.hex(), members
 
 

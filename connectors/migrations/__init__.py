@@ -7,6 +7,9 @@ Revisions (``versions/``)::
     0002_anchors   anchors table; CHECK constraint on notarizations.stage (batch alter)
     0003_table_watermarks  table_watermarks (adopted as it is when ``WatermarkStore`` had
                    already made it, before migrations managed it)
+    0004_collections_batches  collections, batch_members; notarizations.kind, batch_size
+    0005_member_paths_recomputed  batch_members.audit_path nullable (recomputed); no
+                   index on documents.sha256 or documents.source alone
 
 ``upgrade(engine)`` brings a database to the head revision:
 
@@ -37,6 +40,7 @@ from sqlalchemy.engine import Connection, Engine
 
 __all__ = [
     "ANCHORS_REVISION",
+    "BATCHES_REVISION",
     "HEAD_REVISION",
     "WATERMARKS_REVISION",
     "INITIAL_REVISION",
@@ -52,7 +56,8 @@ __all__ = [
 INITIAL_REVISION = "0001_initial"
 ANCHORS_REVISION = "0002_anchors"
 WATERMARKS_REVISION = "0003_table_watermarks"
-HEAD_REVISION = "0004_collections_batches"
+BATCHES_REVISION = "0004_collections_batches"
+HEAD_REVISION = "0005_member_paths_recomputed"
 # Own name, not ``alembic_version``: the audit tables may share a database (or schema) with
 # another service's Alembic-managed tables.
 VERSION_TABLE = "audit_alembic_version"
@@ -100,7 +105,7 @@ _TABLES_BY_REVISION: tuple[tuple[str, dict[str, frozenset[str]]], ...] = (
         },
     ),
     (
-        HEAD_REVISION,
+        BATCHES_REVISION,
         {
             "collections": frozenset(
                 {"name", "identifier", "key", "mode", "chain_id", "created_at"}

@@ -9,7 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import text
 
+from connectors.audit_paths import AuditPathError
 from connectors.audit_store import (
     AnchorRecord,
     AuditStore,
@@ -19,7 +21,7 @@ from connectors.audit_store import (
     NewNotarization,
     PublishMode,
 )
-from tasks.documents import batch_members, chain_for, collection_chain_id
+from tasks.documents import aggregation_tree, batch_members, chain_for, collection_chain_id
 from tasks.steps import record_aggregate, record_new_documents
 
 
@@ -39,6 +41,12 @@ def store(backend: dict) -> Iterator[AuditStore]:
 
 def collection(store: AuditStore, name: str, mode: PublishMode = "aggregate"):  # noqa: ANN201
     return store.collection(name, mode, chain_namer=chain_for)
+
+
+def hex_paths(key: bytes, sha256s: list[str]) -> list[tuple[str, ...]]:
+    """Every leaf's audit path (hex) in the tree of these documents' commitments."""
+    tree = aggregation_tree(key, sha256s)
+    return [tuple(x.hex() for x in tree.audit_path(i)) for i in range(tree.size)]
 
 
 def docs(labels: str, *, source: str = "folder:/drop") -> list[DocumentIn]:
@@ -122,9 +130,9 @@ def test_a_batch_is_one_notarization_and_its_documents_are_members(store: AuditS
     assert all(p.notarization.is_member and p.notarization.id == batch_id for p in proofs)
     assert [p.notarization.leaf_index for p in proofs] == [0, 1, 2]
     assert proofs[0].notarization.batch_root == row.sha256
-    root, members = batch_members(record.key, [(0, h("a")), (1, h("b")), (2, h("c"))])
+    root, _members = batch_members(record.key, [(0, h("a")), (1, h("b")), (2, h("c"))])
     assert root == row.sha256
-    assert proofs[2].notarization.audit_path == members[2].audit_path
+    assert proofs[2].notarization.audit_path == hex_paths(record.key, [h("a"), h("b"), h("c")])[2]
     (batch,) = store.batches(collection="c")
     assert (batch.size, batch.members, batch.stage) == (3, 3, "pending")
     assert [m.path for m in store.batch_members(batch_id)] == [p.notarization.path for p in proofs]
@@ -170,7 +178,7 @@ def test_a_batch_of_several_insert_pages_keeps_every_path_and_audit_path(
     assert added is not None and added[1] == 2500
     stored = store.batch_members(added[0])
     assert [m.path for m in stored] == names
-    assert [m.audit_path for m in stored] == [m.audit_path for m in members]
+    assert [m.audit_path for m in stored] == hex_paths(record.key, [d.sha256 for d in listed])
     assert [m.size_bytes for m in stored] == list(range(2500))
 
 
@@ -180,7 +188,7 @@ def test_a_batch_whose_documents_were_all_taken_is_not_recorded(store: AuditStor
     record = collection(store, "c")
     ids = store.upsert_documents("folder:/drop", docs("ab"))
     # another tree over the same documents: every member is taken, so nothing is written
-    other = [NewMember(i, h(x), 0, ()) for i, x in zip(ids, "ab", strict=True)]
+    other = [NewMember(i, h(x), 0) for i, x in zip(ids, "ab", strict=True)]
     assert (
         store.add_batch(
             collection="c", chain_id=record.chain_id, root=h("other"), size=2, members=other
@@ -191,6 +199,50 @@ def test_a_batch_whose_documents_were_all_taken_is_not_recorded(store: AuditStor
     added = add_batch(store, "abx")  # one new document: kept, with only that member
     assert added is not None and added[1] == 1
     assert store.summary("c")["pending"] == 3
+
+
+def stored_paths(store: AuditStore) -> int:
+    with store.engine.connect() as conn:
+        query = "SELECT count(*) FROM batch_members WHERE audit_path IS NOT NULL"
+        return int(conn.execute(text(query)).scalar_one())
+
+
+def test_a_whole_batch_stores_no_audit_path_and_reads_it_rebuilt(store: AuditStore) -> None:
+    labels = "abcdefghijk"
+    added = add_batch(store, labels)
+    assert added is not None and added[1] == len(labels)
+    assert stored_paths(store) == 0  # recomputed from the leaves when read
+    record = collection(store, "c")
+    expected = hex_paths(record.key, [h(x) for x in labels])
+    read = [p.notarization for p in store.proofs(collection="c")]
+    assert [r.audit_path for r in read] == expected
+    assert [m.audit_path for m in store.batch_members(added[0])] == expected
+    (one,) = store.proofs(sha256=h("f"))
+    assert one.notarization.audit_path == expected[5]
+
+
+def test_a_batch_that_lost_leaves_keeps_its_members_paths(store: AuditStore) -> None:
+    assert add_batch(store, "ab") is not None
+    added = add_batch(store, "abx")  # a and b are the first batch's: x alone is this one's
+    assert added is not None and added[1] == 1
+    record = collection(store, "c")
+    expected = hex_paths(record.key, [h("a"), h("b"), h("x")])
+    assert stored_paths(store) == 1  # the tree of a, b, x cannot be rebuilt from its rows
+    (x,) = store.proofs(sha256=h("x"))
+    assert (x.notarization.leaf_index, x.notarization.batch_size) == (2, 3)
+    assert x.notarization.audit_path == expected[2]
+
+
+def test_a_member_changed_in_the_database_is_refused_not_served(store: AuditStore) -> None:
+    added = add_batch(store, "abc")
+    assert added is not None
+    with store.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE batch_members SET sha256 = :h WHERE leaf_index = 1"), {"h": h("z")}
+        )
+    with pytest.raises(AuditPathError, match="rebuilt root") as refused:
+        store.proofs(collection="c")
+    assert refused.value.batch_id == added[0]
 
 
 def test_two_recorders_on_the_same_documents_aggregate_each_once(backend: dict) -> None:

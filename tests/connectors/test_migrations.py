@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,7 @@ from connectors.audit_models import AUDIT_METADATA
 from connectors.audit_store import AnchorRecord, AuditStore, DocumentIn, NewNotarization
 from connectors.migrations import (
     ANCHORS_REVISION,
+    BATCHES_REVISION,
     HEAD_REVISION,
     INITIAL_REVISION,
     VERSION_TABLE,
@@ -45,6 +47,8 @@ from connectors.migrations import (
 )
 from connectors.table_position import Position
 from connectors.watermark_store import WatermarkStore
+from tasks.documents import aggregation_tree, chain_for
+from tasks.steps import record_aggregate
 from tests.harness.postgres import PG_URL
 
 INITIAL_TABLES = {"documents", "notarizations", "stage_events", "receipts", "runs"}
@@ -175,6 +179,7 @@ def test_head_constant_matches_the_revision_scripts() -> None:
     assert script.get_base() == INITIAL_REVISION
     assert [r.revision for r in script.walk_revisions()] == [
         HEAD_REVISION,
+        BATCHES_REVISION,
         WATERMARKS_REVISION,
         ANCHORS_REVISION,
         INITIAL_REVISION,
@@ -228,14 +233,18 @@ def test_database_made_by_create_all_is_stamped_and_upgraded_with_its_data(backe
     engine.dispose()
 
 
-def test_database_made_by_create_all_with_anchors_is_stamped_at_head(backend: dict) -> None:
+def test_database_made_by_create_all_is_stamped_and_upgraded_to_head(backend: dict) -> None:
+    # The current models have the tables and columns of 0004 (0005 changes only an index
+    # and a nullability): stamped there, then 0005 runs on a schema that already has its
+    # shape, and must leave it as it is.
     engine = raw_engine(backend)
     with engine.begin() as conn:
         AUDIT_METADATA.create_all(conn)
     with engine.connect() as conn:
-        assert migrations.detect_unversioned_revision(conn) == HEAD_REVISION
+        assert migrations.detect_unversioned_revision(conn) == BATCHES_REVISION
     with open_store(backend) as store:
         assert store.schema_revision() == HEAD_REVISION
+    assert schema_diff(engine) == []
     engine.dispose()
 
 
@@ -428,4 +437,32 @@ def test_store_at_0003_gets_collections_and_batches_and_keeps_v1_rows(backend: d
         assert (row.kind, row.batch_size, row.is_member) == ("document", None, False)
     assert migrations.downgrade(engine, WATERMARKS_REVISION) == WATERMARKS_REVISION
     assert not {"collections", "batch_members"} & tables(engine)
+    engine.dispose()
+
+
+def test_0005_downgrade_stores_the_rebuilt_member_paths_and_upgrade_keeps_them(
+    backend: dict,
+) -> None:
+    with open_store(backend) as store:
+        record = store.collection("c", "aggregate", chain_namer=chain_for)
+        labels = [f"doc-{i}" for i in range(7)]
+        ids = store.upsert_documents("folder:/d", [DocumentIn(f"{x}.txt", h(x), 1) for x in labels])
+        docs = list(zip(ids, [h(x) for x in labels], strict=True))
+        added = record_aggregate.fn(store, record, docs)
+        assert added is not None
+        tree = aggregation_tree(record.key, [sha for _id, sha in docs])
+        expected = [tuple(x.hex() for x in tree.audit_path(i)) for i in range(len(docs))]
+    engine = raw_engine(backend)
+    assert migrations.downgrade(engine, BATCHES_REVISION) == BATCHES_REVISION
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT audit_path FROM batch_members ORDER BY leaf_index"))
+        stored = [r[0] if isinstance(r[0], list) else json.loads(r[0]) for r in rows]
+    assert stored == [list(path) for path in expected]
+    indexes = {ix["name"] for ix in inspect(engine).get_indexes("documents")}
+    assert {"ix_documents_sha256", "ix_documents_source"} <= indexes
+    with open_store(backend) as store:  # upgraded again: stored paths are read as they are
+        assert store.schema_revision() == HEAD_REVISION
+        read = [p.notarization.audit_path for p in store.proofs(collection="c")]
+        assert read == expected
+    assert schema_diff(engine) == []
     engine.dispose()

@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 
 from ledger.anchor.backend import EmbeddedPowBackend
 from ledger.anchor.chain import PowChain
+from ledger.anchor.mining import MiningProcess
 from ledger.anchor.observability import anchor_observability
 from ledger.anchor.rpc import build_registry
 from ledger.anchor.service import AnchorService
@@ -48,6 +49,7 @@ class AnchorRuntime:
     state: AnchorState
     node: AsyncJsonRpcClient
     service: AnchorService
+    mining: MiningProcess | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Mine and anchor until ``stop`` is set."""
@@ -63,6 +65,8 @@ class AnchorRuntime:
         await self.node.aclose()
         self.state.close()
         self.chain.close()
+        if self.mining is not None:
+            self.mining.close()
 
 
 def build_runtime(
@@ -77,11 +81,13 @@ def build_runtime(
     around an in-process node app in tests).
     """
     clock = clock or SystemClock()
+    mining = MiningProcess() if settings.pow_mining == "process" else None
     chain = PowChain(
         settings.pow_path,
         params=settings.pow_params(),
         clock=clock,
         synchronous=settings.sqlite_synchronous,
+        miner=None if mining is None else mining.mine,
     )
     chain.open()
     backend = EmbeddedPowBackend(chain)
@@ -99,7 +105,7 @@ def build_runtime(
     service = AnchorService(
         settings, backend=backend, state=state, node=node, writer=writer, signer=signer
     )
-    return AnchorRuntime(settings, chain, backend, state, node, service)
+    return AnchorRuntime(settings, chain, backend, state, node, service, mining)
 
 
 def create_app(

@@ -23,6 +23,7 @@ import hashlib
 import sqlite3
 import struct
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +79,8 @@ class PowChain:
         clock: block timestamps come from it.
         synchronous: SQLite ``synchronous`` pragma.
         max_block_txs: most mempool transactions per block.
+        miner: the nonce search (``mine``, or ``MiningProcess.mine`` of
+            ``ledger.anchor.mining`` to search in a child process).
     """
 
     def __init__(
@@ -88,11 +91,13 @@ class PowChain:
         clock: Clock,
         synchronous: str = "FULL",
         max_block_txs: int = 5000,
+        miner: Callable[[BlockHeader], BlockHeader] | None = None,
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.params = params
         self._clock = clock
         self._max_txs = max_block_txs
+        self._miner = miner or mine
         self._lock = threading.RLock()
         self._mining = threading.Lock()
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -190,7 +195,7 @@ class PowChain:
         while True:
             draft = BlockHeader(HEADER_VERSION, prev, root, timestamp, self.params.bits, 0)
             try:
-                return mine(draft)
+                return self._miner(draft)
             except MiningExhausted:
                 timestamp += 1
 

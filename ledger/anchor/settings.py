@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
@@ -21,7 +22,10 @@ class AnchorSettings(RpcServing, NodeAccess):
     directory blocks and confirmed anchors are recorded. ``pow_block_time_s``: one block of
     the bundled proof-of-work chain is mined every so many seconds while there is work (a
     transaction to include, an anchor short of its confirmations); otherwise one every
-    ``pow_idle_block_time_s`` (``None``: never idle). ``confirmations``: blocks
+    ``pow_idle_block_time_s`` (``None``: never idle). ``pow_mining``: where the nonce search
+    runs, ``process`` (a child process, ``ledger.anchor.mining``: the search holds the
+    interpreter lock, which the bundled stack's other services need) or ``thread`` (this
+    process). ``confirmations``: blocks
     (the anchor's own included) before an anchor is final and its record is written.
     ``window_blocks``: directory blocks per window commitment (factomd's Ethereum anchor
     uses 1000). Secrets: ``anchor_secret`` (hex ed25519 seed signing the anchor records) and
@@ -41,6 +45,7 @@ class AnchorSettings(RpcServing, NodeAccess):
     poll_interval_s: float = Field(default=1.0, gt=0)
     pow_block_time_s: float = Field(default=1.0, gt=0)
     pow_idle_block_time_s: float | None = Field(default=30.0, gt=0)
+    pow_mining: Literal["process", "thread"] = "process"
     pow_chain_name: str = devnet.DEV_POW_CHAIN_NAME
     pow_difficulty_bits: int = Field(default=devnet.DEV_POW_DIFFICULTY_BITS, ge=1, le=64)
     confirmations: int = Field(default=devnet.DEV_POW_CONFIRMATIONS, ge=1)

@@ -120,9 +120,32 @@ def process_peak_rss_mb(pid: int) -> float | None:
 
 
 def process_rss_mb(pid: int) -> float | None:
-    """Resident set size now (``VmRSS``) of a running process, MB; ``None`` off Linux or
-    once it has exited."""
-    return _proc_status_mb(pid, "VmRSS:")
+    """Resident set size now (``VmRSS``) of a running process and its descendants (the
+    stack's proof-of-work miner runs in a child), MB; ``None`` off Linux or once it has
+    exited."""
+    sizes = [_proc_status_mb(p, "VmRSS:") for p in process_tree(pid)]
+    known = [size for size in sizes if size is not None]
+    return sum(known) if sizes and sizes[0] is not None else None
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its living descendants (Linux ``/proc/<pid>/task/*/children``);
+    ``[pid]`` where that cannot be read."""
+    tree, queue = [pid], [pid]
+    while queue:
+        parent = queue.pop()
+        try:
+            tasks = list(Path(f"/proc/{parent}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+            tree += children
+            queue += children
+    return tree
 
 
 def _proc_status_mb(pid: int, field: str) -> float | None:
@@ -137,7 +160,15 @@ def _proc_status_mb(pid: int, field: str) -> float | None:
 
 
 def process_cpu_s(pid: int) -> float | None:
-    """CPU time (user + system) a running process has used so far, seconds; ``None`` off Linux."""
+    """CPU time (user + system) a running process and its living descendants have used so
+    far, seconds; ``None`` off Linux."""
+    own = _cpu_s(pid)
+    if own is None:
+        return None
+    return own + sum(_cpu_s(child) or 0.0 for child in process_tree(pid)[1:])
+
+
+def _cpu_s(pid: int) -> float | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:

@@ -14,7 +14,8 @@ the runs' data folders. Then for each mode, in a fresh data folder:
    is its own), with ``NOTARY_PUBLISH_MODE=<mode>`` in its environment and the Prefect
    server this benchmark started, until every document's proof is verified and stored
    (the flow waits for the ledger stage). The RSS of the child and of the stack is
-   sampled while it runs;
+   sampled while it runs, and the stack's CPU seconds read before and after, each with
+   its descendants (the stack's proof-of-work miner is a child process);
 3. ``entries_published``: the entries of the collection's chain, counted on the node
    (walking its entry blocks), less the chain's first entry; ``entry_credits_spent``:
    the credits the commits of that chain's entries paid (first entry included), read

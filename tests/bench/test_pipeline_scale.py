@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 from pathlib import Path
 from unittest import mock
 
@@ -36,6 +38,31 @@ def test_a_tiny_run_records_every_figure_and_cleans_up(tmp_path: Path) -> None:
     assert run["entry_credits_spent"] >= 20
     assert run["floor_seconds"] > run["extra"]["block_time_s"] > 1.0
     assert run["ratio"] == pytest.approx(run["seconds"] / run["floor_seconds"], abs=0.01)
-    assert {"scan", "hash", "publish", "ledger"} <= set(run["stage_seconds"])
+    assert {"chain", "hash", "publish", "ledger"} <= set(run["stage_seconds"])
     assert run["peak_rss_mb"] > 50 and run["stack_peak_rss_mb"] > 50
     assert list(tmp_path.iterdir()) == []  # files, data folders, Prefect's home: gone
+
+
+def test_a_process_tree_counts_its_children() -> None:
+    import subprocess
+    import sys
+
+    from bench.common import _proc_status_mb, process_cpu_s, process_rss_mb, process_tree
+
+    script = "import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); print(c.pid, flush=True); time.sleep(30)"
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = None
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert process_tree(parent.pid) == [parent.pid, child]
+        own = _proc_status_mb(parent.pid, "VmRSS:")
+        total = process_rss_mb(parent.pid)
+        assert total is not None and own is not None and total > own
+        assert process_cpu_s(parent.pid) is not None
+    finally:
+        parent.kill()
+        parent.wait()
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)

@@ -257,16 +257,9 @@ class NotarizationsPart(AuditStoreBase):
         ``pending(stage_from="published", stage_below="ledger")`` are rows waiting for a
         directory block. Failed rows are never returned. Ordered by id (oldest first).
         """
-        start, end = STAGE_ORDER.index(stage_from), STAGE_ORDER.index(stage_below)
-        stages = list(STAGE_ORDER[start:end])
-        query = row_query().where(
-            notarizations_table.c.stage.in_(stages), notarizations_table.c.id > after_id
-        )
-        if collection is not None:
-            query = query.where(notarizations_table.c.collection == collection)
+        query = _pending(row_query(), stage_below, stage_from, collection, limit, after_id)
         with self._engine.connect() as conn:
-            rows = conn.execute(query.order_by(notarizations_table.c.id).limit(limit))
-            return [notarization_row(r._mapping) for r in rows]
+            return [notarization_row(r._mapping) for r in conn.execute(query)]
 
     def pending_entries(
         self,
@@ -284,18 +277,11 @@ class NotarizationsPart(AuditStoreBase):
         was ~8 % of the flow's CPU in the entry mode.
         """
         n, d = notarizations_table.c, documents_table.c
-        start, end = STAGE_ORDER.index(stage_from), STAGE_ORDER.index(stage_below)
         # joined as in ``row_query``: the same rows as ``pending``
-        query = (
-            select(n.id, n.entry_hash)
-            .join(documents_table, n.document_id == d.id)
-            .where(n.stage.in_(list(STAGE_ORDER[start:end])), n.id > after_id)
-        )
-        if collection is not None:
-            query = query.where(n.collection == collection)
+        columns = select(n.id, n.entry_hash).join(documents_table, n.document_id == d.id)
+        query = _pending(columns, stage_below, stage_from, collection, limit, after_id)
         with self._engine.connect() as conn:
-            rows = conn.execute(query.order_by(n.id).limit(limit))
-            return [(int(r.id), r.entry_hash) for r in rows]
+            return [(int(r.id), r.entry_hash) for r in conn.execute(query)]
 
     def notarizations(self, ids: Iterable[int]) -> list[NotarizationRow]:
         """The notarizations of these ids (those that exist), by id."""
@@ -329,3 +315,22 @@ class NotarizationsPart(AuditStoreBase):
                     record = StageEventRecord(r.stage, aware_utc(r.at), r.details)
                     out.setdefault(r.notarization_id, []).append(record)
         return out
+
+
+def _pending(
+    query: Any,
+    stage_below: Stage,
+    stage_from: Stage,
+    collection: str | None,
+    limit: int,
+    after_id: int,
+) -> Any:
+    """``query`` (a ``SELECT`` over notarizations) narrowed to the rows of
+    ``AuditStore.pending``: stage in ``[stage_from, stage_below)``, ids above ``after_id``,
+    of ``collection`` if given, by id, at most ``limit``."""
+    n = notarizations_table.c
+    start, end = STAGE_ORDER.index(stage_from), STAGE_ORDER.index(stage_below)
+    query = query.where(n.stage.in_(list(STAGE_ORDER[start:end])), n.id > after_id)
+    if collection is not None:
+        query = query.where(n.collection == collection)
+    return query.order_by(n.id).limit(limit)

@@ -19,6 +19,7 @@ transaction and Merkle codecs it builds on are the verifier's too, in ``ledger.c
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sqlite3
 import struct
@@ -315,12 +316,5 @@ def mine(header: BlockHeader) -> BlockHeader:
         first.update(tail + pack(nonce))
         digest = sha256(first.digest()).digest()
         if int.from_bytes(digest, "little") <= target:
-            return BlockHeader(
-                header.version,
-                header.prev_hash,
-                header.merkle_root,
-                header.timestamp,
-                header.bits,
-                nonce,
-            )
+            return dataclasses.replace(header, nonce=nonce)
     raise MiningExhausted("no nonce meets the target")

@@ -18,6 +18,7 @@ next block starts a new child.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import subprocess
 import sys
@@ -66,14 +67,7 @@ class MiningProcess:
                 log.warning("mining child failed (%s); mining this block in-process", exc)
                 self._stop()
                 return mine(header)
-        found = BlockHeader(
-            header.version,
-            header.prev_hash,
-            header.merkle_root,
-            header.timestamp,
-            header.bits,
-            nonce,
-        )
+        found = dataclasses.replace(header, nonce=nonce)
         if not found.meets_target():  # a child that answers nonsense is not trusted
             log.warning("mining child returned a nonce that misses the target; mining here")
             with self._lock:

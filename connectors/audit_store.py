@@ -28,6 +28,7 @@ moves ``ledger`` rows to ``anchor``.
     audit_collections.CollectionsPart     collections: secret key, identifier, mode, chain
     audit_runs.RunsPart                   flow runs, counts per stage
     audit_sql                             tables, batch statements, row conversions
+    audit_models / audit_records          the table models / the value records and stage names
 
 Hex values (sha256, entry hashes, key Merkle roots, chain ids) are 64-char strings and are
 stored lowercase. Times are timezone-aware UTC ``datetime`` values from the injected clock.

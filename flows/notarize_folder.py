@@ -136,7 +136,12 @@ def _stream(summary: RunSummary, services: Services, recorder: Recorder, root: P
             # Quoted, Prefect does not walk every ScanEntry looking for futures (~0.17 ms
             # each); a Dask worker is sent the entries as they are (it gets tuples else).
             entries = quote(window) if settings.task_runner == "threads" else window
-            params = {"entries": entries, "workers": settings.hash_workers, "root": str(root)}
+            params = {
+                "entries": entries,
+                "workers": settings.hash_workers,
+                "root": str(root),
+                "small_files": settings.hash_small_files,
+            }
             in_flight.append((window, runner.submit(hash_batch, params)))
             if len(in_flight) >= WINDOWS_IN_FLIGHT:
                 record_oldest()

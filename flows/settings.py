@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from connectors.audit_models import PublishMode
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.observability.logs import LogFormat
+from tasks.hashing import SmallFilesIn
 
 #: Path of the callback receiver's one route (``connectors.callback_receiver``).
 CALLBACK_PATH = "/callbacks"
@@ -55,6 +56,11 @@ class PipelineSettings(BaseSettings):
             when no mode is set, a registered collection goes on in its own mode.
         aggregate_batch_size: documents per batch entry in ``aggregate`` mode (>= 1).
         hash_workers: threads hashing files at once inside one batch.
+        hash_small_files: where a batch of small files (mean under 64 KiB) is hashed:
+            ``process`` (default) in a child process of the flow's (``tasks.hash_process``:
+            on another core, so that the flow's process only records and publishes) or
+            ``thread`` (one thread of the flow's process, as before). A child that cannot
+            start or dies falls back to ``thread`` for that batch, with a warning.
         task_runner: where hash batches run: ``threads`` (Prefect's thread pool in this
             process) or ``dask`` (a Dask cluster; needs the ``notary[dask]`` extra).
         dask_address: scheduler address of an existing Dask cluster
@@ -115,6 +121,7 @@ class PipelineSettings(BaseSettings):
     publish_mode: PublishMode = "aggregate"
     aggregate_batch_size: int = Field(default=10_000, ge=1, le=1_000_000)
     hash_workers: int = Field(default=4, ge=1, le=64)
+    hash_small_files: SmallFilesIn = "process"
     task_runner: TaskRunnerName = "threads"
     dask_address: str | None = None
     publish_concurrency: int = Field(default=16, ge=1, le=256)

@@ -150,7 +150,12 @@ def _hash_and_record(
     settings = services.settings
     all_docs: list[DocumentIn] = []
     for batch in chunks(entries, settings.batch_size):
-        results = hash_batch(batch, workers=settings.hash_workers, root=str(base)).items
+        results = hash_batch(
+            batch,
+            workers=settings.hash_workers,
+            root=str(base),
+            small_files=settings.hash_small_files,
+        ).items
         docs = summary.add_hashed(batch, results)
         recorder.add(docs)
         all_docs += docs

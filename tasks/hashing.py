@@ -31,6 +31,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Literal
 
 from connectors.folder_source import open_directory, open_file_at, open_regular, open_root
 
@@ -39,10 +40,12 @@ __all__ = [
     "DEFAULT_MAX_WORKERS",
     "HashResult",
     "SMALL_FILE_BYTES",
+    "SmallFilesIn",
     "THREADS_MIN_MEAN_BYTES",
     "hash_file",
     "hash_file_below",
     "hash_files",
+    "small_batch",
 ]
 
 BUFFER_BYTES = 1024 * 1024
@@ -64,6 +67,9 @@ _pools: dict[tuple[int, int], ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
 StrPath = str | os.PathLike[str]
+#: Where a batch of small files is hashed (``tasks.steps.hash_batch``): ``process`` in the
+#: process's hashing child (``tasks.hash_process``), ``thread`` on one thread of this one.
+SmallFilesIn = Literal["process", "thread"]
 
 
 @dataclass(frozen=True)
@@ -285,7 +291,7 @@ def hash_files(
         raise ValueError(f"{len(sizes)} sizes for {len(paths)} paths")
     if not paths:
         return []
-    small = sizes is not None and sum(sizes) < THREADS_MIN_MEAN_BYTES * len(paths)
+    small = sizes is not None and small_batch(sizes)
     if root is None:
         return _hash_runs(paths, max_workers, None, small=small)
     try:
@@ -296,6 +302,12 @@ def hash_files(
         return _hash_runs(paths, max_workers, root_fd, small=small)
     finally:
         os.close(root_fd)
+
+
+def small_batch(sizes: Sequence[int]) -> bool:
+    """True when files of these sizes (bytes) are hashed best on one thread: their mean is
+    under ``THREADS_MIN_MEAN_BYTES`` (module docstring). False for no files."""
+    return bool(sizes) and sum(sizes) < THREADS_MIN_MEAN_BYTES * len(sizes)
 
 
 def _hash_runs(

@@ -29,7 +29,8 @@ from connectors.node import NodeClient
 from connectors.publishing import PublishingClient
 from tasks.anchor_stage import AnchorSweep, sweep_anchor
 from tasks.documents import batch_members
-from tasks.hashing import HashResult, hash_files
+from tasks.hash_process import shared_hash_process
+from tasks.hashing import HashResult, SmallFilesIn, hash_files, small_batch
 from tasks.ledger_stage import SweepOutcome, follow_ledger, sweep_ledger
 from tasks.publish import PublishOutcome, publish_rows
 
@@ -54,24 +55,26 @@ class StagePending(RuntimeError):
 
 
 @task(name="hash-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
-def hash_batch(entries: Sequence[ScanEntry], *, workers: int, root: str) -> ResultList[HashResult]:
+def hash_batch(
+    entries: Sequence[ScanEntry], *, workers: int, root: str, small_files: SmallFilesIn = "process"
+) -> ResultList[HashResult]:
     """SHA-256 of every file of the batch (errors captured per file).
 
     Each file is opened below ``root`` (the scanned folder) without following a symlink on
-    the way (``tasks.hashing.hash_file_below``). The scan's sizes choose the threads: a
-    batch of small files is hashed on one thread, larger files on ``workers`` threads
+    the way (``tasks.hashing.hash_file_below``). The scan's sizes choose where: a batch of
+    small files (``tasks.hashing.small_batch``) is hashed in the process's hashing child
+    (``small_files="process"``: ``tasks.hash_process``, on another core) or on one thread
+    of this process (``"thread"``), larger files on ``workers`` threads
     (``tasks.hashing.hash_files``).
 
     Returns:
         the results in ``entries`` order (``.items``; ``ResultList`` says why).
     """
-    results = hash_files(
-        [e.relative_path for e in entries],
-        max_workers=workers,
-        root=root,
-        sizes=[e.size_bytes for e in entries],
-    )
-    return ResultList(results)
+    paths = [e.relative_path for e in entries]
+    sizes = [e.size_bytes for e in entries]
+    if small_files == "process" and small_batch(sizes):
+        return ResultList(shared_hash_process().hash_files(paths, root=root))
+    return ResultList(hash_files(paths, max_workers=workers, root=root, sizes=sizes))
 
 
 class ResultList(Generic[T]):

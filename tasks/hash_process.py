@@ -18,22 +18,22 @@ path, in order: ``(sha256, size_bytes, None)`` with the hex digest, or
 ``(None, None, error)``. The child exits at the end of its input, so it ends with its
 parent (also on SIGKILL: the pipe closes). Anything going wrong with the child (it cannot
 start, dies, answers something malformed) makes that batch be hashed in this process,
-with a warning; the next batch starts a new child. Pickles are read only from our own
-child, over a pipe no one else holds.
+with a warning; the next batch starts a new child (``ledger.pipe_child``). Pickles are
+read only from our own child, over a pipe no one else holds.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import pickle
-import subprocess
 import sys
 import threading
-from collections.abc import Sequence
-from typing import IO, Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
 
+from ledger.pipe_child import PipeChild, read_exactly
 from tasks.hashing import HashResult, StrPath, hash_files
 
 __all__ = ["HashProcess", "main", "shared_hash_process"]
@@ -55,9 +55,8 @@ class HashProcess:
     """
 
     def __init__(self, *, python: str = sys.executable) -> None:
-        self._python = python
         self._lock = threading.Lock()
-        self._child: subprocess.Popen[bytes] | None = None
+        self._child = PipeChild("tasks.hash_process", python=python)
 
     def hash_files(self, paths: Sequence[StrPath], *, root: StrPath) -> list[HashResult]:
         """One ``HashResult`` per path, in order, as ``tasks.hashing.hash_files(paths,
@@ -69,49 +68,23 @@ class HashProcess:
         """
         if not paths:
             return []
-        names = [os.fspath(p) for p in paths]
+        request = (os.fspath(root), [os.fspath(p) for p in paths])
         with self._lock:
             try:
-                answers = self._ask(os.fspath(root), names)
+                self._child.send(_message(request))
+                answers = _unpickle(self._child.receive)
+                if not isinstance(answers, list) or len(answers) != len(paths):
+                    raise ValueError("hashing child answered a malformed reply")
                 return [_result(path, answer) for path, answer in zip(paths, answers, strict=True)]
             except (OSError, ValueError, TypeError, EOFError, pickle.UnpicklingError) as exc:
                 log.warning("hashing child failed (%s); hashing this batch in-process", exc)
-                self._stop()
+                self._child.stop()
         return hash_files(paths, root=root, max_workers=1)
-
-    def _ask(self, root: str, names: list[str]) -> list[tuple[Any, Any, Any]]:
-        child = self._child
-        if child is None or child.poll() is not None:
-            child = self._child = subprocess.Popen(
-                [self._python, "-m", "tasks.hash_process"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-            )
-        assert child.stdin is not None and child.stdout is not None
-        _write_message(child.stdin, (root, names))
-        answers = _read_message(child.stdout)
-        if not isinstance(answers, list) or len(answers) != len(names):
-            raise ValueError("hashing child answered a malformed reply")
-        return answers
-
-    def _stop(self) -> None:
-        child, self._child = self._child, None
-        if child is None:
-            return
-        for stream in (child.stdin, child.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):  # a broken pipe to a dead child
-                    stream.close()
-        try:
-            child.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
 
     def close(self) -> None:
         """End the child (it exits at end of input); no-op if none runs."""
         with self._lock:
-            self._stop()
+            self._child.stop()
 
 
 _shared: dict[int, HashProcess] = {}
@@ -137,25 +110,14 @@ def _result(path: StrPath, answer: Any) -> HashResult:
     return HashResult(path, sha256=sha256, size_bytes=size)
 
 
-def _write_message(stream: IO[bytes], value: Any) -> None:
+def _message(value: Any) -> bytes:
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(len(payload).to_bytes(_LENGTH_BYTES, "little") + payload)
-    stream.flush()
+    return len(payload).to_bytes(_LENGTH_BYTES, "little") + payload
 
 
-def _read_message(stream: IO[bytes]) -> Any:
-    size = int.from_bytes(_read_exactly(stream, _LENGTH_BYTES), "little")
-    return pickle.loads(_read_exactly(stream, size))  # noqa: S301 - our own child's pipe
-
-
-def _read_exactly(stream: IO[bytes], size: int) -> bytes:
-    data = stream.read(size)
-    while len(data) < size:
-        chunk = stream.read(size - len(data))
-        if not chunk:
-            raise EOFError("hashing pipe closed")
-        data += chunk
-    return data
+def _unpickle(read: Callable[[int], bytes]) -> Any:
+    size = int.from_bytes(read(_LENGTH_BYTES), "little")
+    return pickle.loads(read(size))  # noqa: S301 - our own child's pipe
 
 
 def main() -> None:
@@ -163,13 +125,13 @@ def main() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
-            root, names = _read_message(stdin)
+            root, names = _unpickle(partial(read_exactly, stdin))
         except EOFError:
             return  # end of input: the parent closed the pipe or died
         results = hash_files(names, root=root, max_workers=1)
-        answer = [(r.sha256, r.size_bytes, r.error) for r in results]
         try:
-            _write_message(stdout, answer)
+            stdout.write(_message([(r.sha256, r.size_bytes, r.error) for r in results]))
+            stdout.flush()
         except BrokenPipeError:
             return
 

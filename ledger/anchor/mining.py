@@ -13,20 +13,19 @@ from the header's own, or ``b"!"`` and four zero bytes when every nonce up to ``
 failed (``MiningExhausted``). The child exits at end of input, so it ends with its parent
 (also on SIGKILL: the pipe closes). Anything going wrong with the child (it cannot start,
 dies, answers nonsense) makes that block be mined in this process, with a warning; the
-next block starts a new child.
+next block starts a new child (``ledger.pipe_child``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import subprocess
 import sys
 import threading
-from typing import IO
 
 from ledger.anchor.chain import MiningExhausted, mine
 from ledger.core.pow.header import BlockHeader
+from ledger.pipe_child import PipeChild, read_exactly
 
 __all__ = ["MiningProcess", "main"]
 
@@ -46,9 +45,8 @@ class MiningProcess:
     """
 
     def __init__(self, *, python: str = sys.executable) -> None:
-        self._python = python
         self._lock = threading.Lock()
-        self._child: subprocess.Popen[bytes] | None = None
+        self._child = PipeChild("ledger.anchor.mining", python=python)
 
     def mine(self, header: BlockHeader) -> BlockHeader:
         """``header`` with the first nonce from its own that meets its target (as
@@ -63,64 +61,31 @@ class MiningProcess:
                 nonce = self._ask(header)
             except MiningExhausted:
                 raise
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, EOFError) as exc:
                 log.warning("mining child failed (%s); mining this block in-process", exc)
-                self._stop()
+                self._child.stop()
                 return mine(header)
         found = dataclasses.replace(header, nonce=nonce)
         if not found.meets_target():  # a child that answers nonsense is not trusted
             log.warning("mining child returned a nonce that misses the target; mining here")
             with self._lock:
-                self._stop()
+                self._child.stop()
             return mine(header)
         return found
 
     def _ask(self, header: BlockHeader) -> int:
-        child = self._child
-        if child is None or child.poll() is not None:
-            child = self._child = subprocess.Popen(
-                [self._python, "-m", "ledger.anchor.mining"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                bufsize=0,
-            )
-        assert child.stdin is not None and child.stdout is not None
-        child.stdin.write(header.marshal())
-        child.stdin.flush()
-        answer = _read_exactly(child.stdout, 5)
+        self._child.send(header.marshal())
+        answer = self._child.receive(5)
         if answer[:1] == _EXHAUSTED:
             raise MiningExhausted("no nonce meets the target")
         if answer[:1] != _FOUND:
             raise ValueError("mining child answered an unknown code")
         return int.from_bytes(answer[1:], "little")
 
-    def _stop(self) -> None:
-        child, self._child = self._child, None
-        if child is None:
-            return
-        for stream in (child.stdin, child.stdout):
-            if stream is not None:
-                stream.close()
-        try:
-            child.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-
     def close(self) -> None:
         """End the child (it exits at end of input); no-op if none runs."""
         with self._lock:
-            self._stop()
-
-
-def _read_exactly(stream: IO[bytes], size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = stream.read(size - len(data))
-        if not chunk:
-            raise ValueError("mining child closed its output")
-        data += chunk
-    return data
+            self._child.stop()
 
 
 def main() -> None:
@@ -128,8 +93,8 @@ def main() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
-            raw = _read_exactly(stdin, _HEADER_BYTES)
-        except ValueError:
+            raw = read_exactly(stdin, _HEADER_BYTES)
+        except EOFError:
             return  # end of input: the parent closed the pipe or died
         try:
             found = mine(BlockHeader.unmarshal(raw))

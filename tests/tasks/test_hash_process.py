@@ -47,7 +47,7 @@ def test_the_child_hashes_as_this_process_does(folder: Path) -> None:
     try:
         first = process.hash_files(paths, root=folder)
         second = process.hash_files(paths[:5], root=str(folder))
-        child = process._child
+        child = process._child.process
         assert child is not None and child.poll() is None  # one child for every batch
     finally:
         process.close()
@@ -73,7 +73,7 @@ def test_the_callers_path_objects_come_back(folder: Path) -> None:
         with_child.close()
     assert [r.path for r in results] == paths
     assert with_child.hash_files([], root=folder) == []
-    assert with_child._child is None  # no child for nothing
+    assert with_child._child.process is None  # no child for nothing
 
 
 def test_a_child_that_cannot_run_leaves_the_batch_to_this_process(
@@ -113,12 +113,14 @@ def test_a_child_killed_between_batches_is_replaced(folder: Path) -> None:
     paths = names(folder)
     try:
         expected = process.hash_files(paths, root=folder)
-        child = process._child
+        child = process._child.process
         assert child is not None
         child.kill()
         child.wait()
         assert process.hash_files(paths, root=folder) == expected
-        assert process._child is not None and process._child.pid != child.pid  # a new one
+        assert (
+            process._child.process is not None and process._child.process.pid != child.pid
+        )  # a new one
     finally:
         process.close()
 
@@ -130,4 +132,4 @@ def test_hash_batch_gives_the_same_results_either_way(folder: Path) -> None:
     here = hash_batch.fn(entries, workers=4, root=str(folder), small_files="thread")
     assert in_child.items == here.items
     assert shared_hash_process() is shared_hash_process()
-    assert shared_hash_process()._child is not None  # the small batch went to the child
+    assert shared_hash_process()._child.process is not None  # the small batch went to the child

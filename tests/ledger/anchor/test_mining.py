@@ -28,7 +28,7 @@ def test_the_child_finds_the_nonce_mine_finds() -> None:
             header = draft(start)
             found = process.mine(header)
             assert found == mine(header) and found.meets_target()
-        child = process._child
+        child = process._child.process
         assert child is not None and child.poll() is None  # one child for every block
     finally:
         process.close()
@@ -66,7 +66,7 @@ def test_a_child_killed_between_blocks_is_replaced(tmp_path: Path) -> None:
     )
     try:
         chain.open()
-        first = process._child
+        first = process._child.process
         assert first is not None
         first.kill()
         first.wait()
@@ -74,7 +74,7 @@ def test_a_child_killed_between_blocks_is_replaced(tmp_path: Path) -> None:
         chain.mine_block()
         assert block.header.meets_target() and chain.tip() is not None
         assert chain.tip().height == 2
-        assert process._child is not None and process._child is not first
+        assert process._child.process is not None and process._child.process is not first
     finally:
         chain.close()
         process.close()

@@ -8,9 +8,12 @@ also moves the rows of its directory block to ``anchor``); ``proofs`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import heapq
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
+from itertools import islice
 from typing import Any
 
 from sqlalchemy import select
@@ -38,7 +41,33 @@ from connectors.audit_sql import (
     row_query,
 )
 
-__all__ = ["ProofsPart"]
+__all__ = ["PROOF_PAGE_ROWS", "ProofsPart"]
+
+#: Rows per read of ``iter_proofs`` (a member row with its batch's receipt is a few KB).
+PROOF_PAGE_ROWS = 1000
+
+
+def _proof_order(record: ProofRecord) -> tuple[int, int]:
+    """Where ``proofs`` lists a record: by notarization id, a batch's members by leaf."""
+    return record.notarization.id, record.notarization.leaf_index or 0
+
+
+def _period_filters(
+    query: Any,
+    *,
+    collection: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> Any:
+    """``query`` (over notarizations) kept to ``collection`` and ``[since, until)``."""
+    n = notarizations_table.c
+    if collection is not None:
+        query = query.where(n.collection == collection)
+    if since is not None:
+        query = query.where(n.created_at >= since)
+    if until is not None:
+        query = query.where(n.created_at < until)
+    return query
 
 
 def _proof_filters(
@@ -52,13 +81,7 @@ def _proof_filters(
     n, r = notarizations_table.c, receipts_table.c
     query = query.add_columns(*[c.label(f"r_{c.name}") for c in receipts_table.c])
     query = query.outerjoin(receipts_table, r.notarization_id == n.id)
-    if collection is not None:
-        query = query.where(n.collection == collection)
-    if since is not None:
-        query = query.where(n.created_at >= since)
-    if until is not None:
-        query = query.where(n.created_at < until)
-    return query
+    return _period_filters(query, collection=collection, since=since, until=until)
 
 
 class ProofsPart(BatchesPart):
@@ -113,7 +136,8 @@ class ProofsPart(BatchesPart):
         """Documents' notarizations with their receipts (``None`` if not stored yet), oldest
         first: one record per document, a batch's members (``is_member``) as records of their
         own with the batch's stage, entry and receipt (stored once, for the batch). Batch
-        rows themselves are not listed (``batches``).
+        rows themselves are not listed (``batches``). ``iter_proofs`` yields the same
+        records page by page, for a whole collection.
 
         Args:
             collection: only this collection.
@@ -122,28 +146,98 @@ class ProofsPart(BatchesPart):
             since, until: only notarizations created in ``[since, until)`` (aware datetimes).
             batch_id: only the members of this batch.
         """
+        found = self.iter_proofs(
+            collection=collection,
+            sha256=sha256,
+            since=since,
+            until=until,
+            batch_id=batch_id,
+            page_size=limit or PROOF_PAGE_ROWS,
+        )
+        return list(islice(found, limit))
+
+    def iter_proofs(
+        self,
+        *,
+        collection: str | None = None,
+        sha256: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        batch_id: int | None = None,
+        page_size: int = PROOF_PAGE_ROWS,
+    ) -> Iterator[ProofRecord]:
+        """The records of ``proofs`` (same filters, same order: by notarization id, a batch's
+        members by leaf index), read ``page_size`` rows at a time, each page in its own short
+        read: memory stays flat however many documents a collection holds, and no read
+        transaction is held open between pages. Rows written meanwhile may or may not be
+        seen.
+
+        Raises:
+            ValueError: ``page_size`` < 1.
+            AuditPathError: a batch's tree cannot be rebuilt or does not match its root.
+        """
+        if page_size < 1:
+            raise ValueError(f"page_size must be >= 1, got {page_size}")
         n, m = notarizations_table.c, members_table.c
         own = row_query().where(n.kind != "batch")
         members = member_query()
+        batches = select(n.id).where(n.kind == "batch")
         if sha256 is not None:
             own = own.where(n.sha256 == hex64(sha256))
             members = members.where(m.sha256 == hex64(sha256))
-        queries = [(own, n.id), (members, m.leaf_index)]
-        if batch_id is not None:  # only that batch's members
-            queries = [(members.where(m.batch_id == batch_id), m.leaf_index)]
-        records: list[ProofRecord] = []
+            holding = select(m.batch_id).where(m.sha256 == hex64(sha256))
+            batches = batches.where(n.id.in_(holding))
+        if batch_id is not None:
+            batches = batches.where(n.id == batch_id)
+        filtered = partial(_proof_filters, collection=collection, since=since, until=until)
+        batches = _period_filters(batches, collection=collection, since=since, until=until)
+        pages = [self._member_pages(batches, filtered(members), page_size)]
+        if batch_id is None:  # else only that batch's members
+            pages.append(self._own_pages(filtered(own), page_size))
+        yield from heapq.merge(*pages, key=_proof_order)
+
+    def _own_pages(self, query: Any, page_size: int) -> Iterator[ProofRecord]:
+        n = notarizations_table.c
+        after = -1
+        while True:
+            page = self._proof_page(query.where(n.id > after).order_by(n.id), page_size)
+            yield from page
+            if len(page) < page_size:
+                return
+            after = page[-1].notarization.id
+
+    def _member_pages(self, batches: Any, members: Any, page_size: int) -> Iterator[ProofRecord]:
+        """The ``members`` of each batch ``batches`` selects (ids), batch by batch, each
+        batch's members by leaf index: one indexed read per page (``batch_members.batch_id``)."""
+        n, m = notarizations_table.c, members_table.c
+        after_batch = -1
+        while True:
+            with self._engine.connect() as conn:
+                ids = conn.execute(
+                    batches.where(n.id > after_batch).order_by(n.id).limit(page_size)
+                )
+                batch_ids = list(ids.scalars())
+            for batch_id in batch_ids:
+                of_batch = members.where(m.batch_id == batch_id).order_by(m.leaf_index)
+                after_leaf = -1
+                while True:
+                    page = self._proof_page(of_batch.where(m.leaf_index > after_leaf), page_size)
+                    yield from page
+                    if len(page) < page_size:
+                        break
+                    after_leaf = _proof_order(page[-1])[1]
+            if len(batch_ids) < page_size:
+                return
+            after_batch = batch_ids[-1]
+
+    def _proof_page(self, query: Any, page_size: int) -> list[ProofRecord]:
         with self._engine.connect() as conn:
-            for query, order in queries:
-                query = _proof_filters(query, collection=collection, since=since, until=until)
-                query = query.order_by(n.id, order).limit(limit)
-                rows = conn.execute(query).all()
-                found = [proof_record(row._mapping) for row in rows]
-                if any(missing := [path_missing(row._mapping) for row in rows]):
-                    filled = self._trees.fill(conn, [p.notarization for p in found], missing)
-                    found = [replace(p, notarization=r) for p, r in zip(found, filled, strict=True)]
-                records += found
-        records.sort(key=lambda p: (p.notarization.id, p.notarization.leaf_index or 0))
-        return records[:limit]
+            rows = conn.execute(query.limit(page_size)).all()
+            found = [proof_record(row._mapping) for row in rows]
+            if any(missing := [path_missing(row._mapping) for row in rows]):
+                filled = self._trees.fill(conn, [p.notarization for p in found], missing)
+                found = [replace(p, notarization=r) for p, r in zip(found, filled, strict=True)]
+        return found
 
     def document_proof(
         self, collection: str, sha256: str

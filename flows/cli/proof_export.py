@@ -72,7 +72,7 @@ def export_bundles(
     dblocks: dict[int, bytes] = {}
     proofs: dict[int, dict[str, object] | None] = {}
     keys: dict[str, bytes | None] = {}
-    for record in services.store.proofs(collection=collection):
+    for record in services.store.iter_proofs(collection=collection):
         row = record.notarization
         if row.stage != "anchor" or record.receipt is None or row.dblock_height is None:
             outcome.not_anchored += row.stage != "failed"

@@ -273,3 +273,39 @@ def test_two_recorders_on_the_same_documents_aggregate_each_once(backend: dict) 
         assert check.summary("race")["pending"] == 60
         batches = check.batches(collection="race")
         assert sum(b.members for b in batches) == 60
+
+
+def test_proofs_are_read_page_by_page_in_the_order_of_one_read(store: AuditStore) -> None:
+    # Own rows (entry mode) and batch members of one collection, interleaved by id.
+    record = collection(store, "c")
+    add_batch(store, "abcde")
+
+    def own(labels: str) -> None:
+        ids = store.upsert_documents("folder:/own", docs(labels, source="folder:/own"))
+        rows = [
+            NewNotarization(i, "c", record.chain_id, h(x)) for i, x in zip(ids, labels, strict=True)
+        ]
+        store.add_notarizations(rows)
+
+    own("pq")
+    add_batch(store, "fgh")
+    own("r")
+    add_batch(store, "xyz", name="other")
+    whole = store.proofs(collection="c")
+    order = [(p.notarization.id, p.notarization.leaf_index) for p in whole]
+    assert len(whole) == 11 and order == sorted(order, key=lambda o: (o[0], o[1] or 0))
+    for size in (1, 2, 3, 1000):
+        assert list(store.iter_proofs(collection="c", page_size=size)) == whole
+    assert store.proofs(collection="c", limit=4) == whole[:4]
+    everything = list(store.iter_proofs(page_size=2))
+    assert len(everything) == 14 and whole == [
+        p for p in everything if p.notarization.collection == "c"
+    ]
+    (g,) = store.iter_proofs(sha256=h("g"), page_size=1)
+    assert (g.notarization.path, g.notarization.leaf_index) == ("secret/g.pdf", 1)
+    (q,) = store.iter_proofs(sha256=h("q"), collection="c")
+    assert q.notarization.path == "secret/q.pdf" and not q.notarization.is_member
+    first_batch = whole[0].notarization.id
+    assert list(store.iter_proofs(batch_id=first_batch, page_size=2)) == whole[:5]
+    with pytest.raises(ValueError, match="page_size"):
+        next(store.iter_proofs(page_size=0))

@@ -28,6 +28,7 @@ from connectors.audit_sql import (
     anchored_rows,
     anchors_table,
     chunks,
+    collections_table,
     hex64,
     ids_by_entry_hash,
     member_query,
@@ -186,6 +187,10 @@ class ProofsPart(BatchesPart):
             own = own.where(n.sha256 == hex64(sha256))
             members = members.where(m.sha256 == hex64(sha256))
             holding = select(m.batch_id).where(m.sha256 == hex64(sha256))
+            if collection is not None:  # by the (chain_id, sha256) index, not a scan
+                chains = select(collections_table.c.chain_id)
+                in_chain = m.chain_id.in_(chains.where(collections_table.c.name == collection))
+                holding, members = holding.where(in_chain), members.where(in_chain)
             batches = batches.where(n.id.in_(holding))
         if batch_id is not None:
             batches = batches.where(n.id == batch_id)

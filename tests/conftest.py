@@ -8,6 +8,13 @@ import tempfile
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["DO_NOT_TRACK"] = "1"
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="notary-prefect-"))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Each xdist worker runs its own temporary Prefect server: its own home and database.
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="notary-prefect-")
+    # xdist starts its workers with COLUMNS=80: rich's consoles would then keep that width
+    # for good, and the CLI tests' own COLUMNS (given per invocation) would not reach them.
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 # The harness's fixtures: the real bundled stack (flow, anchor and reliability tests) and

@@ -137,6 +137,8 @@ class LocalJsonRpcClient:
 
 def _plain(params: Params) -> Any:
     """``params`` as the request object carries them (a model dumped as on the wire)."""
+    if params is None or type(params) is dict:  # the usual case, without ABC checks
+        return params
     if isinstance(params, BaseModel):
         return params.model_dump(mode="json", by_alias=True)
     if isinstance(params, Mapping) and not isinstance(params, dict):

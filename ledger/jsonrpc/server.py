@@ -165,9 +165,11 @@ class JsonRpcEndpoint:
         scope = self.batch_scope(payload) if self.batch_scope is not None else nullcontext()
         async with scope:
             if self.concurrent_batches and not self._runs_through(payload):
-                # ensure_future starts nothing by itself; gather runs the tasks in creation
+                # create_task starts nothing by itself; gather runs the tasks in creation
                 # (= request) order up to their first suspension: see the class docstring.
-                tasks = [asyncio.ensure_future(self.handle_request(item)) for item in payload]
+                # (The loop's own create_task: ensure_future's checks cost a tenth of it.)
+                create = asyncio.get_running_loop().create_task
+                tasks = [create(self.handle_request(item)) for item in payload]
                 return list(await asyncio.gather(*tasks))
             return [await self.handle_request(item) for item in payload]
 

@@ -18,8 +18,9 @@ registry does for HTTP).
 
 Errors (as ``ledger.jsonrpc.client``): a JSON-RPC error object is a ``JsonRpcCallError``
 item of the batch (or raised by ``call``); a target that is not serving (``serving()``
-False: not started yet, stopping, or the client closed), a loop that is gone, or no answer
-within ``timeout_s`` raise ``JsonRpcTransportError``, as an unreachable URL does.
+False: not started yet, stopping, or the client closed), a loop that is gone, no answer
+within ``timeout_s``, or an endpoint that fails outside its methods (a batch scope that
+raises: over HTTP a 500) raise ``JsonRpcTransportError``, as an unreachable URL does.
 """
 
 from __future__ import annotations
@@ -130,6 +131,8 @@ class LocalJsonRpcClient:
             raise self._unavailable(f"did not answer within {self._timeout_s:g} s") from exc
         except concurrent.futures.CancelledError as exc:  # the loop stopped meanwhile
             raise self._unavailable("stopped before answering") from exc
+        except Exception as exc:  # over HTTP: a 500 answer, a transport error too
+            raise self._unavailable(f"failed: {type(exc).__name__}") from exc
 
     def _unavailable(self, problem: str) -> JsonRpcTransportError:
         return JsonRpcTransportError(f"JSON-RPC service {self._url} {problem}", url=self._url)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -193,3 +194,17 @@ def test_waiting_on_its_own_loop_is_refused(loop_thread: LoopThread) -> None:
 
     with pytest.raises(RuntimeError, match="its own event loop"):
         loop_thread.run(from_the_loop())
+
+
+def test_an_endpoint_failing_outside_its_methods_is_a_transport_error(
+    loop_thread: LoopThread,
+) -> None:
+    @asynccontextmanager
+    async def broken_scope(items: list[Any]) -> AsyncIterator[None]:
+        raise RuntimeError("the signature checker is closed")
+        yield
+
+    endpoint = JsonRpcEndpoint(build_demo().registry, batch_scope=broken_scope)
+    client = LocalJsonRpcClient(endpoint, loop_thread.loop, url="in-process:demo")
+    with pytest.raises(JsonRpcTransportError, match="failed: RuntimeError"):
+        client.call("properties")

@@ -19,6 +19,14 @@ them. ``prepare()`` keeps them in ``<data_dir>/rpc-credentials`` (``user:passwor
 0600), where the pipeline finds them (``flows.settings``); a data folder once locked stays
 locked on the next start until ``rpc_auth`` is False.
 
+In process (``in_process_rpc``, the default): the API's worker calls the node's and the
+wallet's JSON-RPC endpoints directly on the stack's event loop
+(``ledger.jsonrpc.local.LocalJsonRpcClient``: same methods, validation, batch handling
+and error objects, no HTTP and no JSON text, no credentials needed), while the services
+serve; a stopped service answers as an unreachable one does. The API's readiness checks
+and Connect reads, the wallet's node link and the anchoring service still call over HTTP,
+as every client outside the process does.
+
 ``Stack.stores()`` lists the data folder's stores in the order ``notary backup`` copies
 them (``ledger.backup``).
 """
@@ -46,10 +54,13 @@ from ledger.anchor.settings import AnchorSettings
 from ledger.api.accounts import create_account, verify_key
 from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
+from ledger.api.gateway import LedgerRpcClients
 from ledger.api.services import load_callback_secret
 from ledger.api.settings import ApiSettings
 from ledger.backup import StoreSpec
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
+from ledger.jsonrpc.local import LocalJsonRpcClient
+from ledger.jsonrpc.server import JsonRpcEndpoint
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
 from ledger.secret_file import write_secret_file
@@ -98,6 +109,9 @@ class StackSettings(TlsServing):
     rpc_user: str | None = None
     rpc_password: SecretStr | None = None
     tls_ca_file: Path | None = None
+    #: The API's worker calls the node and the wallet in process (module docstring); False:
+    #: over loopback JSON-RPC, as a standalone API does.
+    in_process_rpc: bool = True
 
     def url(self, port: int, path: str, *, tls: bool = False) -> str:
         """``http://host:port/path`` (``https`` when ``tls``)."""
@@ -352,27 +366,35 @@ class Stack:
         write_secret_file(path, key.encode("ascii"))
         return key
 
-    def servers(self) -> list[uvicorn.Server]:
-        """One uvicorn server per service (node first: the others call it)."""
+    def servers(self, *, loop: asyncio.AbstractEventLoop | None = None) -> list[uvicorn.Server]:
+        """One uvicorn server per service (node first: the others call it).
+
+        ``loop`` is the event loop that will run them: with it (and ``in_process_rpc``)
+        the API's worker calls the node and the wallet in process (module docstring);
+        without it, over their URLs.
+        """
         s = self.settings
         node, wallet, anchor = self.node_settings(), self.wallet_settings(), self.anchor_settings()
-        # ASGI callables of different classes (the node's own, Starlette, FastAPI).
-        apps: list[tuple[Callable[..., Any], dict[str, Any]]] = [
-            (create_node_app(node), uvicorn_options(node)),
-            (create_wallet_app(wallet), uvicorn_options(wallet)),
-            (create_api_app(self.api_settings()), {"host": s.host, "port": s.api_port}),
-            (create_anchor_app(anchor), uvicorn_options(anchor)),
-        ]
-        return [
-            _QuietServer(
-                uvicorn.Config(app, **options, log_level="warning", log_config=None, lifespan="on")
+        node_app, wallet_app = create_node_app(node), create_wallet_app(wallet)
+        node_server = _server(node_app, uvicorn_options(node))
+        wallet_server = _server(wallet_app, uvicorn_options(wallet))
+        clients = None
+        if loop is not None and s.in_process_rpc:
+            clients = LedgerRpcClients(
+                node=_local_client("node", node_app.state.jsonrpc, node_server, loop),
+                wallet=_local_client("wallet", wallet_app.state.jsonrpc, wallet_server, loop),
             )
-            for app, options in apps
+        api_app = create_api_app(self.api_settings(), rpc_clients=clients)
+        return [
+            node_server,
+            wallet_server,
+            _server(api_app, {"host": s.host, "port": s.api_port}),
+            _server(create_anchor_app(anchor), uvicorn_options(anchor)),
         ]
 
     async def serve(self, stop: asyncio.Event, *, ready: threading.Event | None = None) -> None:
         """Run the services until ``stop`` is set; ``ready`` is set once all four answer."""
-        servers = self.servers()
+        servers = self.servers(loop=asyncio.get_running_loop())
         tasks: list[asyncio.Task[None]] = []
         try:
             # One after the other, in dependency order (node first): a service's first call
@@ -400,6 +422,24 @@ class Stack:
                 failed[0].result()
                 raise RuntimeError("a service stopped during start-up (is its port in use?)")
             await asyncio.sleep(0.02)
+
+
+def _server(app: Callable[..., Any], options: dict[str, Any]) -> uvicorn.Server:
+    """The uvicorn server of one service's ASGI app (the node's own, Starlette, FastAPI)."""
+    config = uvicorn.Config(app, **options, log_level="warning", log_config=None, lifespan="on")
+    return _QuietServer(config)
+
+
+def _local_client(
+    name: str, endpoint: JsonRpcEndpoint, server: uvicorn.Server, loop: asyncio.AbstractEventLoop
+) -> LocalJsonRpcClient:
+    """An in-process client of ``endpoint``, answering while ``server`` serves."""
+    return LocalJsonRpcClient(
+        endpoint,
+        loop,
+        url=f"in-process:{name}",
+        serving=lambda: server.started and not server.should_exit,
+    )
 
 
 class StackThread:

@@ -15,7 +15,7 @@ from ledger.api.connect.ledger_reads import JsonRpcLedgerReads
 from ledger.api.deps import BodySizeLimit
 from ledger.api.errors import install_error_handlers
 from ledger.api.fastpath import WriteFastPath
-from ledger.api.gateway import LedgerGateway
+from ledger.api.gateway import LedgerGateway, LedgerRpcClients
 from ledger.api.observability import api_observability
 from ledger.api.routes import API_VERSION, router
 from ledger.api.services import Services, build_services
@@ -36,6 +36,7 @@ def create_app(
     http_transport: httpx.BaseTransport | None = None,
     resolver: Resolver | None = None,
     ledger_reads: LedgerReads | None = None,
+    rpc_clients: LedgerRpcClients | None = None,
 ) -> FastAPI:
     """Build the FastAPI application (routes under ``/v1``).
 
@@ -48,6 +49,9 @@ def create_app(
         ledger_reads: node reads of the Connect routes (receipts, anchors); default: the
             node at ``node_url`` (``sandbox_node_url`` in the sandbox, none with the built-in
             test ledger), or none when ``gateway`` is given.
+        rpc_clients: the node's and wallet's clients the worker's gateway uses instead of
+            ``node_url`` / ``wallet_url`` (the bundled stack's in-process clients); the
+            readiness checks and the Connect reads still use the URLs.
 
     The lifespan creates the database schema, starts the group-commit writer, builds the
     worker and starts its thread (unless ``worker_enabled`` is false), and in sandbox mode
@@ -62,7 +66,12 @@ def create_app(
     """
     settings = settings or ApiSettings()
     svc = build_services(
-        settings, gateway=gateway, clock=clock, http_transport=http_transport, resolver=resolver
+        settings,
+        gateway=gateway,
+        clock=clock,
+        http_transport=http_transport,
+        resolver=resolver,
+        rpc_clients=rpc_clients,
     )
     probes = _probe_clients(settings, gateway_given=gateway is not None)
     observability = api_observability(

@@ -36,6 +36,7 @@ from ledger.jsonrpc.client import JsonRpcClient
 from ledger.jsonrpc.codes import ErrorCode
 from ledger.jsonrpc.credentials import RpcAccess
 from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcError, JsonRpcTransportError
+from ledger.jsonrpc.wire import Call
 
 __all__ = [
     "AnchorInfo",
@@ -45,6 +46,8 @@ __all__ = [
     "GatewayUnavailable",
     "JsonRpcLedgerGateway",
     "LedgerGateway",
+    "LedgerRpcClients",
+    "RpcBatchClient",
     "RpcCall",
     "RpcFailure",
 ]
@@ -141,6 +144,35 @@ class AnchorInfo:
     block_hash: str
 
 
+class RpcBatchClient(Protocol):
+    """What the gateway needs of a JSON-RPC client: ``JsonRpcClient`` (HTTP) or
+    ``ledger.jsonrpc.local.LocalJsonRpcClient`` (an endpoint served in this process)."""
+
+    @property
+    def url(self) -> str:
+        """The endpoint, for error messages."""
+        ...
+
+    def batch(self, calls: Sequence[Call]) -> list[Any]:
+        """One item per call (result or ``JsonRpcCallError``); raises ``JsonRpcCallError``
+        for a batch refused whole, ``JsonRpcTransportError`` for no answer."""
+        ...
+
+    def close(self) -> None:
+        """Release the connections."""
+        ...
+
+
+@dataclass(frozen=True)
+class LedgerRpcClients:
+    """The node's and the wallet's clients a ``JsonRpcLedgerGateway`` is built on, given to
+    the API in place of its ``node_url`` / ``wallet_url`` (the bundled stack's in-process
+    clients)."""
+
+    node: RpcBatchClient
+    wallet: RpcBatchClient
+
+
 class LedgerGateway(Protocol):
     """What the worker needs from the wallet and the node; every call is one batch."""
 
@@ -185,23 +217,24 @@ class JsonRpcLedgerGateway:
     """``LedgerGateway`` over the JSON-RPC interfaces of the wallet and the node.
 
     Args:
-        node: client of ``{node_url}`` (``/v2``).
-        wallet: client of ``{wallet_url}`` (``/v2``).
+        node: client of ``{node_url}`` (``/v2``), or of the node served in this process.
+        wallet: client of ``{wallet_url}`` (``/v2``), or of the wallet served in this process.
         ec_address: public entry credit address (``EC...``) whose key the wallet holds.
         max_batch_bytes: largest JSON-RPC batch body sent in one HTTP request (estimated
             from the parameters), bytes; a longer list of calls goes as several batches,
             in order. The default stays under the node's default 1 MiB body limit even
-            with reveals of the largest entries (about 20 KiB each in hex).
-        max_batch_items: most calls in one HTTP request.
+            with reveals of the largest entries (about 20 KiB each in hex). None: no
+            limit (in-process clients send no body; the estimate is not computed).
+        max_batch_items: most calls in one request.
     """
 
     def __init__(
         self,
-        node: JsonRpcClient,
-        wallet: JsonRpcClient,
+        node: RpcBatchClient,
+        wallet: RpcBatchClient,
         *,
         ec_address: str,
-        max_batch_bytes: int = 768 * 1024,
+        max_batch_bytes: int | None = 768 * 1024,
         max_batch_items: int = 1000,
     ) -> None:
         self._node = node
@@ -272,7 +305,7 @@ class JsonRpcLedgerGateway:
         calls = [("ack", {"hash": h, "chainid": c}) for c, h in entries]
         return [_map(r, _entry_status) for r in self._batch(self._node, calls)]
 
-    def _batch(self, client: JsonRpcClient, calls: list[tuple[str, Any]]) -> list[Any]:
+    def _batch(self, client: RpcBatchClient, calls: list[tuple[str, Any]]) -> list[Any]:
         """``client.batch`` in chunks of at most ``max_batch_items`` / ``max_batch_bytes``."""
         replies: list[Any] = []
         for chunk in _split(calls, max_items=self._max_items, max_bytes=self._max_bytes):
@@ -290,9 +323,12 @@ class JsonRpcLedgerGateway:
 
 
 def _split(
-    calls: list[tuple[str, Any]], *, max_items: int, max_bytes: int
+    calls: list[tuple[str, Any]], *, max_items: int, max_bytes: int | None
 ) -> list[list[tuple[str, Any]]]:
-    """Consecutive chunks of ``calls`` within both limits (a single oversized call alone)."""
+    """Consecutive chunks of ``calls`` within both limits (a single oversized call alone;
+    ``max_bytes`` None: by count only)."""
+    if max_bytes is None:
+        return [calls[i : i + max_items] for i in range(0, len(calls), max_items)]
     chunks: list[list[tuple[str, Any]]] = []
     current: list[tuple[str, Any]] = []
     size = 0
@@ -308,7 +344,7 @@ def _split(
     return chunks
 
 
-def _batch(client: JsonRpcClient, calls: list[tuple[str, Any]]) -> list[Any]:
+def _batch(client: RpcBatchClient, calls: list[tuple[str, Any]]) -> list[Any]:
     """``client.batch`` with outages (and whole-batch refusals) as GatewayUnavailable."""
     if not calls:
         return []

@@ -24,7 +24,7 @@ from ledger.api.callbacks import CallbackDispatcher, HostPolicy, Resolver
 from ledger.api.credit_gate import CreditGate
 from ledger.api.credit_status import CreditStatus, read_credit_status
 from ledger.api.db import Database
-from ledger.api.gateway import JsonRpcLedgerGateway, LedgerGateway
+from ledger.api.gateway import JsonRpcLedgerGateway, LedgerGateway, LedgerRpcClients
 from ledger.api.memory_gateway import InMemoryLedger
 from ledger.api.models import ServiceState
 from ledger.api.sandbox import Sandbox, WithoutAnchors
@@ -146,18 +146,22 @@ def build_services(
     clock: Clock | None = None,
     http_transport: httpx.BaseTransport | None = None,
     resolver: Resolver | None = None,
+    rpc_clients: LedgerRpcClients | None = None,
 ) -> Services:
     """Wire the services of one process (nothing is started; see ``Services.start``).
 
-    In sandbox mode without an explicit ``gateway``: the sandbox test network when
-    ``sandbox_node_url`` and ``sandbox_wallet_url`` are set, else a built-in test ledger;
-    either is wrapped in ``sandbox.WithoutAnchors`` (no anchoring in the sandbox).
+    Without an explicit ``gateway``, the worker's is a ``JsonRpcLedgerGateway`` over
+    ``rpc_clients`` when given (the bundled stack's in-process clients; closed with the
+    services), else over ``node_url`` / ``wallet_url``. In sandbox mode without an explicit
+    ``gateway``: the sandbox test network when ``sandbox_node_url`` and
+    ``sandbox_wallet_url`` are set, else a built-in test ledger; either is wrapped in
+    ``sandbox.WithoutAnchors`` (no anchoring in the sandbox).
     """
     clock = clock or SystemClock()
     owned: list[Any] = []
     accounts_db = Database(settings.resolved_database_url())
     db = Database(settings.resolved_records_url()) if settings.sandbox else accounts_db
-    gateway = gateway or _default_gateway(settings, owned)
+    gateway = gateway or _default_gateway(settings, owned, rpc_clients)
     sandbox = None
     if settings.sandbox:
         sandbox = Sandbox(
@@ -201,8 +205,20 @@ def build_services(
     )
 
 
-def _default_gateway(settings: ApiSettings, owned: list[Any]) -> LedgerGateway:
+def _default_gateway(
+    settings: ApiSettings, owned: list[Any], rpc_clients: LedgerRpcClients | None
+) -> LedgerGateway:
     node_url, wallet_url = settings.node_url, settings.wallet_url
+    if rpc_clients is not None and not settings.sandbox:
+        # In process: no HTTP body, so no byte limit to split batches by.
+        local = JsonRpcLedgerGateway(
+            rpc_clients.node,
+            rpc_clients.wallet,
+            ec_address=settings.ec_address,
+            max_batch_bytes=None,
+        )
+        owned.append(local)
+        return local
     if settings.sandbox:
         if not (settings.sandbox_node_url and settings.sandbox_wallet_url):
             return InMemoryLedger()

@@ -32,13 +32,14 @@ reason (``ledger.api.failures``).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, bindparam, exists, or_, select, update
+from sqlalchemy import Connection, Select, Table, bindparam, exists, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from ledger.api.credit_gate import CreditGate
@@ -182,28 +183,10 @@ class Submitter:
         ``rows_per_pass``; entries only once their chain's first entry is revealed (or
         failed: ``submit`` gives those up). While the credit gate is dry, ``committed``
         rows only (the others are held)."""
-        e = _ENTRIES.c
-        states = [SubmitState.COMMITTED.value]
-        if self._credits.funded:
-            states.append(SubmitState.PENDING.value)
-        query = select(*_OUTBOX_COLUMNS).where(
-            e.state.in_(states),
-            e.next_attempt_at <= self._clock.now(),
-            e.is_first.is_(new_chains),
-        )
-        if not new_chains:
-            first = aliased(EntryRow)
-            chain_settled = or_(
-                first.state.in_([SubmitState.REVEALED.value, SubmitState.FAILED.value]),
-                first.stage.in_([Stage.LEDGER.value, Stage.ANCHOR.value]),
-            )
-            query = query.where(
-                exists().where(
-                    first.chain_id == e.chain_id, first.is_first.is_(True), chain_settled
-                )
-            )
+        query = _due_rows_query(new_chains=new_chains, funded=self._credits.funded)
+        now, limit = self._clock.now(), self.rows_per_pass
         with self._db.read() as session:
-            rows = session.execute(query.order_by(e.id).limit(self.rows_per_pass)).all()
+            rows = session.execute(query, {"now": now, "limit": limit}).all()
             snapshots = [_snapshot(row) for row in rows]
             if not new_chains:
                 snapshots = self._with_chain_failures(session, snapshots)
@@ -396,6 +379,32 @@ class Submitter:
             self._given_up += record_failures(connection, give_ups, now=now)
         if unfunded is not None:
             self._credits.refused(balance_ec=unfunded.balance_ec)
+
+
+@functools.cache
+def _due_rows_query(*, new_chains: bool, funded: bool) -> Select[Any]:
+    """The ``due_rows`` statement of one kind (``Submitter.due_rows``), built once per
+    process: parameters ``now`` (seconds) and ``limit`` (rows). Building it costs more
+    than running it on a quiet outbox, and the worker asks several times a second."""
+    e = _ENTRIES.c
+    states = [SubmitState.COMMITTED.value]
+    if funded:
+        states.append(SubmitState.PENDING.value)
+    query = select(*_OUTBOX_COLUMNS).where(
+        e.state.in_(states),
+        e.next_attempt_at <= bindparam("now"),
+        e.is_first.is_(new_chains),
+    )
+    if not new_chains:
+        first = aliased(EntryRow)
+        chain_settled = or_(
+            first.state.in_([SubmitState.REVEALED.value, SubmitState.FAILED.value]),
+            first.stage.in_([Stage.LEDGER.value, Stage.ANCHOR.value]),
+        )
+        query = query.where(
+            exists().where(first.chain_id == e.chain_id, first.is_first.is_(True), chain_settled)
+        )
+    return query.order_by(e.id).limit(bindparam("limit"))
 
 
 def _snapshot(row: Any) -> OutboxRow:

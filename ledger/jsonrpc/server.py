@@ -148,19 +148,30 @@ class JsonRpcEndpoint:
         if not payload:
             error = error_response(None, InvalidRequest("empty batch"))
             return self.error_http_status, _encode_response(error)
-        scope = self.batch_scope(payload) if self.batch_scope is not None else nullcontext()
-        async with scope:
-            if self.concurrent_batches and not self._runs_through(payload):
-                # ensure_future starts nothing by itself; gather runs the tasks in creation
-                # (= request) order up to their first suspension: see the class docstring.
-                tasks = [asyncio.ensure_future(self.handle_request(item)) for item in payload]
-                responses = await asyncio.gather(*tasks)
-            else:
-                responses = [await self.handle_request(item) for item in payload]
+        responses = await self.handle_batch(payload)
         parts = [_encode_response(r) for r in responses if r is not None]
         if not parts:
             return 204, None
         return 200, b"[" + b",".join(parts) + b"]"
+
+    async def handle_batch(self, payload: list[Any]) -> list[dict[str, Any] | None]:
+        """Answer the decoded request objects of a non-empty batch: one response object
+        per item in request order (None for a notification), dispatched as a batch body
+        is (``batch_scope``, ``concurrent_batches``), without encoding them.
+
+        In-process callers (``ledger.jsonrpc.local``) use it to skip HTTP and JSON text;
+        it must run on the event loop that serves this endpoint.
+        """
+        scope = self.batch_scope(payload) if self.batch_scope is not None else nullcontext()
+        async with scope:
+            if self.concurrent_batches and not self._runs_through(payload):
+                # create_task starts nothing by itself; gather runs the tasks in creation
+                # (= request) order up to their first suspension: see the class docstring.
+                # (The loop's own create_task: ensure_future's checks cost a tenth of it.)
+                create = asyncio.get_running_loop().create_task
+                tasks = [create(self.handle_request(item)) for item in payload]
+                return list(await asyncio.gather(*tasks))
+            return [await self.handle_request(item) for item in payload]
 
     def _runs_through(self, payload: list[Any]) -> bool:
         """Whether every item calls a sync handler run on the event loop (``blocking=False``).

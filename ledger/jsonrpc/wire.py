@@ -103,6 +103,10 @@ class JsonRpcCodec:
         self.url = url
         self._ids = itertools.count(1)
 
+    def next_id(self) -> int:
+        """A request id not used before by this codec."""
+        return next(self._ids)
+
     def encode_call(self, method: str, params: Params) -> tuple[int, bytes]:
         """``(request id, request bytes)`` of one call."""
         request_id = next(self._ids)
@@ -142,6 +146,24 @@ class JsonRpcCodec:
             JsonRpcProtocolError: the reply is not a JSON-RPC batch response to these requests.
         """
         replies = self._decode(status, content)
+        return self.read_batch(replies, ids=ids, calls=calls, status=status, content=content)
+
+    def read_batch(
+        self,
+        replies: Any,
+        *,
+        ids: Sequence[int],
+        calls: Sequence[Call],
+        status: int = 200,
+        content: bytes = b"",
+    ) -> list[Any]:
+        """``decode_batch`` of an already decoded reply (an in-process endpoint's response
+        objects, ``ledger.jsonrpc.local``); ``status`` and ``content`` only go into errors.
+
+        Raises:
+            JsonRpcCallError: the whole batch was refused with one error object (rule 5).
+            JsonRpcProtocolError: the reply is not a JSON-RPC batch response to these requests.
+        """
         if isinstance(replies, dict):
             outcome = self._outcome(replies, status, content, None)
             if isinstance(outcome, JsonRpcCallError):

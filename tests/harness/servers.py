@@ -121,6 +121,11 @@ class AppServer(_Served):
             self.loop.close()
         self._socket.close()
 
+    @property
+    def serving(self) -> bool:
+        """Whether the server has started and not been told to stop."""
+        return bool(self._server.started) and not self._server.should_exit
+
     def run(self, coro: Coroutine[Any, Any, Any], *, timeout_s: float = 30.0) -> Any:
         """Run ``coro`` on the server's loop; its result."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=timeout_s)

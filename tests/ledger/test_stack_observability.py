@@ -17,7 +17,7 @@ from ledger.stack import Stack
 from ledger.wallet.app import create_app as create_wallet_app
 from tests.harness.metrics import Samples
 from tests.harness.servers import AppServer
-from tests.harness.stack import stack_settings
+from tests.harness.stack import running_stack, stack_settings
 from tests.harness.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -117,3 +117,40 @@ def test_the_services_behind_the_node_are_not_ready_while_it_is_down(tmp_path: P
         for server in reversed(others):
             server.stop()
         node.stop()
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_the_api_worker_calls_wallet_and_node_in_process(tmp_path: Path, in_process: bool) -> None:
+    """In process (the default), the worker's compose batches never reach the wallet's HTTP
+    route, yet the wallet composes every entry; over JSON-RPC they do."""
+    with running_stack(tmp_path / "data", in_process_rpc=in_process) as stack:
+        s = stack.settings
+        api, wallet = s.url(s.api_port, ""), s.url(s.wallet_port, "")
+        key = stack.api_key_file.read_text().strip()
+        with httpx.Client(timeout=10.0) as client:
+
+            def wallet_posts() -> float:
+                samples = scrape(client, wallet)
+                return samples.total("notary_wallet_http_requests_total", method="POST")
+
+            before = wallet_posts()
+            body = {"external_ids": [base64.b64encode(b"in-process").decode()], "content": ""}
+            chain = client.post(f"{api}/v1/chains", json=body, headers={"user-key": key})
+            chain_id = chain.json()["chain_id"]
+            for i in range(5):
+                entry = {"external_ids": [base64.b64encode(b"%d" % i).decode()], "content": ""}
+                answer = client.post(
+                    f"{api}/v1/chains/{chain_id}/entries", json=entry, headers={"user-key": key}
+                )
+                assert answer.status_code == 202
+
+            def ledgered() -> bool:
+                samples = scrape(client, api)
+                return samples.value("notary_api_stage_seconds_count", stage="ledger") >= 6
+
+            wait_until(ledgered, 60.0, 0.2, what="the writes to reach the ledger")
+            composed = scrape(client, wallet).total(
+                "notary_wallet_requests_total", method="compose-entry", outcome="ok"
+            )
+            assert composed >= 5
+            assert (wallet_posts() > before) is not in_process

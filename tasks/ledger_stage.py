@@ -29,6 +29,7 @@ from connectors.node import NodeClient
 from ledger.core.clock import Clock, SystemClock
 from ledger.core.proof.steps import Step
 from ledger.core.receipt import NodeMemo
+from tasks.block_index import BlockIndex
 from tasks.verify import ReceiptRejected, TrustedDirectoryBlock, verify_node_receipt
 
 Receipts = dict[str, dict[str, Any] | None]
@@ -120,7 +121,7 @@ def sweep_ledger(
         ConnectorError: the node could not be reached (the caller retries the sweep).
     """
     outcome = SweepOutcome()
-    dblocks: dict[int, TrustedDirectoryBlock | str] = {}
+    index = BlockIndex(node)
 
     def page(after_id: int) -> list[tuple[int, str | None]]:
         return store.pending_entries(
@@ -131,8 +132,8 @@ def sweep_ledger(
             after_id=after_id,
         )
 
-    def fetch(rows: list[tuple[int, str | None]]) -> Future[Receipts]:
-        return fetcher.submit(node.receipts, [h for _, h in rows if h])
+    def fetch(rows: list[tuple[int, str | None]]) -> Future[_Found]:
+        return fetcher.submit(_find, index, node, [h for _, h in rows if h])
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="receipts") as fetcher:
         rows = page(0)
@@ -141,29 +142,63 @@ def sweep_ledger(
             following = page(rows[-1][0])
             ahead = fetch(following) if following else None
             ids_by_hash = {h: row_id for row_id, h in rows if h}
-            _sweep_batch(store, node, ids_by_hash, pending.result(), dblocks, outcome)
+            _sweep_batch(store, ids_by_hash, pending.result(), outcome)
             rows, pending = following, ahead
     return outcome
 
 
+@dataclass
+class _Found:
+    """A page's receipts: ``built`` from checked blocks (``BlockIndex``), ``asked`` from the
+    node (``None``: not in a block yet) with the directory blocks they name."""
+
+    built: dict[str, dict[str, Any]]
+    asked: Receipts
+    dblocks: dict[int, TrustedDirectoryBlock | str | None]
+
+
+def _find(index: BlockIndex, node: NodeClient, entry_hashes: list[str]) -> _Found:
+    """Receipts of a page: built from the blocks read (reading on as needed), the rest
+    asked of the node; each receipt the node gives teaches the index its chain and block.
+    Runs in the sweep's fetching thread (the only user of ``index``)."""
+    built = index.receipts(entry_hashes)
+    rest = [h for h in entry_hashes if h not in built]
+    asked = node.receipts(rest) if rest else {}
+    dblocks: dict[int, TrustedDirectoryBlock | str | None] = {}
+    for receipt in asked.values():
+        if receipt is None:
+            continue
+        index.learn(receipt)
+        height = _height_of(receipt)
+        if height >= 0 and height not in dblocks:
+            dblocks[height] = index.trusted(height)
+    return _Found(built=built, asked=asked, dblocks=dblocks)
+
+
 def _sweep_batch(
     store: AuditStore,
-    node: NodeClient,
     ids_by_hash: dict[str, int],
-    receipts: Receipts,
-    dblocks: dict[int, TrustedDirectoryBlock | str],
+    found: _Found,
     outcome: SweepOutcome,
 ) -> None:
-    found = {h: r for h, r in receipts.items() if r is not None}
-    outcome.waiting += len(ids_by_hash) - len(found)
-    for height in {int(r["directoryblockheight"]) for r in found.values()} - dblocks.keys():
-        dblocks[height] = _directory_block(node, height)
+    asked = {h: r for h, r in found.asked.items() if r is not None}
     now = datetime.now(UTC)
-    verified: list[ReceiptRecord] = []
+    # Built from entry blocks whose KeyMR the trusted directory block lists: proven by
+    # construction (tasks.block_index), not walked again.
+    verified = [ReceiptRecord.from_node(r, verified_at=now) for r in found.built.values()]
     rejected: dict[int, str] = {}
+    waiting = len(ids_by_hash) - len(found.built) - len(asked)
     nodes: NodeMemo = {}  # the page's receipts share most of their branch nodes
-    for entry_hash, receipt in found.items():
-        trusted = dblocks[int(receipt["directoryblockheight"])]
+    for entry_hash, receipt in asked.items():
+        height = _height_of(receipt)
+        trusted = found.dblocks.get(height)
+        if height < 0:
+            why = ReceiptRejected("malformed receipt: directoryblockheight", step=Step.FORMAT)
+            rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {why}"
+            continue
+        if trusted is None:  # names no block the node serves (yet): asked again later
+            waiting += 1
+            continue
         if isinstance(trusted, str):
             rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {trusted}"
             continue
@@ -173,6 +208,7 @@ def _sweep_batch(
             rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {exc}"
             continue
         verified.append(ReceiptRecord.from_node(receipt, verified_at=now))
+    outcome.waiting += waiting
     if verified:
         # Receipts first: a run killed between the two writes leaves rows below ``ledger``
         # that the next sweep finishes (saving a receipt twice is a no-op). The other order
@@ -188,18 +224,8 @@ def _sweep_batch(
     outcome.errors.extend(list(rejected.values())[:5])
 
 
-def _directory_block(node: NodeClient, height: int) -> TrustedDirectoryBlock | str:
-    """The block the node serves at ``height``, parsed once for every receipt naming it, or
-    why it cannot be trusted: such a block rejects those receipts (step 6), not the sweep."""
-    rawdata = node.dblock_by_height(height).get("rawdata")
-    try:
-        raw = bytes.fromhex(rawdata) if isinstance(rawdata, str) else None
-    except ValueError:
-        raw = None
-    if raw is None:
-        why = f"directory block {height} has no valid rawdata"
-        return str(ReceiptRejected(why, step=Step.DIRECTORY_BLOCK))
-    try:
-        return TrustedDirectoryBlock.parse(raw)
-    except ReceiptRejected as exc:
-        return str(exc)
+def _height_of(receipt: dict[str, Any]) -> int:
+    """The receipt's ``directoryblockheight`` (absent: 0, as ``Receipt.from_json`` reads
+    it), -1 when it is not a non-negative integer."""
+    height = receipt.get("directoryblockheight", 0)
+    return height if type(height) is int and height >= 0 else -1

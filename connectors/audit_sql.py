@@ -200,14 +200,23 @@ def ids_by_entry_hash(conn: Connection, hashes: set[str]) -> dict[int, str]:
     return found
 
 
-def move_forward(conn: Connection, ids: Sequence[int], stage: Stage, *, at: datetime) -> list[int]:
+def move_forward(
+    conn: Connection,
+    ids: Sequence[int],
+    stage: Stage,
+    *,
+    at: datetime,
+    values: Mapping[str, Any] | None = None,
+) -> list[int]:
     """Move the rows of ``ids`` whose stage is before ``stage`` to it (stage time and
-    ``updated_at`` set to ``at``, error cleared); returns the ids moved, sorted. Failed
-    rows never move. One ``UPDATE ... RETURNING`` per chunk, so the rows moved are exactly
-    those this statement changed, also when another transaction moves them at once."""
+    ``updated_at`` set to ``at``, error cleared, and the columns of ``values`` set, the
+    same for every row); returns the ids moved, sorted. Failed rows never move. One
+    ``UPDATE ... RETURNING`` per chunk, so the rows moved are exactly those this statement
+    changed, also when another transaction moves them at once."""
     n = notarizations_table.c
     earlier = list(STAGE_ORDER[: STAGE_ORDER.index(stage)])
-    values = {"stage": stage, "updated_at": at, STAGE_TIME_COLUMN[stage]: at, "error": None}
+    values = {**(values or {}), "stage": stage, "updated_at": at}
+    values |= {STAGE_TIME_COLUMN[stage]: at, "error": None}
     moved: list[int] = []
     for chunk in chunks(sorted(set(ids)), IN_CHUNK):
         stmt = update(notarizations_table).where(n.id.in_(chunk), n.stage.in_(earlier))

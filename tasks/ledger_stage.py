@@ -210,13 +210,10 @@ def _sweep_batch(
         verified.append(ReceiptRecord.from_node(receipt, verified_at=now))
     outcome.waiting += waiting
     if verified:
-        # Receipts first: a run killed between the two writes leaves rows below ``ledger``
-        # that the next sweep finishes (saving a receipt twice is a no-op). The other order
-        # left rows at ``ledger`` with no receipt, which no sweep looks at again.
-        store.save_receipts(verified)
-        store.record_ledger(
-            {r.entry_hash: (r.directory_block_height, r.directory_block_keymr) for r in verified}
-        )
+        # One transaction: a row never reaches ``ledger`` without its receipt (no sweep
+        # looks at it again), and a run killed before the commit leaves the rows below
+        # ``ledger`` for the next sweep.
+        store.record_receipts(verified)
     if rejected:
         store.mark_failed(rejected, retryable=False)
     outcome.recorded += len(verified)

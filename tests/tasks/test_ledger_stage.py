@@ -15,8 +15,8 @@ from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.clock import ManualClock
 from ledger.core.proof.steps import Step
 from ledger.core.receipt import build_receipt
-from tasks.documents import collection_chain_id, document_entry
 from tasks.block_index import BlockIndex
+from tasks.documents import collection_chain_id, document_entry
 from tasks.ledger_stage import follow_ledger, sweep_ledger
 from tasks.verify import ReceiptRejected, TrustedDirectoryBlock, verify_node_receipt
 

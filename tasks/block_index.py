@@ -43,19 +43,28 @@ Receipt = dict[str, Any]
 class BlockIndex:
     """The directory and entry blocks one sweep has read, and receipts built from them.
 
-    Not thread safe: one sweep's fetching thread uses it.
+    Not thread safe: used by one thread at a time (a sweep's fetching thread; the sweeps
+    of one ``follow_ledger`` call, one after the other, share one index).
 
     Args:
         node: the node client.
         max_blocks: entry blocks kept (most recently read first); ~1 MB each at 2,000
             entries. Entries of a block dropped are asked as node receipts again.
+        max_directory_blocks: parsed directory blocks kept (a few hundred bytes each
+            beyond their entry blocks' pairs); the lowest heights go first.
+
+    Raises:
+        ValueError: a limit below 1.
     """
 
-    def __init__(self, node: NodeClient, *, max_blocks: int = 8) -> None:
-        if max_blocks < 1:
-            raise ValueError(f"max_blocks must be >= 1, got {max_blocks}")
+    def __init__(
+        self, node: NodeClient, *, max_blocks: int = 8, max_directory_blocks: int = 256
+    ) -> None:
+        if max_blocks < 1 or max_directory_blocks < 1:
+            raise ValueError(f"limits must be >= 1, got {max_blocks}, {max_directory_blocks}")
         self._node = node
         self._max_blocks = max_blocks
+        self._max_dblocks = max_directory_blocks
         self._dblocks: dict[int, DirectoryBlock | str | None] = {}
         self._eblocks: OrderedDict[bytes, tuple[EntryBlock, BlockReceipts] | None] = OrderedDict()
         self._chains: set[bytes] = set()
@@ -185,4 +194,11 @@ class BlockIndex:
                     )
                 )
         self._dblocks[height] = parsed
+        if len(self._dblocks) > self._max_dblocks:
+            del self._dblocks[min(self._dblocks)]
         return parsed
+
+    def forget_missing(self) -> None:
+        """Forget that the node had no directory block at some height: it may have one now
+        (a new sweep starts)."""
+        self._missing = None

@@ -83,14 +83,16 @@ def follow_ledger(
     deadline = clock.now() if until is None else until
     # Read before sweeping: a block made during the sweep then triggers the next one.
     height = _height(node) if clock.now() < deadline else None
-    total = sweep_ledger(store, node, collection=collection)
+    # One index for every sweep: blocks read by one are not read again by the next.
+    index = BlockIndex(node)
+    total = sweep_ledger(store, node, collection=collection, index=index)
     while total.waiting and clock.now() < deadline:
         newest = _height(node)
         if newest == height:
             sleep(min(poll_s, max(0.0, deadline - clock.now())))
             continue
         height = newest
-        total.then(sweep_ledger(store, node, collection=collection))
+        total.then(sweep_ledger(store, node, collection=collection, index=index))
     return total
 
 
@@ -104,6 +106,7 @@ def sweep_ledger(
     *,
     collection: str | None = None,
     batch_size: int = 250,
+    index: BlockIndex | None = None,
 ) -> SweepOutcome:
     """Move every published entry that a directory block records to ``ledger``.
 
@@ -116,12 +119,15 @@ def sweep_ledger(
             verified, the next being fetched) at about 20 KB per receipt (response, parsed
             JSON, verified records): 250 keeps that near 10 MB; 1,000 raised the
             pipeline's peak RSS by ~40 MB, at the same sweep speed.
+        index: the blocks earlier sweeps read (``follow_ledger``); default: a new one.
 
     Raises:
         ConnectorError: the node could not be reached (the caller retries the sweep).
     """
     outcome = SweepOutcome()
-    index = BlockIndex(node)
+    if index is None:
+        index = BlockIndex(node)
+    index.forget_missing()
 
     def page(after_id: int) -> list[tuple[int, str | None]]:
         return store.pending_entries(

@@ -31,6 +31,7 @@ from connectors.audit_models import (
     ReceiptRecord,
     Stage,
 )
+from connectors.receipt_raw import received_raw, stored_raw
 
 __all__ = [
     "ANCHOR_EVENT_KEYS",
@@ -289,7 +290,7 @@ def receipt_values(notarization_id: int, record: ReceiptRecord) -> dict[str, Any
         "entry_block_keymr": hex64(record.entry_block_keymr),
         "directory_block_keymr": hex64(record.directory_block_keymr),
         "directory_block_height": record.directory_block_height,
-        "raw": record.raw,
+        "raw": stored_raw(record.raw),  # its branch is the column's (connectors.receipt_raw)
         "verified_at": record.verified_at,
     }
 
@@ -363,5 +364,6 @@ def proof_record(mapping: Mapping[Any, Any]) -> ProofRecord:
         names = [f.name for f in fields(ReceiptRecord)]
         values = {name: mapping[f"r_{name}"] for name in names}
         values["verified_at"] = aware_utc(values["verified_at"])
+        values["raw"] = received_raw(values["raw"], values["merkle_branch"])
         receipt = ReceiptRecord(**values)
     return ProofRecord(notarization_row(mapping), receipt)

@@ -76,6 +76,7 @@ STAGE_TIME_COLUMN = {
 }
 
 _ROW_TIMES = ("created_at", "updated_at", "published_at", "multi_az_at", "ledger_at", "anchored_at")
+_NOTARIZATION_FIELDS = tuple(f.name for f in fields(NotarizationRow))
 
 T = TypeVar("T")
 
@@ -261,7 +262,8 @@ def member_query() -> Any:
 def notarization_row(mapping: Mapping[Any, Any]) -> NotarizationRow:
     """A ``row_query`` or ``member_query`` result row as a ``NotarizationRow`` (times made
     aware UTC; the member columns absent from ``row_query`` keep their defaults)."""
-    values = {f.name: mapping[f.name] for f in fields(NotarizationRow) if f.name in mapping}
+    given = dict(mapping)  # one copy: a row mapping's ``in`` and ``[]`` cost ~1 us each
+    values = {name: given[name] for name in _NOTARIZATION_FIELDS if name in given}
     for name in _ROW_TIMES:
         values[name] = aware_utc(values[name])
     if values.get("audit_path") is not None:

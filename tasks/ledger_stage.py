@@ -1,12 +1,14 @@
 """The ``ledger`` stage sweep: find receipts for published entries, verify, record.
 
 Plain functions (no Prefect). One sweep handles every row waiting for ``ledger``, page by
-page: it asks the node for a page's receipts in batched JSON-RPC requests, fetches and
-parses each directory block named once per sweep, verifies each receipt locally
-(``tasks.verify``) and writes the stage change and the receipt in the audit store. The
-next page's receipts are fetched while this page is verified and stored (the node and
-this process work at the same time). Rows whose entry is not in a block yet stay pending
-for the next sweep.
+page: a page's receipts are built from the entry blocks read so far, reading the next
+blocks as needed (``tasks.block_index``: one ``raw-data`` per entry block, checked against
+the directory block); the entries those blocks do not hold are asked of the node as
+receipts in batched JSON-RPC requests and verified locally (``tasks.verify``) against each
+directory block named, fetched and parsed once. The receipts and the stage change are
+written in one transaction. The next page is looked up while this one is verified and
+stored (the node and this process work at the same time). Rows whose entry is not in a
+block yet stay pending for the next sweep.
 
 ``follow_ledger`` waits inside one call: it sweeps again each time the node reports a new
 directory block (polling the cheap ``heights`` call), so the last entries are recorded
@@ -114,8 +116,8 @@ def sweep_ledger(
         store: the audit store.
         node: the node client (called from this thread and one helper thread).
         collection: only this collection's rows (``None``: all).
-        batch_size: rows per page (one audit store query, one write, ``batch_size``
-            receipts asked from the node). Two pages are in memory at once (one being
+        batch_size: rows per page (one audit store query, one write, at most
+            ``batch_size`` receipts asked from the node). Two pages are in memory at once (one being
             verified, the next being fetched) at about 20 KB per receipt (response, parsed
             JSON, verified records): 250 keeps that near 10 MB; 1,000 raised the
             pipeline's peak RSS by ~40 MB, at the same sweep speed.

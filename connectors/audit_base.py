@@ -62,8 +62,21 @@ class AuditStoreBase:
         move is logged once. Reading first logged it twice.
         """
         now = self._now()
-        moved = move_forward(conn, list(changes), stage, at=now)
-        keys = sorted({k for i in moved for k in changes[i]})
+        groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+        for i, change in changes.items():
+            groups.setdefault(tuple(sorted(change.items())), []).append(i)
+        if len(groups) * 4 <= len(changes):
+            # Few distinct values (a page of entries in one or two directory blocks): one
+            # UPDATE per group sets them with the stage, instead of one row at a time.
+            moved = sorted(
+                i
+                for key, ids in groups.items()
+                for i in move_forward(conn, ids, stage, at=now, values=dict(key))
+            )
+            keys = []
+        else:
+            moved = move_forward(conn, list(changes), stage, at=now)
+            keys = sorted({k for i in moved for k in changes[i]})
         if keys:  # the moved rows are this transaction's now: no stage condition needed
             n = notarizations_table.c
             stmt = update(notarizations_table).where(n.id == bindparam("p_id"))

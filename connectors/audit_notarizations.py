@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.engine import Connection
 
 from connectors.audit_base import AuditStoreBase
 from connectors.audit_bulk import upsert_document_rows
@@ -147,18 +148,30 @@ class NotarizationsPart(AuditStoreBase):
             append_events(conn, [(i, "pending", None) for i in ordered], at=now)
         return ordered
 
-    def mark_published(self, entry_hashes: Mapping[int, str]) -> int:
+    def mark_published(self, entry_hashes: Mapping[int, str], *, then: Stage | None = None) -> int:
         """Move ``pending`` notarizations to ``published`` with their entry hash.
 
         Args:
             entry_hashes: notarization id -> entry hash (hex) returned by the publishing API.
+            then: a later stage to move the same notarizations to in the same transaction
+                (as ``mark_stage`` would, by id: ``multi_az`` once the API has the entry
+                durably), also those already past ``pending``; each move is logged.
 
         Returns:
-            how many rows moved (rows already past ``pending`` or failed are left alone).
+            how many rows moved to ``published`` (rows already past ``pending`` or failed
+            are left alone).
+
+        Raises:
+            ValueError: ``then`` is not a stage after ``published`` that ``mark_stage`` takes.
         """
+        if then is not None and (then not in STAGE_TIME_COLUMN or then == "published"):
+            raise ValueError(f"cannot move on to stage {then!r} with mark_published")
         with self._engine.begin() as conn:
             changes = {int(i): {"entry_hash": hex64(h)} for i, h in entry_hashes.items()}
-            return self._advance(conn, changes, "published")
+            moved = self._advance(conn, changes, "published")
+            if then is not None:
+                self._advance(conn, dict.fromkeys(changes, {}), then)
+            return moved
 
     def mark_stage(
         self,
@@ -200,14 +213,20 @@ class NotarizationsPart(AuditStoreBase):
         """
         by_hash = {hex64(h): (int(height), hex64(keymr)) for h, (height, keymr) in blocks.items()}
         with self._engine.begin() as conn:
-            ids = ids_by_entry_hash(conn, set(by_hash))
-            changes: dict[int, dict[str, Any]] = {}
-            details: dict[int, dict[str, Any] | None] = {}
-            for i, h in ids.items():
-                height, keymr = by_hash[h]
-                changes[i] = {"dblock_height": height, "dblock_keymr": keymr}
-                details[i] = {"dblock_height": height, "dblock_keymr": keymr}
-            return self._advance(conn, changes, "ledger", details=details)
+            return self._record_ledger(conn, by_hash, ids_by_entry_hash(conn, set(by_hash)))
+
+    def _record_ledger(
+        self, conn: Connection, by_hash: Mapping[str, tuple[int, str]], ids: Mapping[int, str]
+    ) -> int:
+        """``record_ledger`` inside ``conn``'s transaction; ``ids``: notarization id -> entry
+        hash (checked hex) of the entries of ``by_hash``."""
+        changes: dict[int, dict[str, Any]] = {}
+        details: dict[int, dict[str, Any] | None] = {}
+        for i, h in ids.items():
+            height, keymr = by_hash[h]
+            changes[i] = {"dblock_height": height, "dblock_keymr": keymr}
+            details[i] = {"dblock_height": height, "dblock_keymr": keymr}
+        return self._advance(conn, changes, "ledger", details=details)
 
     def mark_failed(self, errors: Mapping[int, str], *, retryable: bool) -> None:
         """Record errors for notarizations (by id).

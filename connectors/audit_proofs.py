@@ -9,7 +9,7 @@ also moves the rows of its directory block to ``anchor``); ``proofs`` and
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -17,6 +17,7 @@ from itertools import islice
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.engine import Connection
 
 from connectors.audit_batches import BatchesPart
 from connectors.audit_models import AnchorRecord, NotarizationRow, ProofRecord, ReceiptRecord
@@ -116,13 +117,36 @@ class ProofsPart(BatchesPart):
             how many receipt rows were inserted.
         """
         by_hash = {hex64(r.entry_hash): r for r in receipts}
-        inserted = 0
+        with self._engine.begin() as conn:
+            return self._save_receipts(conn, by_hash, ids_by_entry_hash(conn, set(by_hash)))
+
+    def record_receipts(self, receipts: Sequence[ReceiptRecord]) -> int:
+        """``save_receipts`` and ``record_ledger`` (each receipt's directory block height and
+        KeyMR) in one transaction: a notarization reaches ``ledger`` together with its
+        receipt, never without it, and the entry hashes are looked up once.
+
+        Returns:
+            how many notarizations moved to ``ledger``.
+        """
+        by_hash = {hex64(r.entry_hash): r for r in receipts}
+        blocks = {
+            h: (int(r.directory_block_height), hex64(r.directory_block_keymr))
+            for h, r in by_hash.items()
+        }
         with self._engine.begin() as conn:
             ids = ids_by_entry_hash(conn, set(by_hash))
-            values = [receipt_values(i, by_hash[h]) for i, h in sorted(ids.items())]
-            if values:
-                inserted = len(conn.execute(self._statements.save_receipts, values).all())
-        return inserted
+            self._save_receipts(conn, by_hash, ids)
+            return self._record_ledger(conn, blocks, ids)
+
+    def _save_receipts(
+        self, conn: Connection, by_hash: Mapping[str, ReceiptRecord], ids: Mapping[int, str]
+    ) -> int:
+        """``save_receipts`` inside ``conn``'s transaction; ``ids``: notarization id -> entry
+        hash (checked hex) of the receipts of ``by_hash``."""
+        values = [receipt_values(i, by_hash[h]) for i, h in sorted(ids.items())]
+        if not values:
+            return 0
+        return len(conn.execute(self._statements.save_receipts, values).all())
 
     def proofs(
         self,

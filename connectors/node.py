@@ -172,6 +172,31 @@ class NodeClient:
         "entryblocklist": [{chainid, keymr}]}``."""
         return self._object("directory-block", {"keymr": keymr})
 
+    def raw_data(self, hash_hex: str) -> bytes | None:
+        """``raw-data``: the exact bytes stored under ``hash_hex`` (an entry, a transaction,
+        or a block by its key, e.g. an entry block by its KeyMR), or ``None`` when the node
+        has nothing under it (codes in ``NOT_FOUND_CODES``).
+
+        Raises:
+            ValueError: ``hash_hex`` is not 64 hex characters.
+            InvalidResponse: the result has no hex ``data``.
+            RpcError: any other JSON-RPC error.
+        """
+        if not is_hash_hex(hash_hex):
+            raise ValueError(f"not a 64-hex hash: {hash_hex!r}")
+        try:
+            data = self._object("raw-data", {"hash": hash_hex}).get("data")
+        except RpcError as exc:
+            if exc.code in NOT_FOUND_CODES:
+                return None
+            raise
+        if isinstance(data, str):
+            try:
+                return bytes.fromhex(data)
+            except ValueError:
+                pass
+        raise InvalidResponse(f"raw-data: data is not hex: {data!r:.80}", url=self._url)
+
     def properties(self) -> dict[str, Any]:
         """``properties``: node version and interface version strings."""
         return self._object("properties")

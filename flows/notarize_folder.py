@@ -21,6 +21,7 @@ from prefect.utilities.annotations import quote
 
 from connectors.audit_store import CollectionRecord, RunStatus
 from connectors.folder_source import ScanEntry, display_path, scan, source_name
+from flows.collector import fewer_collections
 from flows.pipeline import (
     Recorder,
     RunSummary,
@@ -79,7 +80,7 @@ def notarize_folder(
     settings = settings or PipelineSettings()
     root = Path(folder).resolve()
     name = collection or str(root)
-    with open_services(settings) as services:
+    with open_services(settings) as services, fewer_collections():
         record = open_collection(services, name)
         summary = RunSummary(str(root), name, record.chain_id)
         run_id = services.store.start_run(

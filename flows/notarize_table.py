@@ -38,6 +38,7 @@ from connectors.table_source import (
     TableSource,
 )
 from connectors.watermark_store import WatermarkStore
+from flows.collector import fewer_collections
 from flows.pipeline import (
     Recorder,
     RunSummary,
@@ -143,7 +144,7 @@ def notarize_table(
         raw_url, table=table, query=query, watermark=watermark, key_columns=key_columns
     ) as source:
         name = _collection_name(collection, source)
-        with open_services(settings) as services:
+        with open_services(settings) as services, fewer_collections():
             record = open_collection(services, name)
             summary = RunSummary(source.name, name, record.chain_id)
             last = _run_recorded(summary, services, source, record, wait=wait_for_ledger_stage)

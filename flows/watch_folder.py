@@ -37,6 +37,7 @@ from connectors.audit_store import (
 )
 from connectors.folder_source import DEFAULT_IGNORE_PATTERNS, ScanEntry, source_name
 from connectors.folder_watch import FolderWatcher, ReadyFile, WatchOptions, move_to_done
+from flows.collector import fewer_collections
 from flows.pipeline import (
     Recorder,
     RunSummary,
@@ -85,7 +86,7 @@ def notarize_files(
     base = Path(root).resolve()
     name = collection or str(base)
     stages: dict[str, str] = {}
-    with open_services(settings) as services:
+    with open_services(settings) as services, fewer_collections():
         record = open_collection(services, name)
         summary = RunSummary(str(base), name, record.chain_id)
         run_id = services.store.start_run(

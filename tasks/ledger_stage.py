@@ -1,12 +1,14 @@
 """The ``ledger`` stage sweep: find receipts for published entries, verify, record.
 
 Plain functions (no Prefect). One sweep handles every row waiting for ``ledger``, page by
-page: it asks the node for a page's receipts in batched JSON-RPC requests, fetches and
-parses each directory block named once per sweep, verifies each receipt locally
-(``tasks.verify``) and writes the stage change and the receipt in the audit store. The
-next page's receipts are fetched while this page is verified and stored (the node and
-this process work at the same time). Rows whose entry is not in a block yet stay pending
-for the next sweep.
+page: a page's receipts are built from the entry blocks read so far, reading the next
+blocks as needed (``tasks.block_index``: one ``raw-data`` per entry block, checked against
+the directory block); the entries those blocks do not hold are asked of the node as
+receipts in batched JSON-RPC requests and verified locally (``tasks.verify``) against each
+directory block named, fetched and parsed once. The receipts and the stage change are
+written in one transaction. The next page is looked up while this one is verified and
+stored (the node and this process work at the same time). Rows whose entry is not in a
+block yet stay pending for the next sweep.
 
 ``follow_ledger`` waits inside one call: it sweeps again each time the node reports a new
 directory block (polling the cheap ``heights`` call), so the last entries are recorded
@@ -29,6 +31,7 @@ from connectors.node import NodeClient
 from ledger.core.clock import Clock, SystemClock
 from ledger.core.proof.steps import Step
 from ledger.core.receipt import NodeMemo
+from tasks.block_index import BlockIndex
 from tasks.verify import ReceiptRejected, TrustedDirectoryBlock, verify_node_receipt
 
 Receipts = dict[str, dict[str, Any] | None]
@@ -82,14 +85,16 @@ def follow_ledger(
     deadline = clock.now() if until is None else until
     # Read before sweeping: a block made during the sweep then triggers the next one.
     height = _height(node) if clock.now() < deadline else None
-    total = sweep_ledger(store, node, collection=collection)
+    # One index for every sweep: blocks read by one are not read again by the next.
+    index = BlockIndex(node)
+    total = sweep_ledger(store, node, collection=collection, index=index)
     while total.waiting and clock.now() < deadline:
         newest = _height(node)
         if newest == height:
             sleep(min(poll_s, max(0.0, deadline - clock.now())))
             continue
         height = newest
-        total.then(sweep_ledger(store, node, collection=collection))
+        total.then(sweep_ledger(store, node, collection=collection, index=index))
     return total
 
 
@@ -103,6 +108,7 @@ def sweep_ledger(
     *,
     collection: str | None = None,
     batch_size: int = 250,
+    index: BlockIndex | None = None,
 ) -> SweepOutcome:
     """Move every published entry that a directory block records to ``ledger``.
 
@@ -110,17 +116,20 @@ def sweep_ledger(
         store: the audit store.
         node: the node client (called from this thread and one helper thread).
         collection: only this collection's rows (``None``: all).
-        batch_size: rows per page (one audit store query, one write, ``batch_size``
-            receipts asked from the node). Two pages are in memory at once (one being
+        batch_size: rows per page (one audit store query, one write, at most
+            ``batch_size`` receipts asked from the node). Two pages are in memory at once (one being
             verified, the next being fetched) at about 20 KB per receipt (response, parsed
             JSON, verified records): 250 keeps that near 10 MB; 1,000 raised the
             pipeline's peak RSS by ~40 MB, at the same sweep speed.
+        index: the blocks earlier sweeps read (``follow_ledger``); default: a new one.
 
     Raises:
         ConnectorError: the node could not be reached (the caller retries the sweep).
     """
     outcome = SweepOutcome()
-    dblocks: dict[int, TrustedDirectoryBlock | str] = {}
+    if index is None:
+        index = BlockIndex(node)
+    index.forget_missing()
 
     def page(after_id: int) -> list[tuple[int, str | None]]:
         return store.pending_entries(
@@ -131,8 +140,8 @@ def sweep_ledger(
             after_id=after_id,
         )
 
-    def fetch(rows: list[tuple[int, str | None]]) -> Future[Receipts]:
-        return fetcher.submit(node.receipts, [h for _, h in rows if h])
+    def fetch(rows: list[tuple[int, str | None]]) -> Future[_Found]:
+        return fetcher.submit(_find, index, node, [h for _, h in rows if h])
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="receipts") as fetcher:
         rows = page(0)
@@ -141,29 +150,63 @@ def sweep_ledger(
             following = page(rows[-1][0])
             ahead = fetch(following) if following else None
             ids_by_hash = {h: row_id for row_id, h in rows if h}
-            _sweep_batch(store, node, ids_by_hash, pending.result(), dblocks, outcome)
+            _sweep_batch(store, ids_by_hash, pending.result(), outcome)
             rows, pending = following, ahead
     return outcome
 
 
+@dataclass
+class _Found:
+    """A page's receipts: ``built`` from checked blocks (``BlockIndex``), ``asked`` from the
+    node (``None``: not in a block yet) with the directory blocks they name."""
+
+    built: dict[str, dict[str, Any]]
+    asked: Receipts
+    dblocks: dict[int, TrustedDirectoryBlock | str | None]
+
+
+def _find(index: BlockIndex, node: NodeClient, entry_hashes: list[str]) -> _Found:
+    """Receipts of a page: built from the blocks read (reading on as needed), the rest
+    asked of the node; each receipt the node gives teaches the index its chain and block.
+    Runs in the sweep's fetching thread (the only user of ``index``)."""
+    built = index.receipts(entry_hashes)
+    rest = [h for h in entry_hashes if h not in built]
+    asked = node.receipts(rest) if rest else {}
+    dblocks: dict[int, TrustedDirectoryBlock | str | None] = {}
+    for receipt in asked.values():
+        if receipt is None:
+            continue
+        index.learn(receipt)
+        height = _height_of(receipt)
+        if height >= 0 and height not in dblocks:
+            dblocks[height] = index.trusted(height)
+    return _Found(built=built, asked=asked, dblocks=dblocks)
+
+
 def _sweep_batch(
     store: AuditStore,
-    node: NodeClient,
     ids_by_hash: dict[str, int],
-    receipts: Receipts,
-    dblocks: dict[int, TrustedDirectoryBlock | str],
+    found: _Found,
     outcome: SweepOutcome,
 ) -> None:
-    found = {h: r for h, r in receipts.items() if r is not None}
-    outcome.waiting += len(ids_by_hash) - len(found)
-    for height in {int(r["directoryblockheight"]) for r in found.values()} - dblocks.keys():
-        dblocks[height] = _directory_block(node, height)
+    asked = {h: r for h, r in found.asked.items() if r is not None}
     now = datetime.now(UTC)
-    verified: list[ReceiptRecord] = []
+    # Built from entry blocks whose KeyMR the trusted directory block lists: proven by
+    # construction (tasks.block_index), not walked again.
+    verified = [ReceiptRecord.from_node(r, verified_at=now) for r in found.built.values()]
     rejected: dict[int, str] = {}
+    waiting = len(ids_by_hash) - len(found.built) - len(asked)
     nodes: NodeMemo = {}  # the page's receipts share most of their branch nodes
-    for entry_hash, receipt in found.items():
-        trusted = dblocks[int(receipt["directoryblockheight"])]
+    for entry_hash, receipt in asked.items():
+        height = _height_of(receipt)
+        trusted = found.dblocks.get(height)
+        if height < 0:
+            why = ReceiptRejected("malformed receipt: directoryblockheight", step=Step.FORMAT)
+            rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {why}"
+            continue
+        if trusted is None:  # names no block the node serves (yet): asked again later
+            waiting += 1
+            continue
         if isinstance(trusted, str):
             rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {trusted}"
             continue
@@ -173,14 +216,12 @@ def _sweep_batch(
             rejected[ids_by_hash[entry_hash]] = f"receipt rejected: {exc}"
             continue
         verified.append(ReceiptRecord.from_node(receipt, verified_at=now))
+    outcome.waiting += waiting
     if verified:
-        # Receipts first: a run killed between the two writes leaves rows below ``ledger``
-        # that the next sweep finishes (saving a receipt twice is a no-op). The other order
-        # left rows at ``ledger`` with no receipt, which no sweep looks at again.
-        store.save_receipts(verified)
-        store.record_ledger(
-            {r.entry_hash: (r.directory_block_height, r.directory_block_keymr) for r in verified}
-        )
+        # One transaction: a row never reaches ``ledger`` without its receipt (no sweep
+        # looks at it again), and a run killed before the commit leaves the rows below
+        # ``ledger`` for the next sweep.
+        store.record_receipts(verified)
     if rejected:
         store.mark_failed(rejected, retryable=False)
     outcome.recorded += len(verified)
@@ -188,18 +229,8 @@ def _sweep_batch(
     outcome.errors.extend(list(rejected.values())[:5])
 
 
-def _directory_block(node: NodeClient, height: int) -> TrustedDirectoryBlock | str:
-    """The block the node serves at ``height``, parsed once for every receipt naming it, or
-    why it cannot be trusted: such a block rejects those receipts (step 6), not the sweep."""
-    rawdata = node.dblock_by_height(height).get("rawdata")
-    try:
-        raw = bytes.fromhex(rawdata) if isinstance(rawdata, str) else None
-    except ValueError:
-        raw = None
-    if raw is None:
-        why = f"directory block {height} has no valid rawdata"
-        return str(ReceiptRejected(why, step=Step.DIRECTORY_BLOCK))
-    try:
-        return TrustedDirectoryBlock.parse(raw)
-    except ReceiptRejected as exc:
-        return str(exc)
+def _height_of(receipt: dict[str, Any]) -> int:
+    """The receipt's ``directoryblockheight`` (absent: 0, as ``Receipt.from_json`` reads
+    it), -1 when it is not a non-negative integer."""
+    height = receipt.get("directoryblockheight", 0)
+    return height if type(height) is int and height >= 0 else -1

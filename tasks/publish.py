@@ -157,8 +157,7 @@ def _record(
     store: AuditStore, accepted: dict[int, str], *, retry: dict[int, str], fatal: dict[int, str]
 ) -> None:
     if accepted:
-        store.mark_published(accepted)
-        store.mark_stage(accepted.values(), "multi_az")
+        store.mark_published(accepted, then="multi_az")
     if retry:
         store.mark_failed(retry, retryable=True)
     if fatal:

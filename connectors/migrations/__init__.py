@@ -10,6 +10,8 @@ Revisions (``versions/``)::
     0004_collections_batches  collections, batch_members; notarizations.kind, batch_size
     0005_member_paths_recomputed  batch_members.audit_path nullable (recomputed); no
                    index on documents.sha256 or documents.source alone
+    0006_receipt_branch_once  receipts.raw keeps a digest of the Merkle branch, which is
+                   stored once, in receipts.merkle_branch (data only)
 
 ``upgrade(engine)`` brings a database to the head revision:
 
@@ -44,6 +46,7 @@ __all__ = [
     "HEAD_REVISION",
     "WATERMARKS_REVISION",
     "INITIAL_REVISION",
+    "MEMBER_PATHS_REVISION",
     "VERSION_TABLE",
     "MigrationError",
     "alembic_config",
@@ -57,7 +60,8 @@ INITIAL_REVISION = "0001_initial"
 ANCHORS_REVISION = "0002_anchors"
 WATERMARKS_REVISION = "0003_table_watermarks"
 BATCHES_REVISION = "0004_collections_batches"
-HEAD_REVISION = "0005_member_paths_recomputed"
+MEMBER_PATHS_REVISION = "0005_member_paths_recomputed"
+HEAD_REVISION = "0006_receipt_branch_once"
 # Own name, not ``alembic_version``: the audit tables may share a database (or schema) with
 # another service's Alembic-managed tables.
 VERSION_TABLE = "audit_alembic_version"

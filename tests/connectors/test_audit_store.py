@@ -385,6 +385,61 @@ def test_a_runs_notarizations_by_hash_and_their_progress(
     assert store.progress([]) == {}
 
 
+def test_mark_published_then_moves_on_in_the_same_call(store: AuditStore, clock) -> None:
+    a, b, c = notarize(store, ["a", "b", "c"])
+    store.mark_published({b: h("eb")})  # b was published by an earlier run
+    store.mark_failed({c: "refused"}, retryable=False)
+    clock.advance(5)
+    moved = store.mark_published({a: h("ea"), b: h("eb"), c: h("ec")}, then="multi_az")
+    assert moved == 1  # only a was pending
+    stages = {p.notarization.id: p.notarization.stage for p in store.proofs()}
+    assert stages == {a: "multi_az", b: "multi_az", c: "failed"}
+    assert [ev.stage for ev in store.events(a)] == ["pending", "published", "multi_az"]
+    assert [ev.stage for ev in store.events(b)] == ["pending", "published", "multi_az"]
+    (row_a,) = [p.notarization for p in store.proofs() if p.notarization.id == a]
+    assert row_a.entry_hash == h("ea")
+    assert row_a.multi_az_at == datetime.fromtimestamp(START_S + 5, UTC)
+    for stage in ("pending", "published", "failed"):
+        with pytest.raises(ValueError):
+            store.mark_published({a: h("ea")}, then=stage)  # type: ignore[arg-type]
+
+
+def test_moves_of_many_rows_sharing_values_keep_each_rows_values(store: AuditStore) -> None:
+    ids = notarize(store, [f"x{i}" for i in range(40)])
+    store.mark_published({i: h(f"e{i}") for i in ids})  # one value per row
+    # two directory blocks: each row keeps its own (one UPDATE per block)
+    assert store.record_ledger({h(f"e{i}"): (i % 2, h(f"k{i % 2}")) for i in ids}) == 40
+    for proof in store.proofs():
+        n = proof.notarization
+        assert n.entry_hash == h(f"e{n.id}")
+        assert (n.stage, n.dblock_height, n.dblock_keymr) == ("ledger", n.id % 2, h(f"k{n.id % 2}"))
+        details = store.events(n.id)[-1].details
+        assert details == {"dblock_height": n.id % 2, "dblock_keymr": h(f"k{n.id % 2}")}
+    assert store.record_ledger({h(f"e{i}"): (9, h("k9")) for i in ids}) == 0  # not moved again
+    assert {p.notarization.dblock_height for p in store.proofs()} == {0, 1}
+
+
+def test_record_receipts_saves_them_and_moves_their_rows_to_ledger(store: AuditStore) -> None:
+    a, b, c = notarize(store, ["a", "b", "c"])
+    store.mark_published({a: h("ea"), b: h("eb"), c: h("ec")})
+    verified = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    records = [
+        ReceiptRecord.from_node(node_receipt(h("ea"), height=7), verified_at=verified),
+        ReceiptRecord.from_node(node_receipt(h("eb"), height=8), verified_at=verified),
+        ReceiptRecord.from_node(node_receipt(h("nope")), verified_at=verified),
+    ]
+    assert store.record_receipts(records) == 2
+    assert store.record_receipts(records) == 0
+    assert store.receipt_count("c1") == 2
+    proofs = {p.notarization.id: p for p in store.proofs(collection="c1")}
+    for nid, height, record in ((a, 7, records[0]), (b, 8, records[1])):
+        n = proofs[nid].notarization
+        assert (n.stage, n.dblock_height, n.dblock_keymr) == ("ledger", height, h(f"db{height}"))
+        assert proofs[nid].receipt == record
+    assert proofs[c].receipt is None and proofs[c].notarization.stage == "published"
+    assert store.missing_receipts() == []
+
+
 def test_batch_stage_updates_of_thousands(store: AuditStore) -> None:
     labels = [f"x{i}" for i in range(1200)]
     ids = notarize(store, labels)

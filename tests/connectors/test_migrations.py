@@ -35,12 +35,19 @@ from sqlalchemy.exc import IntegrityError
 
 from connectors import migrations
 from connectors.audit_models import AUDIT_METADATA
-from connectors.audit_store import AnchorRecord, AuditStore, DocumentIn, NewNotarization
+from connectors.audit_store import (
+    AnchorRecord,
+    AuditStore,
+    DocumentIn,
+    NewNotarization,
+    ReceiptRecord,
+)
 from connectors.migrations import (
     ANCHORS_REVISION,
     BATCHES_REVISION,
     HEAD_REVISION,
     INITIAL_REVISION,
+    MEMBER_PATHS_REVISION,
     VERSION_TABLE,
     WATERMARKS_REVISION,
     MigrationError,
@@ -179,6 +186,7 @@ def test_head_constant_matches_the_revision_scripts() -> None:
     assert script.get_base() == INITIAL_REVISION
     assert [r.revision for r in script.walk_revisions()] == [
         HEAD_REVISION,
+        MEMBER_PATHS_REVISION,
         BATCHES_REVISION,
         WATERMARKS_REVISION,
         ANCHORS_REVISION,
@@ -466,3 +474,72 @@ def test_0005_downgrade_stores_the_rebuilt_member_paths_and_upgrade_keeps_them(
         assert read == expected
     assert schema_diff(engine) == []
     engine.dispose()
+
+
+def stored_raws(engine: Engine) -> list[dict]:
+    """The ``raw`` column of every receipt row, by id, parsed."""
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT raw FROM receipts ORDER BY id")).all()
+    return [r[0] if isinstance(r[0], dict) else json.loads(r[0]) for r in rows]
+
+
+def test_0006_stores_the_branch_once_and_downgrade_puts_it_back(backend: dict) -> None:
+    def node_receipt(entry_hash: str) -> dict:
+        branch = [{"left": entry_hash, "right": h(f"r{i}"), "top": h(f"t{i}")} for i in range(3)]
+        return {
+            "entry": {"entryhash": entry_hash, "timestamp": 1_700_000_060},
+            "merklebranch": branch,
+            "entryblockkeymr": h("eb"),
+            "directoryblockkeymr": h("db7"),
+            "directoryblockheight": 7,
+        }
+
+    received = [node_receipt(h("ea")), node_receipt(h("eb"))]
+    with open_store(backend) as store:
+        ids = store.add_notarizations(
+            [
+                NewNotarization(d, "c", h("chain"), h(x))
+                for d, x in zip(store.upsert_documents("s", docs_for("a", "b")), "ab", strict=True)
+            ]
+        )
+        store.mark_published({ids[0]: h("ea"), ids[1]: h("eb")})
+        at = datetime(2024, 1, 1, tzinfo=UTC)
+        assert store.record_receipts([ReceiptRecord.from_node(r, verified_at=at) for r in received])
+        assert [p.receipt.raw for p in store.proofs() if p.receipt] == received
+    engine = raw_engine(backend)
+    compact = stored_raws(engine)
+    assert [r["merklebranch"] for r in compact] == [
+        {
+            "sha256": hashlib.sha256(
+                json.dumps(r["merklebranch"], separators=(",", ":")).encode()
+            ).hexdigest()
+        }
+        for r in received
+    ]  # the branch itself is only in merkle_branch
+    assert [{k: v for k, v in r.items() if k != "merklebranch"} for r in compact] == [
+        {k: v for k, v in r.items() if k != "merklebranch"} for r in received
+    ]
+    with engine.begin() as conn:  # the second row's column changed after it was stored
+        cast = "CAST(:b AS JSONB)" if engine.dialect.name == "postgresql" else ":b"
+        forged = json.dumps([{"left": h("eb"), "right": h("x"), "top": h("y")}])
+        conn.execute(
+            text(f"UPDATE receipts SET merkle_branch = {cast} WHERE id = 2"), {"b": forged}
+        )
+
+    assert migrations.downgrade(engine, MEMBER_PATHS_REVISION) == MEMBER_PATHS_REVISION
+    restored = stored_raws(engine)
+    assert restored[0] == received[0]  # as the node sent it, as 0005 kept it
+    assert restored[1] == compact[1]  # no longer its column's: kept as it was
+
+    with open_store(backend) as store:  # upgraded again: whole rows are compacted
+        assert store.schema_revision() == HEAD_REVISION
+        assert stored_raws(engine) == compact
+        raws = [p.receipt.raw for p in store.proofs() if p.receipt]
+        assert raws[0] == received[0]
+        assert raws[1]["merklebranch"] == compact[1]["merklebranch"]  # the report flags it
+    assert schema_diff(engine) == []
+    engine.dispose()
+
+
+def docs_for(*labels: str) -> list[DocumentIn]:
+    return [DocumentIn(f"{x}.txt", h(x), 1) for x in labels]

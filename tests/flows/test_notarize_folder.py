@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import AuditStore, CollectionModeError, DocumentIn, NewNotarization
+from connectors.audit_store import (
+    AuditStore,
+    CollectionModeError,
+    DocumentIn,
+    NewNotarization,
+    Stage,
+)
 from connectors.node import NodeClient
 from flows.cli.commands.notarize import _print_summary
 from flows.notarize_folder import notarize_folder
@@ -102,11 +108,13 @@ def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
     calls = {"n": 0}
     original = AuditStore.mark_published
 
-    def crash_on_second_batch(self: AuditStore, entry_hashes: dict[int, str]) -> int:
+    def crash_on_second_batch(
+        self: AuditStore, entry_hashes: dict[int, str], **then: Stage | None
+    ) -> int:
         calls["n"] += 1
         if calls["n"] >= 2:
             raise RuntimeError("killed after the API accepted the batch")
-        return original(self, entry_hashes)
+        return original(self, entry_hashes, **then)
 
     monkeypatch.setattr(AuditStore, "mark_published", crash_on_second_batch)
     with pytest.raises(Exception, match="killed"):

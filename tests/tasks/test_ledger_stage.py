@@ -15,6 +15,7 @@ from ledger.core.blocks.entry_block import EntryBlock
 from ledger.core.clock import ManualClock
 from ledger.core.proof.steps import Step
 from ledger.core.receipt import build_receipt
+from tasks.block_index import BlockIndex
 from tasks.documents import collection_chain_id, document_entry
 from tasks.ledger_stage import follow_ledger, sweep_ledger
 from tasks.verify import ReceiptRejected, TrustedDirectoryBlock, verify_node_receipt
@@ -26,13 +27,23 @@ CHAIN = collection_chain_id(COLLECTION)
 class FakeNode:
     """Receipts of the entries in ``blocks`` (height -> entry hashes); others not found yet.
 
-    ``garbage`` heights serve a directory block that does not parse.
+    Blocks above ``height`` are not served yet. ``garbage`` heights serve a directory block
+    that does not parse; ``forged`` heights serve entry block bytes (``raw-data``) other
+    than the block their directory block lists.
     """
 
-    def __init__(self, blocks: dict[int, list[str]], *, garbage: frozenset[int] = frozenset()):
+    def __init__(
+        self,
+        blocks: dict[int, list[str]],
+        *,
+        garbage: frozenset[int] = frozenset(),
+        forged: frozenset[int] = frozenset(),
+    ):
         self.receipts: dict[str, dict[str, Any]] = {}
         self.raw: dict[int, str] = {}
+        self.eblocks: dict[str, tuple[int, str]] = {}  # keymr -> (height, raw hex)
         self.dblock_calls: list[int] = []
+        self.eblock_calls: list[int] = []
         self.receipt_calls = 0
         self.height = max(blocks)  # the newest block made so far: later ones are unknown
         prev = None
@@ -54,6 +65,12 @@ class FakeNode:
             )
             prev = dblock
             self.raw[height] = "00" if height in garbage else dblock.marshal().hex()
+            served = eblock
+            if height in forged:  # another entry list: its KeyMR is not the one listed
+                served = EntryBlock.build(
+                    chain_id=eblock.chain_id, height=height, entries=[(bytes([7]) * 32, 0)]
+                )
+            self.eblocks[eblock.key_mr().hex()] = (height, served.marshal().hex())
             for h in hashes:
                 receipt = build_receipt(bytes.fromhex(h), eblock, dblock)
                 self.receipts[h] = receipt.to_json()
@@ -78,8 +95,18 @@ class FakeNode:
             return {"jsonrpc": "2.0", "id": call["id"], "result": {"receipt": receipt}}
         if call["method"] == "dblock-by-height":
             self.dblock_calls.append(params["height"])
+            if params["height"] > self.height:
+                error = {"code": -32008, "message": "Block not found"}
+                return {"jsonrpc": "2.0", "id": call["id"], "error": error}
             result = {"dblock": {}, "rawdata": self.raw[params["height"]]}
             return {"jsonrpc": "2.0", "id": call["id"], "result": result}
+        if call["method"] == "raw-data":
+            height, raw = self.eblocks.get(params["hash"], (self.height + 1, ""))
+            if height > self.height:
+                error = {"code": -32008, "message": "Object not found"}
+                return {"jsonrpc": "2.0", "id": call["id"], "error": error}
+            self.eblock_calls.append(height)
+            return {"jsonrpc": "2.0", "id": call["id"], "result": {"data": raw}}
         raise AssertionError(f"unexpected call {call}")
 
 
@@ -116,9 +143,58 @@ def test_sweep_pages_through_rows_and_fetches_each_block_once(store: AuditStore)
     with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
         outcome = sweep_ledger(store, client, collection=COLLECTION, batch_size=2)
     assert (outcome.recorded, outcome.waiting, outcome.rejected) == (6, 1, 0)
-    assert sorted(node.dblock_calls) == [3, 4]  # once per height, across the four pages
+    # once per height across the four pages, and block 5 (not made yet) asked once
+    assert sorted(node.dblock_calls) == [3, 4, 5]
+    # the first page's receipts come from the node and name the chain and first block;
+    # every later entry is found in the entry blocks read from there (one read each),
+    # but the one in no block yet, asked again as a receipt
+    assert node.receipt_calls == 2 + 1
+    assert sorted(node.eblock_calls) == [3, 4]
     assert store.receipt_count(COLLECTION) == 6
     assert {k: v for k, v in store.summary(COLLECTION).items() if v} == {"ledger": 6, "multi_az": 1}
+    stored = {p.notarization.entry_hash: p.receipt for p in store.proofs(collection=COLLECTION)}
+    for entry_hash in hashes[:6]:  # built from the blocks: the node's receipt, exactly
+        receipt = stored[entry_hash]
+        assert receipt is not None and receipt.raw == node.receipts[entry_hash]
+        assert receipt.merkle_branch == node.receipts[entry_hash]["merklebranch"]
+
+
+def test_entry_block_not_listed_is_not_used_its_entries_get_node_receipts(
+    store: AuditStore,
+) -> None:
+    hashes = published(store, 6)
+    node = FakeNode({1: hashes[:2], 2: hashes[2:4], 3: hashes[4:]}, forged=frozenset({2}))
+    with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
+        outcome = sweep_ledger(store, client, collection=COLLECTION, batch_size=2)
+    assert (outcome.recorded, outcome.waiting, outcome.rejected) == (6, 0, 0)
+    # block 2's bytes do not hash to the KeyMR block 2 lists: its entries are asked
+    assert node.receipt_calls == 2 + 2
+    stored = {p.notarization.entry_hash: p.receipt for p in store.proofs(collection=COLLECTION)}
+    assert all(stored[h] is not None and stored[h].raw == node.receipts[h] for h in hashes)
+
+
+def test_receipts_are_built_only_from_blocks_of_the_chains_learned(store: AuditStore) -> None:
+    hashes = published(store, 4)
+    node = FakeNode({1: hashes[:2], 2: hashes[2:]})
+    with NodeClient("http://node.test/v2", transport=httpx.MockTransport(node)) as client:
+        index = BlockIndex(client)
+        assert index.receipts(hashes) == {}  # nothing learned: no block read
+        assert node.dblock_calls == [] and node.eblock_calls == []
+        index.learn(node.receipts[hashes[0]])
+        index.learn({"directoryblockheight": "x"})  # teaches nothing
+        built = index.receipts(hashes[1:])
+        assert built == {h: node.receipts[h] for h in hashes[1:]}
+        assert index.receipts([f"{9:064x}"]) == {}  # block 3 not made: asked once
+        assert sorted(node.dblock_calls) == [1, 2, 3]
+        dblock = DirectoryBlock.unmarshal(bytes.fromhex(node.raw[2]))
+        assert index.trusted(2) == TrustedDirectoryBlock(height=2, key_mr=dblock.key_mr())
+        assert index.trusted(3) is None
+        for h in hashes:
+            verify_node_receipt(
+                built.get(h, node.receipts[h]),
+                entry_hash=h,
+                dblock_raw=bytes.fromhex(node.raw[node.receipts[h]["directoryblockheight"]]),
+            )
 
 
 def test_block_that_does_not_parse_rejects_only_its_receipts(store: AuditStore) -> None:
@@ -176,7 +252,10 @@ def test_follow_sweeps_at_each_new_block_until_nothing_waits(store: AuditStore) 
             store, client, collection=COLLECTION, until=1030.0, clock=clock, sleep=sleep
         )
     assert (outcome.recorded, outcome.waiting) == (4, 0)
-    assert node.receipt_calls == 4 + 2 + 2  # sweeps at heights 1, 2 and 3 only
+    # sweeps at heights 1, 2 and 3 only; the sweeps share the blocks read: the third finds
+    # both entries in block 3 (asked before it was made, then read once)
+    assert node.receipt_calls == 4 + 2
+    assert node.dblock_calls == [1, 2, 3, 3] and node.eblock_calls == [1, 2, 3]
     assert clock.now() - 1000.0 == pytest.approx(2.0)  # done as soon as block 3 is seen
 
 

@@ -321,6 +321,28 @@ def test_reverification_flags_a_tampered_stored_receipt(store: AuditStore, known
     assert set(rejected["notarization_id"]) == {known.ids["a"], known.ids["b"]}
 
 
+def test_reverification_flags_a_branch_column_changed_after_storing(
+    store: AuditStore, known: Known
+) -> None:
+    # the raw receipt keeps a digest of its branch (stored once, in the column): a changed
+    # column no longer has it, and the report still sees the two disagree
+    (proof,) = [p for p in store.proofs() if p.notarization.id == known.ids["a"]]
+    assert proof.receipt is not None
+    branch = json.loads(json.dumps(proof.receipt.merkle_branch))
+    branch[0]["top"] = h("forged")
+    cast = "CAST(:b AS JSONB)" if store.engine.dialect.name == "postgresql" else ":b"
+    with store.engine.begin() as conn:
+        conn.execute(
+            text(f"UPDATE receipts SET merkle_branch = {cast} WHERE notarization_id = :i"),
+            {"b": json.dumps(branch), "i": known.ids["a"]},
+        )
+    checked = c1_report(store, known).reverification.set_index("notarization_id")
+    a = checked.loc[known.ids["a"]]
+    assert (a["status"], a["step"]) == ("rejected", 0)
+    assert "merkle branch" in a["message"]
+    assert checked.loc[known.ids["b"]]["status"] == "ok"
+
+
 def test_reverification_flags_a_block_the_node_does_not_have(
     store: AuditStore, known: Known
 ) -> None:

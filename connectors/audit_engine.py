@@ -18,9 +18,16 @@ from sqlalchemy.engine import Engine, make_url
 from ledger.dbjson import json_text
 from ledger.sqlite import create_sqlite_engine
 
-__all__ = ["build_engine"]
+__all__ = ["WAL_AUTOCHECKPOINT_PAGES", "build_engine"]
 
 _log = logging.getLogger(__name__)
+
+
+#: The audit store's WAL checkpoint threshold, in 4 KiB pages (40 MB; SQLite's default is
+#: 1,000). Recording an archive changes the pages of random-key indexes (members by
+#: document hash) again and again; each checkpoint copied them back, so at 1,000,000
+#: documents the commits spent much of their time rewriting the same pages.
+WAL_AUTOCHECKPOINT_PAGES = 10_000
 
 
 def build_engine(url: str, *, schema: str | None, connect_retry_s: float) -> Engine:
@@ -28,7 +35,8 @@ def build_engine(url: str, *, schema: str | None, connect_retry_s: float) -> Eng
 
     SQLite (``ledger.sqlite.create_sqlite_engine``): the parent folder is created, WAL
     mode (switched safely when several processes open a new file at once),
-    ``synchronous=NORMAL``, foreign keys on, a 30 s busy timeout. PostgreSQL: a ping
+    ``synchronous=NORMAL``, a checkpoint every ``WAL_AUTOCHECKPOINT_PAGES``, foreign keys
+    on, a 30 s busy timeout. PostgreSQL: a ping
     before each pooled connection is used, the schema set as ``search_path``, and
     connections refused while the server restarts tried again for up to
     ``connect_retry_s`` seconds.
@@ -44,7 +52,12 @@ def build_engine(url: str, *, schema: str | None, connect_retry_s: float) -> Eng
     if backend == "sqlite":
         if schema is not None:
             raise ValueError("schema is only supported on PostgreSQL")
-        return create_sqlite_engine(parsed, synchronous="NORMAL", json_serializer=json_text)
+        return create_sqlite_engine(
+            parsed,
+            synchronous="NORMAL",
+            json_serializer=json_text,
+            wal_autocheckpoint_pages=WAL_AUTOCHECKPOINT_PAGES,
+        )
     if schema is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
         raise ValueError(f"invalid schema name {schema!r}")
     connect_args = {"options": f"-csearch_path={schema}"} if schema is not None else {}

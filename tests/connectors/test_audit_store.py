@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
+from connectors.audit_engine import WAL_AUTOCHECKPOINT_PAGES
 from connectors.audit_store import (
     AnchorRecord,
     AuditStore,
@@ -508,6 +509,9 @@ def test_sqlite_file_uses_wal(tmp_path) -> None:
     path = tmp_path / "nested" / "audit.db"
     with AuditStore(f"sqlite:///{path}") as store:
         notarize(store, ["a"])
+        with store._engine.connect() as conn:  # the store's own connections
+            pages = conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar()
+    assert pages == WAL_AUTOCHECKPOINT_PAGES == 10_000
     connection = sqlite3.connect(path)
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     connection.close()

@@ -105,3 +105,17 @@ def test_explicit_begin_is_immediate_only_with_the_option(tmp_path: Path) -> Non
 def test_only_sqlite_urls() -> None:
     with pytest.raises(ValueError, match="not an SQLite URL"):
         create_sqlite_engine("postgresql+psycopg://127.0.0.1/test", synchronous="FULL")
+
+
+def test_the_checkpoint_threshold_is_sqlites_unless_given(tmp_path: Path) -> None:
+    def threshold(**options: int) -> int:
+        engine = create_sqlite_engine(
+            f"sqlite:///{tmp_path / f'{len(options)}.db'}", synchronous="NORMAL", **options
+        )
+        with engine.connect() as conn:
+            value = conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar()
+        engine.dispose()
+        return int(value)
+
+    assert threshold() == 1000
+    assert threshold(wal_autocheckpoint_pages=10_000) == 10_000

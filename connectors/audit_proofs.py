@@ -208,9 +208,9 @@ class ProofsPart(BatchesPart):
         members = member_query()
         batches = select(n.id).where(n.kind == "batch")
         if sha256 is not None:
-            own = own.where(n.sha256 == hex64(sha256))
-            members = members.where(m.sha256 == hex64(sha256))
-            holding = select(m.batch_id).where(m.sha256 == hex64(sha256))
+            sha = hex64(sha256)
+            own, members = own.where(n.sha256 == sha), members.where(m.sha256 == sha)
+            holding = select(m.batch_id).where(m.sha256 == sha)
             if collection is not None:  # by the (chain_id, sha256) index, not a scan
                 chains = select(collections_table.c.chain_id)
                 in_chain = m.chain_id.in_(chains.where(collections_table.c.name == collection))

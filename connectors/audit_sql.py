@@ -77,6 +77,7 @@ STAGE_TIME_COLUMN = {
 
 _ROW_TIMES = ("created_at", "updated_at", "published_at", "multi_az_at", "ledger_at", "anchored_at")
 _NOTARIZATION_FIELDS = tuple(f.name for f in fields(NotarizationRow))
+_RECEIPT_FIELDS = tuple(f.name for f in fields(ReceiptRecord))
 
 T = TypeVar("T")
 
@@ -363,8 +364,7 @@ def proof_record(mapping: Mapping[Any, Any]) -> ProofRecord:
     ``ProofRecord``; ``receipt`` is ``None`` when the join found none."""
     receipt = None
     if mapping["r_id"] is not None:
-        names = [f.name for f in fields(ReceiptRecord)]
-        values = {name: mapping[f"r_{name}"] for name in names}
+        values = {name: mapping[f"r_{name}"] for name in _RECEIPT_FIELDS}
         values["verified_at"] = aware_utc(values["verified_at"])
         values["raw"] = received_raw(values["raw"], values["merkle_branch"])
         receipt = ReceiptRecord(**values)

@@ -9,7 +9,10 @@ One round (``step``):
 2. **record**: for every anchor whose transaction has ``confirmations`` blocks, write a
    signed ``AnchorRecord`` (7.4 v2) into ChainID(["FactomAnchorChain"]); for every confirmed
    window, one into ChainID(["FactomEthereumAnchorChain"]). Both chains are created at the
-   first record. The node's ``anchors`` method reads these records.
+   first record. The node's ``anchors`` method reads these records. Before the first
+   record after a start, the records the node already holds and the state does not list
+   are marked recorded (``ledger.anchor.reconcile``: a state restored from a backup is
+   older than the node), and the writer skips entries the node already has.
 
 ``anchor_proof`` serves the material of a proof bundle's ``anchor`` and ``contract``
 sections (docs/proof-bundle.md) from the service's state and the backend.
@@ -24,10 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.anchor.backend import AnchorBackend, Inclusion, InclusionProof, NotConfirmed
+from ledger.anchor.reconcile import records_on_node
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchoredBlock, AnchoredWindow, AnchorState
 from ledger.anchor.writer import LedgerWriter
 from ledger.core.anchor_record import (
+    CONTRACT_CHAIN_ID,
+    POW_ANCHOR_CHAIN_ID,
     AnchorRecord,
     ContractRef,
     PowRef,
@@ -48,6 +54,8 @@ __all__ = ["AnchorService", "AnchorServiceError", "RoundReport"]
 log = logging.getLogger(__name__)
 
 _RECORD_BATCH = 200
+#: Most unrecorded blocks (and windows) matched against the node's records at a start.
+_RECONCILE_ROWS = 100_000
 
 
 class AnchorServiceError(RuntimeError):
@@ -92,6 +100,7 @@ class AnchorService:
         self._writer = writer
         self._signer = signer
         self._address = settings.contract_address_bytes()
+        self._reconciled = False  # the node's records were read back since the start
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -150,7 +159,13 @@ class AnchorService:
     # -- step 2: record -------------------------------------------------------------------
 
     async def record(self, *, record_height: int) -> tuple[int, int]:
-        """Write records of confirmed anchors and windows; returns how many of each."""
+        """Write records of confirmed anchors and windows; returns how many of each.
+
+        The first call after a start marks recorded first what the node already holds
+        (``reconcile``)."""
+        if not self._reconciled:
+            await self.reconcile()
+            self._reconciled = True
         need = self.settings.confirmations
         blocks = [
             (b, inc)
@@ -164,6 +179,53 @@ class AnchorService:
         ]
         recorded = await self._record_blocks(blocks, record_height)
         return recorded, await self._record_windows(windows, record_height)
+
+    async def reconcile(self) -> tuple[int, int]:
+        """Mark recorded the unrecorded blocks and windows whose record, signed by this
+        service's key, the node already holds (``ledger.anchor.reconcile``): a block by
+        height and KeyMR, a window by its heights and root. Returns how many of each.
+
+        Raises:
+            JsonRpcCallError, JsonRpcTransportError: the node refused a read or was
+                unreachable (nothing is marked; the next round tries again).
+        """
+        blocks = {b.height: b for b in self.state.unrecorded_blocks(_RECONCILE_ROWS)}
+        windows = {
+            (w.height_min, w.height_max, w.window_mr): w
+            for w in self.state.unrecorded_windows(_RECONCILE_ROWS)
+        }
+        key = self._signer.public_key
+        marked_blocks = marked_windows = 0
+        if blocks:
+            lowest = min(blocks)
+            for found in await records_on_node(
+                self._node, POW_ANCHOR_CHAIN_ID, public_key=key, lowest_height=lowest
+            ):
+                block = blocks.pop(found.record.db_height, None)
+                if block is not None and block.keymr == found.record.keymr:
+                    self.state.mark_block_recorded(block.height, found.entry_hash)
+                    marked_blocks += 1
+        if windows:
+            lowest = min(high for _low, high, _root in windows)  # a record's db_height
+            for found in await records_on_node(
+                self._node, CONTRACT_CHAIN_ID, public_key=key, lowest_height=lowest
+            ):
+                w = found.record.window
+                window = (
+                    None
+                    if w is None
+                    else windows.pop((w.height_min, w.height_max, w.window_mr), None)
+                )
+                if window is not None:
+                    self.state.mark_window_recorded(window.txid, found.entry_hash)
+                    marked_windows += 1
+        if marked_blocks or marked_windows:
+            log.info(
+                "anchor records already on the node: %d blocks and %d windows marked recorded",
+                marked_blocks,
+                marked_windows,
+            )
+        return marked_blocks, marked_windows
 
     async def _record_blocks(self, items: list[tuple[AnchoredBlock, Inclusion]], at: int) -> int:
         if not items:

@@ -3,6 +3,12 @@
 Commits are composed here (``ledger.core.commit``) and paid with the configured entry
 credit key; the wallet is not needed. A commit answered with Repeated Commit (-32011) is
 treated as paid (the reveal follows), as the sequence rules of docs/jsonrpc.md §4.3 say.
+
+Before paying, ``write`` asks the node (``ack``) about each entry: one it already holds
+(``TransactionACK``, ``DBlockConfirmed``) is not paid for again, and one whose reveal it
+holds waiting for a commit (``NotConfirmed``) gets its commit only. A commit with a new
+timestamp is a new transaction, so without this an entry whose reveal was accepted but
+whose answer was lost (or a state older than the node's) would be recorded twice.
 """
 
 from __future__ import annotations
@@ -69,30 +75,55 @@ class LedgerWriter:
                 raise
 
     async def write(self, entries: Sequence[Entry]) -> list[bool]:
-        """Commit then reveal each entry (two batches); True where the reveal was accepted.
+        """Commit then reveal each entry the node does not hold yet (module docstring;
+        three batches: ``ack``, commits, reveals); True where the entry is now recorded
+        (or its held reveal released by the commit).
 
         Raises:
             JsonRpcTransportError: the node was unreachable (nothing is known written).
         """
         if not entries:
             return []
+        statuses = [_status(r) for r in await self._node.batch([_ack(e) for e in entries])]
+        todo = [(e, s) for e, s in zip(entries, statuses, strict=True) if s not in _RECORDED]
         now = self._now_ms()
         commits = [
             (
                 "commit-entry",
                 {"message": CommitEntry.create(self._ec_key, e, timestamp_ms=now).to_hex()},
             )
-            for e in entries
+            for e, _ in todo
         ]
         paid = [_accepted(r) for r in await self._node.batch(commits)]
         reveals = [
             ("reveal-entry", {"entry": e.marshal().hex()})
-            for e, ok in zip(entries, paid, strict=True)
-            if ok
+            for (e, status), ok in zip(todo, paid, strict=True)
+            if ok and status != _HELD
         ]
         answers = iter(await self._node.batch(reveals))
-        results = [ok and _accepted(next(answers), repeat_ok=False) for ok in paid]
-        return results
+        written = {
+            e.hash(): ok and (status == _HELD or _accepted(next(answers), repeat_ok=False))
+            for (e, status), ok in zip(todo, paid, strict=True)
+        }
+        return [written.get(e.hash(), True) for e in entries]
+
+
+#: ``ack`` statuses of an entry the node has recorded, and of a reveal held for its commit.
+_RECORDED = frozenset({"TransactionACK", "DBlockConfirmed"})
+_HELD = "NotConfirmed"
+
+
+def _ack(entry: Entry) -> tuple[str, dict[str, str]]:
+    return "ack", {"hash": entry.hash().hex(), "chainid": entry.chain_id.hex()}
+
+
+def _status(reply: object) -> str:
+    """``entrydata.status`` of an ``ack`` answer; ``Unknown`` for an error or odd shape."""
+    if isinstance(reply, dict):
+        data = reply.get("entrydata")
+        if isinstance(data, dict) and isinstance(data.get("status"), str):
+            return str(data["status"])
+    return "Unknown"
 
 
 def _accepted(reply: object, *, repeat_ok: bool = True) -> bool:

@@ -100,6 +100,21 @@ class LedgerAudit:
         """Entry hashes read more than once, with their counts."""
         return {h: n for h, n in self.entries.items() if n > 1}
 
+    def describe_duplicates(self) -> str:
+        """The entries read more than once, each with its chain and the heights of its
+        entry blocks (for a failing assertion's message); empty when there are none."""
+        twice = self.duplicates()
+        where: dict[bytes, list[str]] = {}
+        for chain_id, hashes in self.chains.items():
+            for entry_hash in hashes:
+                if entry_hash in twice:
+                    where.setdefault(entry_hash, []).append(chain_id.hex()[:16])
+        return "; ".join(
+            f"{h.hex()[:16]} x{n} in chain {','.join(sorted(set(where.get(h, []))))} "
+            f"first at height {self.height_of[h]}"
+            for h, n in twice.items()
+        )
+
     def wait_for(self, wanted: set[bytes], *, timeout_s: float) -> set[bytes]:
         """Scan until every hash of ``wanted`` was read or ``timeout_s`` passed; the missing."""
 

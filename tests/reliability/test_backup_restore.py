@@ -198,7 +198,7 @@ def test_backup_under_load_restores_every_acknowledged_write(tmp_path: Path) -> 
             wanted = {w.entry.hash() for w in before} | {new.hash()}
             missing = audit.wait_for(wanted, timeout_s=120)
             assert not missing, f"{len(missing)} acknowledged writes not in the restored blocks"
-            assert not audit.duplicates()
+            assert not audit.duplicates(), audit.describe_duplicates()
             print(
                 f"restored stack: {len(wanted)} writes found in blocks up to height "
                 f"{audit.tip}, every block linked"

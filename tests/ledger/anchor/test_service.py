@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from ledger import devnet
 from ledger.anchor.app import build_runtime
 from ledger.anchor.service import AnchorServiceError, _checked_keymr
+from ledger.anchor.writer import LedgerWriter
 from ledger.core.anchor_record import (
     POW_ANCHOR_CHAIN_ID,
     AnchorRecord,
@@ -279,3 +281,81 @@ def test_a_block_whose_bytes_do_not_hash_to_its_keymr_is_refused() -> None:
         _checked_keymr(good, 1)
     with pytest.raises(AnchorServiceError):
         _checked_keymr({"rawdata": "zz"}, 0)
+
+
+async def _chain_entries(network: Network, chain_id: bytes) -> list[str]:
+    """Entry hashes of every saved entry block of ``chain_id``, oldest block first."""
+    head = await network.call("chain-head", {"chainid": chain_id.hex()})
+    keymr, blocks = head["chainhead"], []
+    while keymr and keymr != "00" * 32:
+        eblock = await network.call("entry-block", {"keymr": keymr})
+        blocks.append([e["entryhash"] for e in eblock["entrylist"]])
+        keymr = eblock["header"]["prevkeymr"]
+    return [h for block in reversed(blocks) for h in block]
+
+
+def _copy_sqlite(source: Path, target: Path) -> None:
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+
+
+@pytest.mark.parametrize("saved_first", [False, True], ids=["pending", "saved"])
+async def test_a_state_older_than_the_node_does_not_record_an_anchor_twice(
+    network: Network, tmp_path: Path, saved_first: bool
+) -> None:
+    """A restored backup holds the service's record before the node's (``Stack.stores``):
+    records written between the two copies are on the node but not marked in the state.
+    The service must find them on the node, not pay for and reveal them again."""
+    await network.block()
+    await network.anchor_round()
+    network.mine(CONFIRMATIONS)
+    settings = anchor_settings(tmp_path)
+    older = tmp_path / "older.sqlite"
+    _copy_sqlite(settings.state_path, older)
+    first = await network.anchor_round()
+    assert first.recorded == 2
+    if saved_first:
+        await network.block()
+    await network.anchor.aclose()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{settings.state_path}{suffix}").unlink(missing_ok=True)
+    older.rename(settings.state_path)
+    network.anchor = build_runtime(
+        settings, clock=network.clock, node_transport=network.node_transport
+    )
+    network.clock.advance(1.0)  # a restart takes time: new commits would have new txids
+    await network.anchor_round()
+    await network.block()
+    hashes = await _chain_entries(network, POW_ANCHOR_CHAIN_ID)
+    twice = {h for h in hashes if hashes.count(h) > 1}
+    assert not twice, f"{len(twice)} anchor records written twice"
+    heights = []
+    for entry_hash in hashes[1:]:  # after the chain's first entry
+        raw = (await network.call("raw-data", {"hash": entry_hash}))["data"]
+        heights.append(AnchorRecord.from_content(Entry.unmarshal(bytes.fromhex(raw)).content))
+    heights = [record.db_height for record in heights]
+    assert sorted(heights) == [0, 1], heights
+    assert (await network.call("anchors", {"height": 1}))["anchor_pow"]
+
+
+async def test_the_writer_does_not_pay_again_for_what_the_node_holds(network: Network) -> None:
+    """A round retried after a lost answer writes the same records again: the node must
+    record each once, and a reveal it holds for its commit gets the commit only."""
+    await network.block()
+    chain = await network.publish_chain([b"writer retries"])
+    await network.block()
+    writer = LedgerWriter(network.anchor.node, ec_key=network.ec_key, clock=network.clock)
+    entries = [Entry(chain.chain_id, (b"n", str(i).encode()), b"x") for i in range(3)]
+    assert await writer.write(entries) == [True, True, True]
+    network.clock.advance(1.0)  # a commit now would be a new transaction
+    assert await writer.write(entries) == [True, True, True]
+    held = Entry(chain.chain_id, (b"held",), b"")
+    await network.call("reveal-entry", {"entry": held.marshal().hex()})
+    assert await writer.write([held]) == [True]
+    pending = await network.call("pending-entries", {"chainid": chain.chain_id.hex()})
+    assert [p["status"] for p in pending if p["entryhash"] == held.hash().hex()] == [
+        "TransactionACK"
+    ]
+    await network.block()
+    hashes = await _chain_entries(network, chain.chain_id)
+    assert sorted(hashes) == sorted(e.hash().hex() for e in [chain, *entries, held])

@@ -26,7 +26,7 @@ up: install  ## run node, wallet and publishing API on loopback until Ctrl-C
 	$(BIN)/notary up --block-time $(BLOCK_TIME)
 
 test: lint typecheck  ## lint, import contracts, mypy, then the suite without the long loops (CI runs this)
-	$(BIN)/python -m pytest -m "not slow" --durations=25
+	$(BIN)/python -m pytest -m "not slow" -n auto --dist loadfile --durations=25
 
 test-all: install  ## everything, slow tests included (crash loops, schemathesis)
 	$(BIN)/python -m pytest

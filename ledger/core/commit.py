@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Self
 
 from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry, chain_id_from_external_ids
 from ledger.core.errors import DecodeError, LimitError, SignatureError
@@ -48,8 +49,51 @@ _TIMESTAMP_BYTES = 6
 _PLACEHOLDER_SIGNATURE = bytes(64)
 
 
+class _Commit:
+    """What both commit messages do alike (section 2.3): txid, full hash, signature check,
+    hex. A subclass gives ``signed_part``, ``marshal``, ``unmarshal`` and the fields
+    ``ec_public_key`` (32 bytes) and ``signature`` (64 bytes)."""
+
+    __slots__ = ()
+    ec_public_key: bytes
+    signature: bytes
+
+    def signed_part(self) -> bytes:
+        raise NotImplementedError
+
+    def marshal(self) -> bytes:
+        raise NotImplementedError
+
+    @classmethod
+    def unmarshal(cls, data: bytes) -> Self:
+        raise NotImplementedError
+
+    def txid(self) -> bytes:
+        """SHA256 of ``signed_part()`` (32 bytes): the ``txid`` of the API and replay filter."""
+        return sha256(self.signed_part())
+
+    def full_hash(self) -> bytes:
+        """SHA256 of all the message's bytes (136 or 200)."""
+        return sha256(self.marshal())
+
+    def verify(self) -> None:
+        """Check the signature canonically (section 0.6). Raises SignatureError."""
+        if not verify_signature(self.ec_public_key, self.signed_part(), self.signature):
+            raise SignatureError("commit signature does not verify")
+
+    def to_hex(self) -> str:
+        """Lowercase hex of ``marshal()``."""
+        return self.marshal().hex()
+
+    @classmethod
+    def from_hex(cls, text: str) -> Self:
+        """Parse the hex of a whole message. DecodeError (bad hex, length, version) or
+        LimitError (credits out of range)."""
+        return cls.unmarshal(from_hex(text, "commit"))
+
+
 @dataclass(frozen=True, slots=True)
-class CommitEntry:
+class CommitEntry(_Commit):
     """A commit paying for one entry (section 2.1). Byte fields are raw.
 
     Attributes:
@@ -109,30 +153,9 @@ class CommitEntry:
             signature=data[72:136],
         )
 
-    def txid(self) -> bytes:
-        """SHA256 of ``signed_part()`` (32 bytes): the ``txid`` of the API and replay filter."""
-        return sha256(self.signed_part())
-
-    def full_hash(self) -> bytes:
-        """SHA256 of all 136 bytes."""
-        return sha256(self.marshal())
-
-    def verify(self) -> None:
-        """Check the signature canonically (section 0.6). Raises SignatureError."""
-        _verify(self.ec_public_key, self.signed_part(), self.signature)
-
-    def to_hex(self) -> str:
-        """Lowercase hex of ``marshal()``."""
-        return self.marshal().hex()
-
-    @classmethod
-    def from_hex(cls, text: str) -> CommitEntry:
-        """Parse hex of 136 bytes. DecodeError (bad hex, length, version) or LimitError."""
-        return cls.unmarshal(from_hex(text, "commit"))
-
 
 @dataclass(frozen=True, slots=True)
-class CommitChain:
+class CommitChain(_Commit):
     """A commit creating a chain and paying for its first entry (section 2.2).
 
     Attributes:
@@ -230,27 +253,6 @@ class CommitChain:
             signature=data[136:200],
         )
 
-    def txid(self) -> bytes:
-        """SHA256 of ``signed_part()`` (32 bytes): the ``txid`` of the API and replay filter."""
-        return sha256(self.signed_part())
-
-    def full_hash(self) -> bytes:
-        """SHA256 of all 200 bytes."""
-        return sha256(self.marshal())
-
-    def verify(self) -> None:
-        """Check the signature canonically (section 0.6). Raises SignatureError."""
-        _verify(self.ec_public_key, self.signed_part(), self.signature)
-
-    def to_hex(self) -> str:
-        """Lowercase hex of ``marshal()``."""
-        return self.marshal().hex()
-
-    @classmethod
-    def from_hex(cls, text: str) -> CommitChain:
-        """Parse hex of 200 bytes. DecodeError (bad hex, length, version) or LimitError."""
-        return cls.unmarshal(from_hex(text, "commit"))
-
 
 def _header(timestamp_ms: int) -> bytes:
     return bytes([COMMIT_VERSION]) + timestamp_ms.to_bytes(_TIMESTAMP_BYTES, "big")
@@ -287,8 +289,3 @@ def _check_credits(credits: int, allowed: range) -> None:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _verify(public_key: bytes, message: bytes, signature: bytes) -> None:
-    if not verify_signature(public_key, message, signature):
-        raise SignatureError("commit signature does not verify")

@@ -29,6 +29,7 @@ from functools import cached_property
 from typing import Any
 
 from ledger.core.blocks._codec import Reader, check_hash, check_uint, uint_bytes
+from ledger.core.blocks._keyed import KeyedBlock
 from ledger.core.errors import DecodeError, LedgerFormatError
 from ledger.core.hashing import ZERO_HASH, sha256
 from ledger.core.merkle import merkle_levels, merkle_root
@@ -74,7 +75,7 @@ class DBlockEntry:
 
 
 @dataclass(frozen=True)
-class DirectoryBlock:
+class DirectoryBlock(KeyedBlock):
     """A directory block. BodyMR and BlockCount are derived from ``entries``.
 
     Attributes:
@@ -208,31 +209,7 @@ class DirectoryBlock:
             raise DecodeError("directory block: stored BodyMR does not match the body")
         return block
 
-    # -- hashes -----------------------------------------------------------------------
-
-    def header_hash(self) -> bytes:
-        """SHA256(header), 32 bytes (left side of the last receipt node)."""
-        return sha256(self.header())
-
-    def key_mr(self) -> bytes:
-        """KeyMR = SHA256(SHA256(header) || BodyMR): the block's primary key."""
-        return self._key_mr
-
-    @cached_property
-    def _key_mr(self) -> bytes:
-        return sha256(self.header_hash() + self.body_mr())
-
-    def full_hash(self) -> bytes:
-        """SHA256(header || body) ("dbhash"): the next block's PrevFullHash."""
-        return sha256(self.marshal())
-
-    def primary_key(self) -> bytes:
-        """Primary lookup key: the KeyMR (section 9.3)."""
-        return self.key_mr()
-
-    def secondary_key(self) -> bytes:
-        """The block's second lookup key: the full hash (section 9.3)."""
-        return self.full_hash()
+    # -- hashes (KeyMR, full hash, keys: KeyedBlock) ------------------------------------
 
     @cached_property
     def branch_levels(self) -> list[list[bytes]]:

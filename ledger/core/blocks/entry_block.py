@@ -27,8 +27,9 @@ from functools import cached_property
 from typing import Any
 
 from ledger.core.blocks._codec import Reader, check_hash, check_uint, uint_bytes
+from ledger.core.blocks._keyed import KeyedBlock
 from ledger.core.errors import DecodeError, LedgerFormatError, NotInBlockError
-from ledger.core.hashing import ZERO_HASH, sha256
+from ledger.core.hashing import ZERO_HASH
 from ledger.core.merkle import merkle_levels
 
 __all__ = [
@@ -57,7 +58,7 @@ def is_minute_marker(item: bytes) -> bool:
 
 
 @dataclass(frozen=True)
-class EntryBlock:
+class EntryBlock(KeyedBlock):
     """An entry block of one chain; BodyMR and EntryCount derive from ``items``.
 
     Attributes:
@@ -162,32 +163,6 @@ class EntryBlock:
         if block.body_mr() != body_mr:
             raise DecodeError("entry block: stored BodyMR does not match the body")
         return block
-
-    # -- hashes -----------------------------------------------------------------------
-
-    def header_hash(self) -> bytes:
-        """SHA256(header) (left side of the EBlock node in a receipt)."""
-        return sha256(self.header())
-
-    def key_mr(self) -> bytes:
-        """KeyMR = SHA256(SHA256(header) || BodyMR): the block's primary key."""
-        return self._key_mr
-
-    @cached_property
-    def _key_mr(self) -> bytes:
-        return sha256(self.header_hash() + self.body_mr())
-
-    def full_hash(self) -> bytes:
-        """SHA256(header || body): the chain's next block's PrevFullHash."""
-        return sha256(self.marshal())
-
-    def primary_key(self) -> bytes:
-        """The key listed in the DBlock and used for lookups: the KeyMR (section 9.3)."""
-        return self.key_mr()
-
-    def secondary_key(self) -> bytes:
-        """The block's second lookup key: the full hash (section 9.3)."""
-        return self.full_hash()
 
     # -- entries and times ------------------------------------------------------------
 

@@ -6,11 +6,12 @@ Each check prints one ``error:`` line on standard error and ends the command wit
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
 from connectors.audit_models import PublishMode
@@ -31,10 +32,33 @@ __all__ = [
     "pipeline_settings",
 ]
 
+#: Width of the consoles when their output is not a terminal and ``COLUMNS`` is not set
+#: (a log file, a pipe, cron): rich's 80 columns would wrap the paths, hashes and table
+#: rows that scripts read back. Tables stay only as wide as their content.
+PIPED_WIDTH = 240
+
+
+class CliConsole(Console):
+    """A rich console that is ``PIPED_WIDTH`` columns wide when neither its output is a
+    terminal nor ``COLUMNS`` gives a width; otherwise rich decides, at each print (so a
+    test runner's ``COLUMNS`` and captured streams still count)."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self.is_terminal or shutil.get_terminal_size(fallback=(0, 0)).columns:
+            return size
+        return ConsoleDimensions(PIPED_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self.width, self.height = new_size  # as rich's own setter does
+
+
 #: Rich consoles: results on standard output, errors and notes on standard error. They
 #: look up ``sys.stdout`` / ``sys.stderr`` when printing, so test runners capture them.
-console = Console()
-err = Console(stderr=True)
+console = CliConsole()
+err = CliConsole(stderr=True)
 
 _SERVICES_HINT = "Are the services running? Start them with `notary up`."
 

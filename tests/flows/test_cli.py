@@ -131,3 +131,21 @@ def test_notarize_exits_incomplete_unless_every_document_got_through(
     (tmp_path / "api-key").write_text("key\n")
     result = CliRunner().invoke(app, ["notarize", str(tmp_path), "--data-dir", str(tmp_path)])
     assert result.exit_code == code, result.output
+
+
+def test_output_to_a_pipe_is_not_wrapped_at_80_columns(tmp_path: Path) -> None:
+    """Under cron or in a pipe (no terminal, no ``COLUMNS``), a long path stays on one line
+    so that a script or a log search finds it whole."""
+    missing = tmp_path / ("deep-folder-name-" * 6) / "nope"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS" and not k.startswith("NOTARY_")}
+    env["PYTHONPATH"] = str(REPO)
+    result = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "notarize", str(missing)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    assert len(str(missing)) > 120
+    assert any(str(missing) in line for line in result.stderr.splitlines()), result.stderr

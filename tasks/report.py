@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -364,9 +364,10 @@ def _stored_mismatch(row: NotarizationRow, raw: Mapping[str, Any], receipt: Any)
 class Report:
     """Frames and summary of one report (see the module docstring).
 
-    ``documents`` is every row, or, from ``stream_report``, the first rows only: then
-    ``documents_csv`` is the file that holds them all (``summary["documents"]`` counts
-    them) and ``write_report`` copies it. ``reached``: stage -> documents that reached it.
+    ``documents`` and ``problems`` are every row, or, from ``stream_report``, the first
+    rows only: then ``documents_csv`` and ``problems_csv`` are the files that hold them
+    all and ``write_report`` copies them. ``summary["documents"]`` and ``problem_count``
+    count every row; ``reached``: stage -> documents that reached it.
     """
 
     documents: pd.DataFrame
@@ -376,7 +377,16 @@ class Report:
     summary: dict[str, Any] = field(default_factory=dict)
     batches: pd.DataFrame = field(default_factory=lambda: _empty(BATCH_COLUMNS))
     reached: dict[str, int] = field(default_factory=dict)
+    problem_count: int = 0
     documents_csv: Path | None = None
+    problems_csv: Path | None = None
+
+
+class Page(NamedTuple):
+    """The rows one page of records adds to ``documents`` and to ``problems``."""
+
+    documents: pd.DataFrame
+    problems: pd.DataFrame
 
 
 def build_report(
@@ -405,9 +415,9 @@ class ReportBuilder:
     """A ``Report`` made from pages of records, oldest first, in bounded memory.
 
     Kept per document: its stage durations (``array('d')``, 8 bytes each, for the exact
-    median and p95); besides that only counts, the problem rows, the first ``keep_rows``
-    document rows (all when ``None``), the ids of batches met and a ``ReceiptSample`` of
-    ``sample`` receipts (seeded with ``seed``).
+    median and p95); besides that only counts, the first ``keep_rows`` document rows and
+    problem rows (all when ``None``), the ids of batches met and a ``ReceiptSample`` of
+    ``sample`` receipts (seeded with ``seed``). The caller writes out each ``Page``.
     """
 
     def __init__(
@@ -429,22 +439,24 @@ class ReportBuilder:
         self.receipts_stored = 0
         self.anchors_stored = 0
         self.durations = {stage: array("d") for stage in LATENCY_STAGES}
-        self.problems: list[dict[str, Any]] = []
+        self.problem_kinds: Counter[str] = Counter()
         self.batch_ids: set[int] = set()
         # Rows, not page frames: one frame of them infers each column's type over all the
         # kept rows, as build_report always did (concatenated pages could differ).
         self._kept: list[dict[str, Any]] = []
+        self._kept_problems: list[dict[str, Any]] = []
 
     def add(
         self,
         proofs: Sequence[ProofRecord],
         events: Mapping[int, Sequence[StageEventRecord]],
         anchors: Mapping[int, AnchorRecord],
-    ) -> pd.DataFrame:
+    ) -> Page:
         """Take the next page: its records with the stage events and anchors of their ids.
 
         Returns:
-            the page's ``documents`` rows (``DOCUMENT_COLUMNS``), to write out.
+            the page's ``documents`` rows (``DOCUMENT_COLUMNS``) and problem rows
+            (``PROBLEM_COLUMNS``), to write out.
         """
         rows = [
             _document_row(
@@ -465,12 +477,19 @@ class ReportBuilder:
         self.anchors_stored += int(page["anchor_verified_at"].notna().sum())
         for name, values in self.durations.items():
             values.extend(_seconds(page[f"{name}_s"]))
-        self.problems += document_problems(page, limits=self.limits)
+        problems = document_problems(page, limits=self.limits)
+        self._take_problems(problems)
         self.batch_ids.update(p.notarization.id for p in proofs if p.notarization.is_member)
         self.receipts.add(proofs)
-        room = len(rows) if self.keep_rows is None else self.keep_rows - len(self._kept)
-        self._kept += rows[: max(room, 0)]
-        return page
+        self._kept += rows[: self._room(self._kept, len(rows))]
+        return Page(page, pd.DataFrame(problems, columns=list(PROBLEM_COLUMNS)))
+
+    def _room(self, kept: list[dict[str, Any]], offered: int) -> int:
+        return offered if self.keep_rows is None else max(self.keep_rows - len(kept), 0)
+
+    def _take_problems(self, problems: list[dict[str, Any]]) -> None:
+        self.problem_kinds.update(p["problem"] for p in problems)
+        self._kept_problems += problems[: self._room(self._kept_problems, len(problems))]
 
     def finish(
         self,
@@ -482,28 +501,29 @@ class ReportBuilder:
         since: datetime | None = None,
         until: datetime | None = None,
         documents_csv: Path | None = None,
+        problems_csv: Path | None = None,
     ) -> Report:
-        """The report, given the re-verification of the sample (``None``: none).
+        """The report, given the re-verification of the sample (``None``: none). Call once.
 
         Args:
             rows: notarization rows by id, at least those of the re-verified receipts
-                (a rejection's problem row names the document).
+                (a rejection's problem row names the document; ``rejected_problems``).
             batches: the batches to list (those of ``batch_ids``).
-            documents_csv: the file that already holds every document row, if any.
+            documents_csv, problems_csv: the files that already hold every document row
+                and every problem row (the rejections last), if any.
         """
         checked = reverification if reverification is not None else _empty(REVERIFY_COLUMNS)
-        documents = pd.DataFrame(self._kept, columns=list(DOCUMENT_COLUMNS))
-        problems = pd.DataFrame(
-            self.problems + rejected_problems(checked, rows), columns=list(PROBLEM_COLUMNS)
-        )
+        self._take_problems(rejected_problems(checked, rows))
         report = Report(
-            documents,
+            pd.DataFrame(self._kept, columns=list(DOCUMENT_COLUMNS)),
             latency_table(self.durations),
-            problems,
+            pd.DataFrame(self._kept_problems, columns=list(PROBLEM_COLUMNS)),
             checked,
             batches=_batch_frame(batches),
             reached={stage: self.reached[stage] for stage in STAGES},
+            problem_count=self.problem_kinds.total(),
             documents_csv=documents_csv,
+            problems_csv=problems_csv,
         )
         report.summary = self._summary(report, collection, since, until)
         return report
@@ -515,7 +535,7 @@ class ReportBuilder:
         since: datetime | None,
         until: datetime | None,
     ) -> dict[str, Any]:
-        kinds = report.problems["problem"].value_counts().to_dict()
+        kinds = self.problem_kinds
         status = report.reverification["status"].value_counts().to_dict()
         latency = report.latencies.set_index("stage")
         return {

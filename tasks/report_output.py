@@ -136,11 +136,11 @@ def write_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {key: out_dir / name for key, name in REPORT_FILES.items()}
     for key in ("documents", "batches", "latencies", "problems", "reverification"):
-        if key == "documents" and report.documents_csv is not None:
-            if report.documents_csv.resolve() != paths[key].resolve():
-                shutil.copyfile(report.documents_csv, paths[key])
-            continue
-        write_csv(getattr(report, key), paths[key])
+        written = {"documents": report.documents_csv, "problems": report.problems_csv}.get(key)
+        if written is None:
+            write_csv(getattr(report, key), paths[key])
+        elif written.resolve() != paths[key].resolve():
+            shutil.copyfile(written, paths[key])
     paths["summary"].write_text(json.dumps(report.summary, indent=2, default=str) + "\n")
     paths["html"].write_text(render_html(report, proofs=proofs), encoding="utf-8")
     return paths
@@ -157,8 +157,8 @@ table{border-collapse:collapse;font-size:.8rem;margin:.5rem 0}th,td{border:1px s
 padding:.2rem .45rem;text-align:left;vertical-align:top}th{background:#f1f3f7}
 td{max-width:28rem;overflow-wrap:anywhere}.muted{color:#667085}
 """
-#: Document rows the HTML page shows (every row is in documents.csv).
-HTML_DOCUMENT_ROWS = 2000
+#: Rows the HTML page shows of documents and of problems (all are in the CSV files).
+HTML_TABLE_ROWS = 2000
 _HTML_DOCUMENT_COLUMNS = [
     "notarization_id", "collection", "path", "sha256", "stage", "status_published",
     "status_multi_az", "status_ledger", "status_anchor", "created_at", "total_s",
@@ -180,7 +180,7 @@ def render_html(report: Report, *, proofs: ProofLinks | None = None) -> str:
         latency_chart(report.latencies),
         _table(report.latencies),
         "<h2>Failed and overdue documents</h2>",
-        _table(report.problems, empty="No document failed or is overdue."),
+        _problems_section(report),
         "<h2>Re-verification of stored receipts against the node</h2>",
         _table(report.reverification, empty="No receipt was re-verified."),
         "<h2>Batches</h2>",
@@ -220,8 +220,18 @@ def _table(frame: pd.DataFrame, *, empty: str = "Nothing to show.") -> str:
     return _for_output(frame).to_html(index=False, na_rep="", border=0, escape=True)
 
 
+def _problems_section(report: Report) -> str:
+    """The first ``HTML_TABLE_ROWS`` problems (a failing archive can have millions)."""
+    shown = report.problems.head(HTML_TABLE_ROWS)
+    table = _table(shown, empty="No document failed or is overdue.")
+    if report.problem_count <= len(shown):
+        return table
+    note = f"First {len(shown)} of {report.problem_count} rows; every row is in problems.csv."
+    return f"<p class=muted>{note}</p>" + table
+
+
 def _documents_section(documents: pd.DataFrame, total: int, proofs: ProofLinks | None) -> str:
-    head = documents.head(HTML_DOCUMENT_ROWS)
+    head = documents.head(HTML_TABLE_ROWS)
     shown = head[_HTML_DOCUMENT_COLUMNS].copy()
     shown["sha256"] = shown["sha256"].map(lambda v: f"{v[:16]}…")
     note = "<p class=muted>Main columns; every column and full hashes are in documents.csv."

@@ -1,13 +1,14 @@
 """The audit report of a whole archive in bounded memory: the store read page by page.
 
 ``stream_report`` reads the notarizations of a period ``page_size`` at a time
-(``AuditStore.iter_proofs``) with each page's stage events and anchors, appends the
-page's rows to ``documents.csv`` and feeds the page to a ``tasks.report.ReportBuilder``;
-what stays in memory is the builder's (counts, 8 bytes per document and stage for the
-latency quantiles, problem rows, the first ``HTML_DOCUMENT_ROWS`` rows, the receipt
-sample), never the records of the whole period. ``StreamedReport.finish`` then makes the
-``Report`` once the sample has been re-verified; ``write_report`` writes the other files.
-The files are those of ``build_report`` + ``write_report`` on the same store.
+(``AuditStore.iter_proofs``) with each page's stage events and anchors, feeds the page to
+a ``tasks.report.ReportBuilder`` and appends the page's rows to ``documents.csv`` and
+``problems.csv``; what stays in memory is the builder's (counts, 8 bytes per document and
+stage for the latency quantiles, the first ``HTML_TABLE_ROWS`` documents and problems,
+the receipt sample), never the records of the whole period. ``StreamedReport.finish``
+then makes the ``Report`` once the sample has been re-verified (its rejections end
+``problems.csv``); ``write_report`` writes the other files. The files are those of
+``build_report`` + ``write_report`` on the same store.
 """
 
 from __future__ import annotations
@@ -22,18 +23,29 @@ import pandas as pd
 
 from connectors.audit_proofs import PROOF_PAGE_ROWS
 from connectors.audit_store import AuditStore, BatchRecord, ProofRecord
-from tasks.report import REPORT_FILES, OverdueThresholds, Report, ReportBuilder, all_batches
-from tasks.report_output import HTML_DOCUMENT_ROWS, write_csv
+from tasks.report import (
+    PROBLEM_COLUMNS,
+    REPORT_FILES,
+    OverdueThresholds,
+    Page,
+    Report,
+    ReportBuilder,
+    all_batches,
+    rejected_problems,
+)
+from tasks.report_output import HTML_TABLE_ROWS, write_csv
 
 
 @dataclass
 class StreamedReport:
-    """The documents of a report, read and written (``documents_csv``); what is left is
-    to re-verify ``sampled`` and ``finish``."""
+    """The documents of a report, read and written (``documents_csv``, and the problems
+    found so far to ``problems_part``); what is left is to re-verify ``sampled`` and
+    ``finish``."""
 
     builder: ReportBuilder
     batches: list[BatchRecord]
     documents_csv: Path
+    problems_part: Path
     collection: str | None
     since: datetime | None
     until: datetime | None
@@ -44,16 +56,25 @@ class StreamedReport:
         return self.builder.receipts.chosen
 
     def finish(self, reverification: pd.DataFrame | None) -> Report:
-        """The report, given the re-verification of ``sampled`` (``None``: not done)."""
-        return self.builder.finish(
+        """The report, given the re-verification of ``sampled`` (``None``: not done);
+        completes ``problems.csv`` next to ``documents_csv``. Call once."""
+        rows = {p.notarization.id: p.notarization for p in self.sampled}
+        problems_csv = self.problems_part.with_name(REPORT_FILES["problems"])
+        report = self.builder.finish(
             reverification,
-            rows={p.notarization.id: p.notarization for p in self.sampled},
+            rows=rows,
             batches=self.batches,
             collection=self.collection,
             since=self.since,
             until=self.until,
             documents_csv=self.documents_csv,
+            problems_csv=problems_csv,
         )
+        rejected = rejected_problems(report.reverification, rows)
+        with self.problems_part.open("a", newline="", encoding="utf-8") as handle:
+            write_csv(pd.DataFrame(rejected, columns=list(PROBLEM_COLUMNS)), handle, header=False)
+        self.problems_part.replace(problems_csv)
+        return report
 
 
 def stream_report(
@@ -83,24 +104,35 @@ def stream_report(
         AuditPathError: a batch's tree cannot be rebuilt (``AuditStore.iter_proofs``).
     """
     builder = ReportBuilder(
-        now=now, thresholds=thresholds, keep_rows=HTML_DOCUMENT_ROWS, sample=sample, seed=seed
+        now=now, thresholds=thresholds, keep_rows=HTML_TABLE_ROWS, sample=sample, seed=seed
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / REPORT_FILES["documents"]
-    partial = target.with_name(target.name + ".part")
+    partial = _part(target)
+    problems = _part(out_dir / REPORT_FILES["problems"])
     found = store.iter_proofs(collection=collection, since=since, until=until, page_size=page_size)
-    with partial.open("w", newline="", encoding="utf-8") as handle:
-        write_csv(builder.add([], {}, {}), handle)  # the header, also for an empty period
-        while page := list(islice(found, page_size)):
-            write_csv(_add_page(store, builder, page), handle, header=False)
+    with (
+        partial.open("w", newline="", encoding="utf-8") as documents_file,
+        problems.open("w", newline="", encoding="utf-8") as problems_file,
+    ):
+        header = builder.add([], {}, {})  # the headers, also for an empty period
+        write_csv(header.documents, documents_file)
+        write_csv(header.problems, problems_file)
+        while records := list(islice(found, page_size)):
+            page = _add_page(store, builder, records)
+            write_csv(page.documents, documents_file, header=False)
+            write_csv(page.problems, problems_file, header=False)
     partial.replace(target)
     batches = [b for b in all_batches(store, collection) if b.id in builder.batch_ids]
-    return StreamedReport(builder, batches, target, collection, since, until)
+    return StreamedReport(builder, batches, target, problems, collection, since, until)
 
 
-def _add_page(
-    store: AuditStore, builder: ReportBuilder, page: Sequence[ProofRecord]
-) -> pd.DataFrame:
-    ids = {p.notarization.id for p in page}
+def _part(path: Path) -> Path:
+    """Where ``path`` is written until it is whole."""
+    return path.with_name(path.name + ".part")
+
+
+def _add_page(store: AuditStore, builder: ReportBuilder, records: Sequence[ProofRecord]) -> Page:
+    ids = {p.notarization.id for p in records}
     anchors = store.stored_anchors(notarization_ids=ids)
-    return builder.add(page, store.stage_events(ids), anchors)
+    return builder.add(records, store.stage_events(ids), anchors)

@@ -92,18 +92,22 @@ def test_streamed_report_keeps_only_the_rows_the_page_shows(
     store: AuditStore, known: Known, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     add_aggregated(store, known)
-    monkeypatch.setattr(report_stream, "HTML_DOCUMENT_ROWS", 3)
-    monkeypatch.setattr(out, "HTML_DOCUMENT_ROWS", 3)
+    monkeypatch.setattr(report_stream, "HTML_TABLE_ROWS", 3)
+    monkeypatch.setattr(out, "HTML_TABLE_ROWS", 3)
     fetch = fetcher(known.dblocks)
     whole = in_memory(store, tmp_path / "whole", fetch, sample=5, seed=0)
     paged = streamed(store, tmp_path / "paged", fetch, sample=5, seed=0)
 
     assert len(paged.documents) == 3 and len(whole.documents) == 9
+    problems = len(whole.problems)
+    assert len(paged.problems) == 3 and problems > 3 and paged.problem_count == problems
     assert files(tmp_path / "paged") == files(tmp_path / "whole")
     html = (tmp_path / "paged" / "report.html").read_text()
     assert "First 3 of 9 rows." in html
-    documents = pd.read_csv(tmp_path / "paged" / "documents.csv")
-    assert len(documents) == 9 and not (tmp_path / "paged" / "documents.csv.part").exists()
+    assert f"First 3 of {problems} rows; every row is in problems.csv." in html
+    assert len(pd.read_csv(tmp_path / "paged" / "documents.csv")) == 9
+    assert len(pd.read_csv(tmp_path / "paged" / "problems.csv")) == problems
+    assert not list((tmp_path / "paged").glob("*.part"))
 
 
 def test_an_empty_period_streams_every_file(store: AuditStore, tmp_path: Path) -> None:

@@ -11,15 +11,16 @@ Pipeline of functions (each usable alone)::
 makes the same files from the store page by page in bounded memory. Both feed pages of
 records to one ``ReportBuilder`` (the only place any figure is computed), which keeps
 counts, the stage durations (8 bytes per document and stage, for the exact medians and
-95th percentiles), the problem rows, the first rows of ``documents`` and a seeded
-reservoir sample of receipts (``ReceiptSample``) for the re-verification.
+95th percentiles), the first rows of ``documents`` and ``problems`` (the HTML shows
+2,000 of each; the CSV files have every row) and a seeded reservoir sample of receipts
+(``ReceiptSample``) for the re-verification, the same for the same records and seed
 
 Frames of a ``Report`` (column lists are constants; CSV headers follow them exactly):
 
 * ``documents``  one row per notarization: document, stage, per-stage status
   (``done | skipped | waiting | overdue | failed | not reached``), time reached per
   stage, seconds each stage took, receipt and anchor verification;
-* ``latencies``  per stage: count, mean, median, p95 and max seconds;
+* ``latencies``  per stage: count, mean, median, p95 and max seconds (``latency_table``);
 * ``problems``   failed, overdue, ledger rows without a receipt, re-verification rejects;
 * ``reverification`` the re-verified sample of stored receipts;
 * ``batches``    one row per batch entry of an aggregating collection: entry, tree size,
@@ -46,6 +47,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from connectors.audit_proofs import proof_order
 from connectors.audit_store import (
     ALL_STAGES,
     STAGE_ORDER,
@@ -255,7 +257,7 @@ def reverify_receipts(
         ``rejected`` (with ``step``) or ``unavailable``.
     """
     chosen = ReceiptSample(sample, seed=seed)
-    chosen.add(sorted(proofs, key=_proof_order))
+    chosen.add(sorted(proofs, key=proof_order))
     return reverify_chosen(chosen.chosen, fetch_dblock)
 
 
@@ -302,10 +304,6 @@ class ReceiptSample:
     def chosen(self) -> list[ProofRecord]:
         """The sample, by notarization id."""
         return sorted(self._chosen, key=_proof_id)
-
-
-def _proof_order(proof: ProofRecord) -> tuple[int, int]:
-    return proof.notarization.id, proof.notarization.leaf_index or 0
 
 
 def _proof_id(proof: ProofRecord) -> int:
@@ -651,12 +649,6 @@ def _verification(proof: ProofRecord, anchor: AnchorRecord | None) -> dict[str, 
     }
 
 
-def latency_summary(documents: pd.DataFrame) -> pd.DataFrame:
-    """Per stage (``LATENCY_STAGES``): count, mean, median, p95 and max seconds of the
-    ``<stage>_s`` columns of ``documents``."""
-    return latency_table({stage: _seconds(documents[f"{stage}_s"]) for stage in LATENCY_STAGES})
-
-
 def latency_table(durations: Mapping[str, Sequence[float]]) -> pd.DataFrame:
     """Per stage of ``LATENCY_STAGES``: count, mean, median, p95 (linear interpolation)
     and max of ``durations[stage]`` (seconds), rounded to the millisecond; ``None`` but
@@ -675,18 +667,6 @@ def _seconds(column: pd.Series) -> array[float]:
     """The numbers of a duration column, missing values dropped, in row order."""
     values = pd.to_numeric(column, errors="coerce").dropna().to_numpy(dtype="float64")
     return array("d", values.tobytes())
-
-
-def find_problems(
-    documents: pd.DataFrame, reverification: pd.DataFrame, *, limits: OverdueThresholds
-) -> pd.DataFrame:
-    """Failed and overdue rows, ledger rows without a receipt, rejected re-verifications
-    (``PROBLEM_COLUMNS``)."""
-    rows = {}
-    for doc in documents.drop_duplicates("notarization_id").itertuples(index=False):
-        rows[doc.notarization_id] = doc
-    found = document_problems(documents, limits=limits) + rejected_problems(reverification, rows)
-    return pd.DataFrame(found, columns=list(PROBLEM_COLUMNS))
 
 
 def document_problems(

@@ -14,6 +14,7 @@ counts, the stage durations (8 bytes per document and stage, for the exact media
 95th percentiles), the first rows of ``documents`` and ``problems`` (the HTML shows
 2,000 of each; the CSV files have every row) and a seeded reservoir sample of receipts
 (``ReceiptSample``) for the re-verification, the same for the same records and seed
+either way.
 
 Frames of a ``Report`` (column lists are constants; CSV headers follow them exactly):
 

@@ -43,13 +43,13 @@ from connectors.audit_sql import (
     row_query,
 )
 
-__all__ = ["PROOF_PAGE_ROWS", "ProofsPart"]
+__all__ = ["PROOF_PAGE_ROWS", "ProofsPart", "proof_order"]
 
 #: Rows per read of ``iter_proofs`` (a member row with its batch's receipt is a few KB).
 PROOF_PAGE_ROWS = 1000
 
 
-def _proof_order(record: ProofRecord) -> tuple[int, int]:
+def proof_order(record: ProofRecord) -> tuple[int, int]:
     """Where ``proofs`` lists a record: by notarization id, a batch's members by leaf."""
     return record.notarization.id, record.notarization.leaf_index or 0
 
@@ -223,7 +223,7 @@ class ProofsPart(BatchesPart):
         pages = [self._member_pages(batches, filtered(members), page_size)]
         if batch_id is None:  # else only that batch's members
             pages.append(self._own_pages(filtered(own), page_size))
-        yield from heapq.merge(*pages, key=_proof_order)
+        yield from heapq.merge(*pages, key=proof_order)
 
     def _own_pages(self, query: Any, page_size: int) -> Iterator[ProofRecord]:
         n = notarizations_table.c
@@ -254,7 +254,7 @@ class ProofsPart(BatchesPart):
                     yield from page
                     if len(page) < page_size:
                         break
-                    after_leaf = _proof_order(page[-1])[1]
+                    after_leaf = proof_order(page[-1])[1]
             if len(batch_ids) < page_size:
                 return
             after_batch = batch_ids[-1]

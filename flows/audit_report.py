@@ -6,8 +6,9 @@ folder of ``notary proof export --html``, it links each anchored document to its
 bundle and the verification page) and the CSV files (``tasks.report.REPORT_FILES``) into
 ``out_dir``, and publishes the same summary as a
 Prefect table artifact and a markdown artifact. The logic is in ``tasks.report`` (plain
-pandas functions); this module only orchestrates. Each run is recorded in the store's
-``runs`` table.
+pandas functions); this module only orchestrates. The store is read page by page
+(``tasks.report_stream``): memory does not grow with the documents of the period. Each
+run is recorded in the store's ``runs`` table.
 """
 
 from __future__ import annotations
@@ -35,28 +36,26 @@ from tasks.report import (
     DblockFetcher,
     OverdueThresholds,
     Report,
-    build_report,
-    load_report_data,
     parse_moment,
-    reverify_receipts,
+    reverify_chosen,
 )
 from tasks.report_output import ProofLinks, stage_table, summary_markdown, write_report
+from tasks.report_stream import stream_report
 
-load_audit_data = task(name="load-audit-data", cache_policy=NO_CACHE)(load_report_data)
+read_audit_data = task(name="read-audit-data", cache_policy=NO_CACHE)(stream_report)
 write_report_files = task(name="write-report-files", cache_policy=NO_CACHE)(write_report)
 
 
 @task(name="reverify-receipts", cache_policy=NO_CACHE)
-def reverify_sample(
-    proofs: Sequence[ProofRecord], settings: PipelineSettings, *, sample: int, seed: int
-) -> pd.DataFrame:
-    """Re-verify up to ``sample`` stored receipts against the node at ``settings.node_url``
-    (no node call when ``sample`` is 0 or nothing has a receipt)."""
-    if sample <= 0 or not any(p.receipt is not None for p in proofs):
+def reverify_sample(proofs: Sequence[ProofRecord], settings: PipelineSettings) -> pd.DataFrame:
+    """Re-verify these stored receipts (the report's sample) against the node at
+    ``settings.node_url`` (no node call when there is none)."""
+    chosen = [p for p in proofs if p.receipt is not None]
+    if not chosen:
         return pd.DataFrame(columns=list(REVERIFY_COLUMNS))
     access = settings.node_access()
     with NodeClient(settings.node_url, timeout_s=settings.http_timeout_s, access=access) as node:
-        return reverify_receipts(proofs, node_dblock_fetcher(node), sample=sample, seed=seed)
+        return reverify_chosen(chosen, node_dblock_fetcher(node))
 
 
 def node_dblock_fetcher(node: NodeClient) -> DblockFetcher:
@@ -125,9 +124,19 @@ def audit_report(
         counts: dict[str, Any] = {}
         status: RunStatus = "failed"
         try:
-            data = load_audit_data(store, collection=collection, since=start, until=end)
-            checked = reverify_sample(quote(data.proofs), settings, sample=sample, seed=seed)
-            report = build_report(data, now=now, thresholds=limits, reverification=checked)
+            streamed = read_audit_data(
+                store,
+                target,
+                now=now,
+                collection=collection,
+                since=start,
+                until=end,
+                thresholds=limits,
+                sample=sample,
+                seed=seed,
+            )
+            checked = reverify_sample(quote(streamed.sampled), settings)
+            report = streamed.finish(checked)
             paths = write_report_files(report, target, proofs=proof_links(target, proofs_dir))
             counts, status = report.summary, "completed"
         finally:

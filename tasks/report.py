@@ -7,12 +7,21 @@ Pipeline of functions (each usable alone)::
     build_report(data, now=, thresholds=, reverification=)  -> Report (frames + summary)
     tasks.report_output.write_report(report, out_dir)      -> {name: path} (CSV, JSON, HTML)
 
+``build_report`` holds every document of ``data``; ``tasks.report_stream.stream_report``
+makes the same files from the store page by page in bounded memory. Both feed pages of
+records to one ``ReportBuilder`` (the only place any figure is computed), which keeps
+counts, the stage durations (8 bytes per document and stage, for the exact medians and
+95th percentiles), the first rows of ``documents`` and ``problems`` (the HTML shows
+2,000 of each; the CSV files have every row) and a seeded reservoir sample of receipts
+(``ReceiptSample``) for the re-verification, the same for the same records and seed
+either way.
+
 Frames of a ``Report`` (column lists are constants; CSV headers follow them exactly):
 
 * ``documents``  one row per notarization: document, stage, per-stage status
   (``done | skipped | waiting | overdue | failed | not reached``), time reached per
   stage, seconds each stage took, receipt and anchor verification;
-* ``latencies``  per stage: count, mean, median, p95 and max seconds;
+* ``latencies``  per stage: count, mean, median, p95 and max seconds (``latency_table``);
 * ``problems``   failed, overdue, ledger rows without a receipt, re-verification rejects;
 * ``reverification`` the re-verified sample of stored receipts;
 * ``batches``    one row per batch entry of an aggregating collection: entry, tree size,
@@ -29,13 +38,17 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import pandas as pd
 
+from connectors.audit_proofs import proof_order
 from connectors.audit_store import (
     ALL_STAGES,
     STAGE_ORDER,
@@ -160,14 +173,15 @@ def load_report_data(
         proofs=proofs,
         events=store.stage_events(ids),
         anchors=store.stored_anchors(notarization_ids=ids),
-        batches=[b for b in _all_batches(store, collection) if b.id in batch_ids],
+        batches=[b for b in all_batches(store, collection) if b.id in batch_ids],
         collection=collection,
         since=since,
         until=until,
     )
 
 
-def _all_batches(store: AuditStore, collection: str | None) -> list[BatchRecord]:
+def all_batches(store: AuditStore, collection: str | None) -> list[BatchRecord]:
+    """Every batch (of ``collection``; ``None``: all), by id, read a page at a time."""
     out: list[BatchRecord] = []
     while page := store.batches(collection=collection, after_id=out[-1].id if out else 0):
         out += page
@@ -235,20 +249,62 @@ def reverify_receipts(
         fetch_dblock: height -> exact directory block bytes; raises ``LookupError`` when
             the node has no block there (a rejection); any other exception marks the
             receipt ``unavailable``.
-        sample: how many receipts at most (a seeded random choice, reported by id).
+        sample: how many receipts at most (a seeded random choice, reported by id; the
+            choice of ``ReceiptSample``, the same as a streamed report's).
         seed: seed of the choice, so a report can be reproduced.
 
     Returns:
         one row per sampled receipt, ``REVERIFY_COLUMNS``; ``status`` is ``ok``,
         ``rejected`` (with ``step``) or ``unavailable``.
     """
-    # One per stored receipt: a batch's members share their batch's.
-    by_id = {p.notarization.id: p for p in reversed(proofs) if p.receipt is not None}
-    stored = sorted(by_id.values(), key=_proof_id)
-    chosen = random.Random(seed).sample(stored, min(max(sample, 0), len(stored)))
+    chosen = ReceiptSample(sample, seed=seed)
+    chosen.add(sorted(proofs, key=proof_order))
+    return reverify_chosen(chosen.chosen, fetch_dblock)
+
+
+def reverify_chosen(proofs: Sequence[ProofRecord], fetch_dblock: DblockFetcher) -> pd.DataFrame:
+    """``reverify_receipts`` of exactly these ``proofs`` (each with a receipt), by id."""
     blocks: dict[int, bytes | Exception] = {}
-    rows = [_reverify_one(p, blocks, fetch_dblock) for p in sorted(chosen, key=_proof_id)]
+    rows = [_reverify_one(p, blocks, fetch_dblock) for p in sorted(proofs, key=_proof_id)]
     return pd.DataFrame(rows, columns=list(REVERIFY_COLUMNS))
+
+
+class ReceiptSample:
+    """A seeded uniform sample of at most ``size`` stored receipts from records seen in
+    ``proofs`` order (by id, a batch's members by leaf), one per receipt: reservoir
+    sampling, so memory holds ``size`` records however many stream by.
+
+    Records without a receipt are not sampled; a batch's members share its receipt, so
+    only its first member counts. The same records in the same order and ``seed`` give
+    the same choice.
+    """
+
+    def __init__(self, size: int, *, seed: int = 0) -> None:
+        self.size = max(size, 0)
+        self.seen = 0  # distinct stored receipts so far
+        self._random = random.Random(seed)
+        self._last_id: int | None = None
+        self._chosen: list[ProofRecord] = []
+
+    def add(self, proofs: Iterable[ProofRecord]) -> None:
+        """Offer the next records (in ``proofs`` order, after those offered before)."""
+        for proof in proofs:
+            row_id = proof.notarization.id
+            if proof.receipt is None or row_id == self._last_id:
+                continue
+            self._last_id = row_id
+            self.seen += 1
+            if len(self._chosen) < self.size:
+                self._chosen.append(proof)
+                continue
+            slot = self._random.randrange(self.seen)
+            if slot < self.size:
+                self._chosen[slot] = proof
+
+    @property
+    def chosen(self) -> list[ProofRecord]:
+        """The sample, by notarization id."""
+        return sorted(self._chosen, key=_proof_id)
 
 
 def _proof_id(proof: ProofRecord) -> int:
@@ -305,7 +361,13 @@ def _stored_mismatch(row: NotarizationRow, raw: Mapping[str, Any], receipt: Any)
 
 @dataclass
 class Report:
-    """Frames and summary of one report (see the module docstring)."""
+    """Frames and summary of one report (see the module docstring).
+
+    ``documents`` and ``problems`` are every row, or, from ``stream_report``, the first
+    rows only: then ``documents_csv`` and ``problems_csv`` are the files that hold them
+    all and ``write_report`` copies them. ``summary["documents"]`` and ``problem_count``
+    count every row; ``reached``: stage -> documents that reached it.
+    """
 
     documents: pd.DataFrame
     latencies: pd.DataFrame
@@ -313,6 +375,17 @@ class Report:
     reverification: pd.DataFrame
     summary: dict[str, Any] = field(default_factory=dict)
     batches: pd.DataFrame = field(default_factory=lambda: _empty(BATCH_COLUMNS))
+    reached: dict[str, int] = field(default_factory=dict)
+    problem_count: int = 0
+    documents_csv: Path | None = None
+    problems_csv: Path | None = None
+
+
+class Page(NamedTuple):
+    """The rows one page of records adds to ``documents`` and to ``problems``."""
+
+    documents: pd.DataFrame
+    problems: pd.DataFrame
 
 
 def build_report(
@@ -323,30 +396,193 @@ def build_report(
     reverification: pd.DataFrame | None = None,
 ) -> Report:
     """All frames and the summary; ``now`` (aware) decides what is overdue."""
-    limits = thresholds or OverdueThresholds()
-    rows = [_document_row(p, data, now=now, limits=limits) for p in data.proofs]
-    documents = pd.DataFrame(rows, columns=list(DOCUMENT_COLUMNS))
-    checked = reverification if reverification is not None else _empty(REVERIFY_COLUMNS)
-    latencies = latency_summary(documents)
-    problems = find_problems(documents, checked, limits=limits)
-    report = Report(documents, latencies, problems, checked, batches=_batch_frame(data))
-    report.summary = _summary(report, data, now=now)
-    return report
+    builder = ReportBuilder(now=now, thresholds=thresholds)
+    builder.add(data.proofs, data.events, data.anchors)
+    # A rejected receipt's problem row names its (first) document.
+    rows = {p.notarization.id: p.notarization for p in reversed(data.proofs)}
+    return builder.finish(
+        reverification,
+        rows=rows,
+        batches=data.batches,
+        collection=data.collection,
+        since=data.since,
+        until=data.until,
+    )
 
 
-def _batch_frame(data: ReportData) -> pd.DataFrame:
+class ReportBuilder:
+    """A ``Report`` made from pages of records, oldest first, in bounded memory.
+
+    Kept per document: its stage durations (``array('d')``, 8 bytes each, for the exact
+    median and p95); besides that only counts, the first ``keep_rows`` document rows and
+    problem rows (all when ``None``), the ids of batches met and a ``ReceiptSample`` of
+    ``sample`` receipts (seeded with ``seed``). The caller writes out each ``Page``.
+    """
+
+    def __init__(
+        self,
+        *,
+        now: datetime,
+        thresholds: OverdueThresholds | None = None,
+        keep_rows: int | None = None,
+        sample: int = 0,
+        seed: int = 0,
+    ) -> None:
+        self.now = now
+        self.limits = thresholds or OverdueThresholds()
+        self.keep_rows = keep_rows
+        self.receipts = ReceiptSample(sample, seed=seed)
+        self.count = 0
+        self.stages: Counter[str] = Counter()
+        self.reached: Counter[str] = Counter()
+        self.receipts_stored = 0
+        self.anchors_stored = 0
+        self.durations = {stage: array("d") for stage in LATENCY_STAGES}
+        self.problem_kinds: Counter[str] = Counter()
+        self.batch_ids: set[int] = set()
+        # Rows, not page frames: one frame of them infers each column's type over all the
+        # kept rows, as build_report always did (concatenated pages could differ).
+        self._kept: list[dict[str, Any]] = []
+        self._kept_problems: list[dict[str, Any]] = []
+
+    def add(
+        self,
+        proofs: Sequence[ProofRecord],
+        events: Mapping[int, Sequence[StageEventRecord]],
+        anchors: Mapping[int, AnchorRecord],
+    ) -> Page:
+        """Take the next page: its records with the stage events and anchors of their ids.
+
+        Returns:
+            the page's ``documents`` rows (``DOCUMENT_COLUMNS``) and problem rows
+            (``PROBLEM_COLUMNS``), to write out.
+        """
+        rows = [
+            _document_row(
+                p,
+                events.get(p.notarization.id, ()),
+                anchors.get(p.notarization.id),
+                now=self.now,
+                limits=self.limits,
+            )
+            for p in proofs
+        ]
+        page = pd.DataFrame(rows, columns=list(DOCUMENT_COLUMNS))
+        self.count += len(page)
+        self.stages.update(page["stage"])
+        for stage in STAGES:
+            self.reached[stage] += int(page[TIME_COLUMN[stage]].notna().sum())
+        self.receipts_stored += int(page["receipt_verified_at"].notna().sum())
+        self.anchors_stored += int(page["anchor_verified_at"].notna().sum())
+        for name, values in self.durations.items():
+            values.extend(_seconds(page[f"{name}_s"]))
+        problems = document_problems(page, limits=self.limits)
+        self._take_problems(problems)
+        self.batch_ids.update(p.notarization.id for p in proofs if p.notarization.is_member)
+        self.receipts.add(proofs)
+        self._kept += rows[: self._room(self._kept, len(rows))]
+        return Page(page, pd.DataFrame(problems, columns=list(PROBLEM_COLUMNS)))
+
+    def _room(self, kept: list[dict[str, Any]], offered: int) -> int:
+        return offered if self.keep_rows is None else max(self.keep_rows - len(kept), 0)
+
+    def _take_problems(self, problems: list[dict[str, Any]]) -> None:
+        self.problem_kinds.update(p["problem"] for p in problems)
+        self._kept_problems += problems[: self._room(self._kept_problems, len(problems))]
+
+    def finish(
+        self,
+        reverification: pd.DataFrame | None,
+        *,
+        rows: Mapping[int, NotarizationRow],
+        batches: Sequence[BatchRecord] = (),
+        collection: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        documents_csv: Path | None = None,
+        problems_csv: Path | None = None,
+    ) -> Report:
+        """The report, given the re-verification of the sample (``None``: none). Call once.
+
+        Args:
+            rows: notarization rows by id, at least those of the re-verified receipts
+                (a rejection's problem row names the document; ``rejected_problems``).
+            batches: the batches to list (those of ``batch_ids``).
+            documents_csv, problems_csv: the files that already hold every document row
+                and every problem row (the rejections last), if any.
+        """
+        checked = reverification if reverification is not None else _empty(REVERIFY_COLUMNS)
+        self._take_problems(rejected_problems(checked, rows))
+        report = Report(
+            pd.DataFrame(self._kept, columns=list(DOCUMENT_COLUMNS)),
+            latency_table(self.durations),
+            pd.DataFrame(self._kept_problems, columns=list(PROBLEM_COLUMNS)),
+            checked,
+            batches=_batch_frame(batches),
+            reached={stage: self.reached[stage] for stage in STAGES},
+            problem_count=self.problem_kinds.total(),
+            documents_csv=documents_csv,
+            problems_csv=problems_csv,
+        )
+        report.summary = self._summary(report, collection, since, until)
+        return report
+
+    def _summary(
+        self,
+        report: Report,
+        collection: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> dict[str, Any]:
+        kinds = self.problem_kinds
+        status = report.reverification["status"].value_counts().to_dict()
+        latency = report.latencies.set_index("stage")
+        return {
+            "collection": collection,
+            "since": iso_utc(since),
+            "until": iso_utc(until),
+            "generated_at": iso_utc(self.now),
+            "documents": self.count,
+            "batches": len(report.batches),
+            "stages": {s: self.stages[s] for s in ALL_STAGES},
+            "failed": int(kinds.get("failed", 0)),
+            "overdue": int(kinds.get("overdue", 0)),
+            "without_receipt": int(kinds.get("no_receipt", 0)),
+            "receipts_stored": self.receipts_stored,
+            "anchors_stored": self.anchors_stored,
+            "reverified": len(report.reverification),
+            "reverify_ok": int(status.get("ok", 0)),
+            "reverify_rejected": int(status.get("rejected", 0)),
+            "reverify_unavailable": int(status.get("unavailable", 0)),
+            "latency_s": {
+                s: {
+                    "count": int(latency.at[s, "count"]),
+                    "median": plain_number(latency.at[s, "median_s"]),
+                    "p95": plain_number(latency.at[s, "p95_s"]),
+                }
+                for s in LATENCY_STAGES
+            },
+        }
+
+
+def _batch_frame(batches: Sequence[BatchRecord]) -> pd.DataFrame:
     rows = [
         (b.id, b.collection, b.root, b.size, b.members, b.entry_hash, b.stage, b.dblock_height)
-        for b in data.batches
+        for b in batches
     ]
     return pd.DataFrame(rows, columns=list(BATCH_COLUMNS))
 
 
 def _document_row(
-    proof: ProofRecord, data: ReportData, *, now: datetime, limits: OverdueThresholds
+    proof: ProofRecord,
+    events: Sequence[StageEventRecord],
+    anchor: AnchorRecord | None,
+    *,
+    now: datetime,
+    limits: OverdueThresholds,
 ) -> dict[str, Any]:
     row = proof.notarization
-    reached = _reached(row, data.events.get(row.id, []))
+    reached = _reached(row, events)
     entered = reached.get(row.stage) or row.updated_at
     limit = limits.limit_s(row.stage)
     waited = (now - entered).total_seconds() if row.stage not in ("anchor", "failed") else None
@@ -356,7 +592,7 @@ def _document_row(
     out |= {"waiting_for": _next_stage(row.stage), "created_at": reached["pending"]}
     out |= {TIME_COLUMN[s]: reached.get(s) for s in STAGES}
     out |= _durations(reached) | _statuses(row.stage, reached, overdue=overdue)
-    out |= _verification(proof, data.anchors.get(row.id))
+    out |= _verification(proof, anchor)
     return out
 
 
@@ -414,11 +650,13 @@ def _verification(proof: ProofRecord, anchor: AnchorRecord | None) -> dict[str, 
     }
 
 
-def latency_summary(documents: pd.DataFrame) -> pd.DataFrame:
-    """Per stage (``LATENCY_STAGES``): count, mean, median, p95 and max seconds."""
+def latency_table(durations: Mapping[str, Sequence[float]]) -> pd.DataFrame:
+    """Per stage of ``LATENCY_STAGES``: count, mean, median, p95 (linear interpolation)
+    and max of ``durations[stage]`` (seconds), rounded to the millisecond; ``None`` but
+    the count for a stage no document completed."""
     rows = []
     for stage in LATENCY_STAGES:
-        values = pd.to_numeric(documents[f"{stage}_s"], errors="coerce").dropna()
+        values = pd.Series(durations[stage], dtype="float64")
         stats = [values.mean(), values.median(), values.quantile(0.95), values.max()]
         rows.append(
             [stage, len(values), *(round(float(v), 3) if len(values) else None for v in stats)]
@@ -426,14 +664,19 @@ def latency_summary(documents: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(LATENCY_COLUMNS))
 
 
-def find_problems(
-    documents: pd.DataFrame, reverification: pd.DataFrame, *, limits: OverdueThresholds
-) -> pd.DataFrame:
-    """Failed and overdue rows, ledger rows without a receipt, rejected re-verifications."""
+def _seconds(column: pd.Series) -> array[float]:
+    """The numbers of a duration column, missing values dropped, in row order."""
+    values = pd.to_numeric(column, errors="coerce").dropna().to_numpy(dtype="float64")
+    return array("d", values.tobytes())
+
+
+def document_problems(
+    documents: pd.DataFrame, *, limits: OverdueThresholds
+) -> list[dict[str, Any]]:
+    """Problem rows of ``documents`` rows: failed, overdue, at ledger without a receipt."""
     rows = []
     for doc in documents.itertuples(index=False):
-        base = {"notarization_id": doc.notarization_id, "collection": doc.collection}
-        base |= {"path": doc.path, "sha256": doc.sha256, "stage": doc.stage}
+        base = _problem_base(doc.notarization_id, doc)
         if doc.stage == "failed":
             rows.append(base | {"problem": "failed", "detail": doc.error or ""})
         elif doc.overdue:
@@ -450,51 +693,31 @@ def find_problems(
             )
         if doc.stage in ("ledger", "anchor") and pd.isna(doc.receipt_verified_at):
             rows.append(base | {"problem": "no_receipt", "detail": "no verified receipt stored"})
-    by_id = documents.set_index("notarization_id") if len(documents) else None
+    return rows
+
+
+def rejected_problems(
+    reverification: pd.DataFrame, rows: Mapping[int, Any]
+) -> list[dict[str, Any]]:
+    """A ``receipt_rejected`` problem row per rejected re-verification whose notarization
+    is in ``rows`` (id -> a row with ``collection``, ``path``, ``sha256``, ``stage``)."""
+    out = []
     for check in reverification.itertuples(index=False):
-        if check.status == "rejected" and by_id is not None:
-            doc = by_id.loc[check.notarization_id]
-            base = {"notarization_id": check.notarization_id, "collection": doc.collection}
-            base |= {"path": doc.path, "sha256": doc.sha256, "stage": doc.stage}
-            rows.append(base | {"problem": "receipt_rejected", "detail": check.message})
-    return pd.DataFrame(rows, columns=list(PROBLEM_COLUMNS))
+        doc = rows.get(check.notarization_id)
+        if check.status == "rejected" and doc is not None:
+            base = _problem_base(check.notarization_id, doc)
+            out.append(base | {"problem": "receipt_rejected", "detail": check.message})
+    return out
+
+
+def _problem_base(notarization_id: int, doc: Any) -> dict[str, Any]:
+    base = {"notarization_id": notarization_id, "collection": doc.collection}
+    base |= {"path": doc.path, "sha256": doc.sha256}
+    return base | {"stage": doc.stage}
 
 
 def _empty(columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-
-
-def _summary(report: Report, data: ReportData, *, now: datetime) -> dict[str, Any]:
-    docs, problems, checked = report.documents, report.problems, report.reverification
-    kinds = problems["problem"].value_counts().to_dict()
-    status = checked["status"].value_counts().to_dict()
-    latency = report.latencies.set_index("stage")
-    return {
-        "collection": data.collection,
-        "since": iso_utc(data.since),
-        "until": iso_utc(data.until),
-        "generated_at": iso_utc(now),
-        "documents": len(docs),
-        "batches": len(report.batches),
-        "stages": {s: int((docs["stage"] == s).sum()) for s in ALL_STAGES},
-        "failed": int(kinds.get("failed", 0)),
-        "overdue": int(kinds.get("overdue", 0)),
-        "without_receipt": int(kinds.get("no_receipt", 0)),
-        "receipts_stored": int(docs["receipt_verified_at"].notna().sum()),
-        "anchors_stored": int(docs["anchor_verified_at"].notna().sum()),
-        "reverified": len(checked),
-        "reverify_ok": int(status.get("ok", 0)),
-        "reverify_rejected": int(status.get("rejected", 0)),
-        "reverify_unavailable": int(status.get("unavailable", 0)),
-        "latency_s": {
-            s: {
-                "count": int(latency.at[s, "count"]),
-                "median": plain_number(latency.at[s, "median_s"]),
-                "p95": plain_number(latency.at[s, "p95_s"]),
-            }
-            for s in LATENCY_STAGES
-        },
-    }
 
 
 def plain_number(value: Any) -> float | None:

@@ -12,17 +12,18 @@ import base64
 import html
 import io
 import json
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import quote
 
 import pandas as pd
 
 from connectors.audit_store import ALL_STAGES
 from tasks.proofs import PAGE_NAME, bundle_relpath
-from tasks.report import REPORT_FILES, STAGES, TIME_COLUMN, Report, iso_utc, plain_number
+from tasks.report import REPORT_FILES, STAGES, Report, iso_utc, plain_number
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,11 @@ class ProofLinks:
 def stage_table(report: Report) -> list[dict[str, Any]]:
     """Rows ``{stage, documents, reached, median_s, p95_s}`` (Prefect table artifact)."""
     latency = report.latencies.set_index("stage")
-    docs = report.documents
     rows = []
     for stage in ALL_STAGES:
         row = {"stage": stage, "documents": report.summary["stages"][stage]}
         if stage in STAGES:
-            row |= {"reached": int(docs[TIME_COLUMN[stage]].notna().sum())}
+            row |= {"reached": report.reached[stage]}
             row |= {"median_s": plain_number(latency.at[stage, "median_s"])}
             row |= {"p95_s": plain_number(latency.at[stage, "p95_s"])}
         rows.append(row)
@@ -116,6 +116,12 @@ def _for_output(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def write_csv(frame: pd.DataFrame, target: Path | TextIO, *, header: bool = True) -> None:
+    """``frame`` as CSV (timestamps ISO ``Z``, whole numbers without ``.0``) to a path, or
+    appended to an open text file (``header=False`` for a page after the first)."""
+    _for_output(frame).to_csv(target, index=False, header=header)
+
+
 def write_report(
     report: Report, out_dir: Path, *, proofs: ProofLinks | None = None
 ) -> dict[str, Path]:
@@ -130,7 +136,11 @@ def write_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {key: out_dir / name for key, name in REPORT_FILES.items()}
     for key in ("documents", "batches", "latencies", "problems", "reverification"):
-        _for_output(getattr(report, key)).to_csv(paths[key], index=False)
+        written = {"documents": report.documents_csv, "problems": report.problems_csv}.get(key)
+        if written is None:
+            write_csv(getattr(report, key), paths[key])
+        elif written.resolve() != paths[key].resolve():
+            shutil.copyfile(written, paths[key])
     paths["summary"].write_text(json.dumps(report.summary, indent=2, default=str) + "\n")
     paths["html"].write_text(render_html(report, proofs=proofs), encoding="utf-8")
     return paths
@@ -147,7 +157,8 @@ table{border-collapse:collapse;font-size:.8rem;margin:.5rem 0}th,td{border:1px s
 padding:.2rem .45rem;text-align:left;vertical-align:top}th{background:#f1f3f7}
 td{max-width:28rem;overflow-wrap:anywhere}.muted{color:#667085}
 """
-_HTML_DOCUMENT_ROWS = 2000
+#: Rows the HTML page shows of documents and of problems (all are in the CSV files).
+HTML_TABLE_ROWS = 2000
 _HTML_DOCUMENT_COLUMNS = [
     "notarization_id", "collection", "path", "sha256", "stage", "status_published",
     "status_multi_az", "status_ledger", "status_anchor", "created_at", "total_s",
@@ -169,7 +180,7 @@ def render_html(report: Report, *, proofs: ProofLinks | None = None) -> str:
         latency_chart(report.latencies),
         _table(report.latencies),
         "<h2>Failed and overdue documents</h2>",
-        _table(report.problems, empty="No document failed or is overdue."),
+        _problems_section(report),
         "<h2>Re-verification of stored receipts against the node</h2>",
         _table(report.reverification, empty="No receipt was re-verified."),
         "<h2>Batches</h2>",
@@ -177,7 +188,7 @@ def render_html(report: Report, *, proofs: ProofLinks | None = None) -> str:
         "tree; each document below has the stage of its batch and its own proof.</p>",
         _table(report.batches, empty="No batch: every document has an entry of its own."),
         "<h2>Documents</h2>",
-        _documents_section(report.documents, proofs),
+        _documents_section(report.documents, s["documents"], proofs),
         "<p class=muted>The full data is in the CSV files next to this page: "
         + ", ".join(_e(n) for n in REPORT_FILES.values() if n.endswith(".csv"))
         + ".</p>",
@@ -209,13 +220,23 @@ def _table(frame: pd.DataFrame, *, empty: str = "Nothing to show.") -> str:
     return _for_output(frame).to_html(index=False, na_rep="", border=0, escape=True)
 
 
-def _documents_section(documents: pd.DataFrame, proofs: ProofLinks | None) -> str:
-    head = documents.head(_HTML_DOCUMENT_ROWS)
+def _problems_section(report: Report) -> str:
+    """The first ``HTML_TABLE_ROWS`` problems (a failing archive can have millions)."""
+    shown = report.problems.head(HTML_TABLE_ROWS)
+    table = _table(shown, empty="No document failed or is overdue.")
+    if report.problem_count <= len(shown):
+        return table
+    note = f"First {len(shown)} of {report.problem_count} rows; every row is in problems.csv."
+    return f"<p class=muted>{note}</p>" + table
+
+
+def _documents_section(documents: pd.DataFrame, total: int, proofs: ProofLinks | None) -> str:
+    head = documents.head(HTML_TABLE_ROWS)
     shown = head[_HTML_DOCUMENT_COLUMNS].copy()
     shown["sha256"] = shown["sha256"].map(lambda v: f"{v[:16]}…")
     note = "<p class=muted>Main columns; every column and full hashes are in documents.csv."
-    if len(documents) > len(shown):
-        note += f" First {len(shown)} of {len(documents)} rows."
+    if total > len(shown):
+        note += f" First {len(shown)} of {total} rows."
     if proofs is None or shown.empty:
         return note + "</p>" + _table(shown, empty="No document in this period.")
     note += (

@@ -15,7 +15,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
 from connectors.audit_base import AuditStoreBase
-from connectors.audit_bulk import upsert_document_rows
+from connectors.audit_bulk import known_chain_hashes, upsert_document_rows
 from connectors.audit_models import (
     STAGE_ORDER,
     DocumentIn,
@@ -83,6 +83,8 @@ class NotarizationsPart(AuditStoreBase):
         n, m = notarizations_table.c, members_table.c
         found: set[str] = set()
         with self._engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                return known_chain_hashes(conn, chain, wanted)
             for chunk in chunks(wanted, IN_CHUNK):
                 own = select(n.sha256).where(
                     n.chain_id == chain, n.sha256.in_(chunk), n.kind != "batch"

@@ -146,7 +146,7 @@ def main() -> None:
                 if len(items) >= ITEMS_PER_MESSAGE:
                     stdout.write(pipe_message(items))
                     stdout.flush()  # the flow waits for it
-                    items = []
+                    items.clear()  # in place: ``on_refusal`` appends to this list
             stdout.write(pipe_message(items))
             stdout.write(pipe_message(None))
             stdout.flush()

@@ -124,6 +124,7 @@ def test_a_batch_is_one_notarization_and_its_documents_are_members(store: AuditS
     assert (row.id, row.kind, row.batch_size, row.source) == (batch_id, "batch", 3, "batch:c")
     record = collection(store, "c")
     assert store.known_hashes(record.chain_id, [h("a"), h("b"), h("z")]) == {h("a"), h("b")}
+    assert store.known_hashes(record.chain_id, [row.sha256]) == set()  # a root is no document
     assert store.summary("c")["pending"] == 3
     proofs = store.proofs(collection="c")
     assert [p.notarization.path for p in proofs] == ["secret/a.pdf", "secret/b.pdf", "secret/c.pdf"]

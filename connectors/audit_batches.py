@@ -28,6 +28,7 @@ from connectors.audit_sql import (
     chunks,
     document_ids,
     hex64,
+    hex64_all,
     member_query,
     members_table,
     notarization_row,
@@ -83,8 +84,9 @@ class BatchesPart(NotarizationsPart):
         chain, tree_root = hex64(chain_id), hex64(root)
         now = self._now()
         # Same order in every writer, so concurrent batches lock members without deadlock.
+        hashes = hex64_all(m.sha256 for m in members)
         rows = sorted(
-            ((m.document_id, hex64(m.sha256), m.leaf_index) for m in members),
+            ((m.document_id, sha, m.leaf_index) for m, sha in zip(members, hashes, strict=True)),
             key=lambda row: row[1],
         )
         with self._engine.connect() as conn, conn.begin() as trans:

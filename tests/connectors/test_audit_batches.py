@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from connectors.audit_paths import AuditPathError
+from connectors.audit_sql import hex64, hex64_all
 from connectors.audit_store import (
     AnchorRecord,
     AuditStore,
@@ -310,3 +311,13 @@ def test_proofs_are_read_page_by_page_in_the_order_of_one_read(store: AuditStore
     assert list(store.iter_proofs(batch_id=first_batch, page_size=2)) == whole[:5]
     with pytest.raises(ValueError, match="page_size"):
         next(store.iter_proofs(page_size=0))
+
+
+def test_hashes_are_checked_all_at_once_as_one_by_one() -> None:
+    good = [h("a"), h("b").upper(), h("c")]
+    assert hex64_all(good) == [hex64(x) for x in good] == [h("a"), h("b"), h("c")]
+    assert hex64_all([]) == []
+    spaced = h("a")[:30] + " " + h("a")[31:]  # 64 characters, one of them a space
+    for bad in (h("a")[:-1], h("a") + "0", "g" * 64, spaced, "é" * 64):
+        with pytest.raises(ValueError, match="64 hex characters"):
+            hex64_all([h("a"), bad])

@@ -18,7 +18,7 @@ from typing import cast
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from connectors.audit_bulk import insert_members, store_audit_paths
+from connectors.audit_bulk import insert_members, member_ids, store_audit_paths
 from connectors.audit_models import BatchRecord, NewMember, NotarizationRow, Stage
 from connectors.audit_notarizations import NotarizationsPart
 from connectors.audit_paths import lost_leaves_paths
@@ -28,6 +28,7 @@ from connectors.audit_sql import (
     chunks,
     document_ids,
     hex64,
+    hex64_all,
     member_query,
     members_table,
     notarization_row,
@@ -83,22 +84,23 @@ class BatchesPart(NotarizationsPart):
         chain, tree_root = hex64(chain_id), hex64(root)
         now = self._now()
         # Same order in every writer, so concurrent batches lock members without deadlock.
+        hashes = hex64_all(m.sha256 for m in members)
         rows = sorted(
-            ((m.document_id, hex64(m.sha256), m.leaf_index) for m in members),
+            ((m.document_id, sha, m.leaf_index) for m, sha in zip(members, hashes, strict=True)),
             key=lambda row: row[1],
         )
         with self._engine.connect() as conn, conn.begin() as trans:
             batch_id = self._insert_batch(conn, collection, chain, tree_root, size)
-            own: dict[int, int] = {}
+            claimed = 0
             if batch_id is not None:
-                own = insert_members(
+                claimed = insert_members(
                     conn, self._statements, batch_id=batch_id, chain_id=chain, rows=rows
                 )
-            if batch_id is None or not own:
+            if batch_id is None or not claimed:
                 trans.rollback()
                 return None
-            claimed = len(own)
             if claimed < size:  # leaves lost to another batch: cannot be rebuilt from rows
+                own = member_ids(conn, batch_id)
                 store_audit_paths(conn, lost_leaves_paths(conn, batch_id, members, own))
             details = {"size": size, "members": claimed}
             append_events(conn, [(batch_id, "pending", details)], at=now)

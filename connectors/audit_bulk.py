@@ -22,12 +22,19 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, text, update
+from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.engine import Connection, Row
 
 from connectors.audit_sql import Statements, chunks, documents_table, members_table
 
-__all__ = ["MEMBERS_PER_INSERT", "insert_members", "store_audit_paths", "upsert_document_rows"]
+__all__ = [
+    "MEMBERS_PER_INSERT",
+    "insert_members",
+    "known_chain_hashes",
+    "member_ids",
+    "store_audit_paths",
+    "upsert_document_rows",
+]
 
 #: Members per statement: a 10,000-member batch in one statement cost ~20 MB of
 #: parameters (executemany) or ~11 MB of JSON text; pages of 1,000 bound that.
@@ -45,14 +52,30 @@ _UPSERT_DOCUMENTS_SQLITE = text(
 ).bindparams(bindparam("now", type_=documents_table.c.last_seen_at.type))
 
 # ``audit_path`` is left NULL: recomputed from the batch's leaves (``connectors.audit_paths``).
+# No RETURNING: the cursor's row count says how many were inserted, and the member ids are
+# read back only for a batch that lost leaves (``member_ids``), rare, instead of fetching
+# 10,000 rows per batch.
 _INSERT_MEMBERS_SQLITE = text(
     "INSERT INTO batch_members (batch_id, document_id, chain_id, sha256, leaf_index) "
     "SELECT :batch_id, json_extract(j.value, '$[0]'), :chain_id, json_extract(j.value, '$[1]'), "
     "json_extract(j.value, '$[2]') FROM json_each(:rows) AS j "
     "WHERE true "
-    "ON CONFLICT (chain_id, sha256) DO NOTHING "
-    "RETURNING id, leaf_index"
+    "ON CONFLICT (chain_id, sha256) DO NOTHING"
 )
+
+# One statement for a window's hashes (each looked up in the two unique (chain_id, sha256)
+# indexes), instead of two IN (...) queries per 500 hashes whose expanding parameters
+# SQLAlchemy processes one by one.
+_KNOWN_HASHES_SQLITE = text(
+    "SELECT j.value AS sha256 FROM json_each(:hashes) AS j WHERE "
+    "EXISTS (SELECT 1 FROM batch_members AS m "
+    "WHERE m.chain_id = :chain_id AND m.sha256 = j.value) "
+    "OR EXISTS (SELECT 1 FROM notarizations AS n "
+    "WHERE n.chain_id = :chain_id AND n.sha256 = j.value AND n.kind != 'batch')"
+)
+
+#: Hashes per known-hashes statement (about 66 bytes of JSON each).
+HASHES_PER_LOOKUP = 10_000
 
 
 def upsert_document_rows(
@@ -90,28 +113,50 @@ def insert_members(
     batch_id: int,
     chain_id: str,
     rows: Sequence[tuple[int, str, int]],
-) -> dict[int, int]:
+) -> int:
     """Insert ``batch_members`` rows ``(document id, lowercase hex sha256, leaf index)`` of
     one batch, without audit path (NULL), in pages of ``MEMBERS_PER_INSERT``; a hash the
     chain has a member for already is left out (``ON CONFLICT DO NOTHING``).
 
     Returns:
-        leaf index -> member id of the rows inserted (the batch's own members).
+        how many rows were inserted (the batch's own members; ``member_ids`` reads them).
     """
-    inserted: dict[int, int] = {}
+    inserted = 0
     for page in chunks(rows, MEMBERS_PER_INSERT):
         if conn.dialect.name == "sqlite":
             params = {"batch_id": batch_id, "chain_id": chain_id, "rows": _json(page)}
-            result = conn.execute(_INSERT_MEMBERS_SQLITE, params)
+            inserted += conn.execute(_INSERT_MEMBERS_SQLITE, params).rowcount
         else:
             values = [
                 {"batch_id": batch_id, "document_id": doc_id, "chain_id": chain_id}
                 | {"sha256": sha, "leaf_index": index}
                 for doc_id, sha, index in page
             ]
-            result = conn.execute(statements.add_members, values)
-        inserted.update({int(r.leaf_index): int(r.id) for r in result})
+            inserted += len(conn.execute(statements.add_members, values).all())
     return inserted
+
+
+def member_ids(conn: Connection, batch_id: int) -> dict[int, int]:
+    """Leaf index -> member id of the ``batch_members`` rows of one batch."""
+    m = members_table.c
+    query = select(m.leaf_index, m.id).where(m.batch_id == batch_id)
+    return {int(index): int(member_id) for index, member_id in conn.execute(query)}
+
+
+def known_chain_hashes(conn: Connection, chain_id: str, sha256s: Sequence[str]) -> set[str]:
+    """The hashes among ``sha256s`` (lowercase hex, distinct) that ``chain_id`` has a
+    notarization of their own (not a batch's root) or a batch member for; SQLite only.
+
+    Raises:
+        ValueError: the connection is not to SQLite (``known_hashes`` has the portable query).
+    """
+    if conn.dialect.name != "sqlite":
+        raise ValueError("known_chain_hashes is SQLite's statement")
+    found: set[str] = set()
+    for page in chunks(sha256s, HASHES_PER_LOOKUP):
+        params = {"chain_id": chain_id, "hashes": _json(page)}
+        found.update(conn.scalars(_KNOWN_HASHES_SQLITE, params))
+    return found
 
 
 def store_audit_paths(conn: Connection, paths: Sequence[tuple[int, Sequence[str]]]) -> None:

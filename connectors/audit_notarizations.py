@@ -15,7 +15,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
 from connectors.audit_base import AuditStoreBase
-from connectors.audit_bulk import upsert_document_rows
+from connectors.audit_bulk import known_chain_hashes, upsert_document_rows
 from connectors.audit_models import (
     STAGE_ORDER,
     DocumentIn,
@@ -33,6 +33,7 @@ from connectors.audit_sql import (
     documents_table,
     events_table,
     hex64,
+    hex64_all,
     ids_by_entry_hash,
     members_table,
     notarization_row,
@@ -61,7 +62,7 @@ class NotarizationsPart(AuditStoreBase):
             ValueError: a ``sha256`` that is not 64 hex characters.
         """
         now = self._now()
-        keys = [(d.path, hex64(d.sha256)) for d in docs]
+        keys = list(zip([d.path for d in docs], hex64_all(d.sha256 for d in docs), strict=True))
         unique = {key: d.size_bytes for key, d in zip(keys, docs, strict=True)}
         rows = [(p, h, size) for (p, h), size in unique.items()]
         ids: dict[tuple[str, str], int] = {}
@@ -78,11 +79,13 @@ class NotarizationsPart(AuditStoreBase):
     def known_hashes(self, chain_id: str, sha256s: Iterable[str]) -> set[str]:
         """The hashes among ``sha256s`` already notarized (at any stage) in ``chain_id``:
         by an entry of their own, or as a member of a batch."""
-        wanted = sorted({hex64(h) for h in sha256s})
+        wanted = sorted(set(hex64_all(sha256s)))
         chain = hex64(chain_id)
         n, m = notarizations_table.c, members_table.c
         found: set[str] = set()
         with self._engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                return known_chain_hashes(conn, chain, wanted)
             for chunk in chunks(wanted, IN_CHUNK):
                 own = select(n.sha256).where(
                     n.chain_id == chain, n.sha256.in_(chunk), n.kind != "batch"
@@ -102,7 +105,7 @@ class NotarizationsPart(AuditStoreBase):
             hash (lowercase hex) -> (notarization id, ``created_at``, aware UTC; for a
             member, its batch's); hashes not notarized in the chain are absent.
         """
-        wanted = sorted({hex64(h) for h in sha256s})
+        wanted = sorted(set(hex64_all(sha256s)))
         chain = hex64(chain_id)
         n, m = notarizations_table.c, members_table.c
         found: dict[str, tuple[int, datetime]] = {}

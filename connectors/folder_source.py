@@ -34,6 +34,8 @@ from typing import NamedTuple
 
 __all__ = [
     "DEFAULT_IGNORE_PATTERNS",
+    "Refusal",
+    "RefusalHandler",
     "RegularFile",
     "ScanEntry",
     "SkipHandler",
@@ -45,7 +47,10 @@ __all__ = [
     "open_file_at",
     "open_regular",
     "open_root",
+    "report_refusal",
     "scan",
+    "scan_refusing",
+    "scan_root",
     "source_name",
 ]
 
@@ -69,20 +74,32 @@ _NOT_REGULAR = {
 }
 
 
-class ScanEntry(NamedTuple):
+class _ScanFields(NamedTuple):
+    relative_path: str
+    absolute: str | Path
+    size_bytes: int
+    mtime_s: float
+
+
+class ScanEntry(_ScanFields):
     """One regular file found by ``scan``.
 
     Attributes:
         relative_path: path relative to the scanned root, POSIX separators ("a/b.pdf").
-        absolute_path: absolute path of the file (root resolved, file itself not resolved).
+        absolute: absolute path of the file (root resolved, file itself not resolved), as
+            the scan found it (a ``str``; ``absolute_path`` is the ``Path``).
         size_bytes: size from ``lstat`` at scan time.
         mtime_s: modification time from ``lstat``, Unix seconds.
     """
 
-    relative_path: str
-    absolute_path: Path
-    size_bytes: int
-    mtime_s: float
+    __slots__ = ()
+
+    @property
+    def absolute_path(self) -> Path:
+        """``absolute`` as a ``Path``. Made on demand: a ``Path`` per file cost the scan
+        about a third of its time (pathlib parses the string), and the flow never uses it."""
+        path = self.absolute
+        return path if isinstance(path, Path) else Path(path)
 
 
 class UnsafeFileError(OSError):
@@ -140,11 +157,69 @@ def scan(
         NotADirectoryError: ``root`` is not a directory.
         FileNotFoundError: ``root`` does not exist.
     """
+    return scan_refusing(
+        root,
+        ignore_patterns=ignore_patterns,
+        on_refusal=functools.partial(report_refusal, on_skip),
+    )
+
+
+class Refusal(NamedTuple):
+    """An entry ``scan`` refused, before it is reported (``report_refusal``).
+
+    Attributes:
+        level: the ``logging`` level it is logged at.
+        what: what was refused ("unreadable file", "special file", ...).
+        relative: its path relative to the root, as the file system names it.
+        detail: why.
+    """
+
+    level: int
+    what: str
+    relative: str
+    detail: str
+
+
+RefusalHandler = Callable[[Refusal], None]
+
+
+def report_refusal(on_skip: SkipHandler | None, refusal: Refusal) -> None:
+    """Log a refusal ("skipping <what> <path>: <detail>") and pass it to ``on_skip``
+    (printable path, reason "<what>: <detail>"), as ``scan`` does with each."""
+    shown = display_path(refusal.relative)
+    logger.log(refusal.level, "skipping %s %s: %s", refusal.what, shown, refusal.detail)
+    if on_skip is not None:
+        on_skip(shown, f"{refusal.what}: {refusal.detail}")
+
+
+def scan_root(root: str | os.PathLike[str]) -> Path:
+    """``root`` resolved, as ``scan`` starts from it.
+
+    Raises:
+        NotADirectoryError: ``root`` is not a directory.
+        FileNotFoundError: ``root`` does not exist.
+    """
     base = Path(root).resolve(strict=True)
     if not base.is_dir():
         raise NotADirectoryError(f"not a directory: {base}")
+    return base
+
+
+def scan_refusing(
+    root: str | os.PathLike[str],
+    *,
+    ignore_patterns: Sequence[str] = DEFAULT_IGNORE_PATTERNS,
+    on_refusal: RefusalHandler,
+) -> Iterator[ScanEntry]:
+    """``scan``, with each refusal handed to ``on_refusal`` as it is found, neither logged
+    nor reported (a scan in another process: its parent reports them, ``report_refusal``).
+
+    Raises:
+        NotADirectoryError, FileNotFoundError: as ``scan``.
+    """
+    base = scan_root(root)
     ignored = ignore_matcher(tuple(ignore_patterns))
-    report = _Reporter(on_skip)
+    report = _Reporter(on_refusal)
     # A stack of iterators over sorted listings: depth-first, in path order.
     stack = [iter(_sorted_children(base, "", report))]
     while stack:
@@ -167,23 +242,17 @@ def scan(
 
 
 class _Reporter:
-    """Logs each refusal ("skipping <what> <path>: <detail>") and passes it to ``on_skip``
-    (reason "<what>: <detail>")."""
+    """Hands each refusal to ``on_refusal``: WARNING for what a user should fix, DEBUG
+    for what a folder may hold by design."""
 
-    def __init__(self, on_skip: SkipHandler | None) -> None:
-        self._on_skip = on_skip
+    def __init__(self, on_refusal: RefusalHandler) -> None:
+        self._on_refusal = on_refusal
 
     def warn(self, what: str, relative: str, detail: str) -> None:
-        self._emit(logging.WARNING, what, relative, detail)
+        self._on_refusal(Refusal(logging.WARNING, what, relative, detail))
 
     def note(self, what: str, relative: str, detail: str) -> None:
-        self._emit(logging.DEBUG, what, relative, detail)
-
-    def _emit(self, level: int, what: str, relative: str, detail: str) -> None:
-        shown = display_path(relative)
-        logger.log(level, "skipping %s %s: %s", what, shown, detail)
-        if self._on_skip is not None:
-            self._on_skip(shown, f"{what}: {detail}")
+        self._on_refusal(Refusal(logging.DEBUG, what, relative, detail))
 
 
 @functools.lru_cache(maxsize=32)
@@ -237,7 +306,7 @@ def _file_entry(entry: os.DirEntry[str], relative: str, report: _Reporter) -> Sc
     if not os.access(entry.path, os.R_OK, effective_ids=_EFFECTIVE_IDS):
         report.warn("unreadable file", relative, "permission denied")
         return None
-    return ScanEntry(relative, Path(entry.path), st.st_size, st.st_mtime)
+    return ScanEntry(relative, entry.path, st.st_size, st.st_mtime)
 
 
 def _reason(exc: OSError) -> str:

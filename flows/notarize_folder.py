@@ -38,6 +38,7 @@ from flows.pipeline import (
 from flows.settings import PipelineSettings
 from tasks.hashing import HashResult
 from tasks.publish import ensure_collection_chain
+from tasks.scan_process import scan_in_child
 from tasks.steps import ResultList, hash_batch
 
 #: Hash windows submitted to the task runner and not yet recorded: enough to keep the
@@ -132,7 +133,10 @@ def _stream(summary: RunSummary, services: Services, recorder: Recorder, root: P
         recorder.add(summary.add_hashed(window, future.result().items))
 
     with hash_task_runner(settings) as runner:
-        for window in windows(scan(root, on_skip=refused), settings.batch_size):
+        # The walk runs in a child process (another core) where small files are hashed in
+        # one too (``hash_small_files="process"``), else on this thread.
+        walk = scan_in_child if settings.hash_small_files == "process" else scan
+        for window in windows(walk(root, on_skip=refused), settings.batch_size):
             summary.documents_seen += len(window)
             # Quoted, Prefect does not walk every ScanEntry looking for futures (~0.17 ms
             # each); a Dask worker is sent the entries as they are (it gets tuples else).

@@ -60,7 +60,8 @@ class PipelineSettings(BaseSettings):
             ``process`` (default) in a child process of the flow's (``tasks.hash_process``:
             on another core, so that the flow's process only records and publishes) or
             ``thread`` (one thread of the flow's process, as before). A child that cannot
-            start or dies falls back to ``thread`` for that batch, with a warning.
+            start or dies falls back to ``thread`` for that batch, with a warning. With
+            ``process`` the folder is walked in a child too (``tasks.scan_process``).
         task_runner: where hash batches run: ``threads`` (Prefect's thread pool in this
             process) or ``dask`` (a Dask cluster; needs the ``notary[dask]`` extra).
         dask_address: scheduler address of an existing Dask cluster

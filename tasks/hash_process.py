@@ -36,7 +36,7 @@ from typing import Any
 from ledger.pipe_child import PipeChild, read_exactly
 from tasks.hashing import HashResult, StrPath, hash_files
 
-__all__ = ["HashProcess", "main", "shared_hash_process"]
+__all__ = ["HashProcess", "main", "pipe_message", "read_message", "shared_hash_process"]
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,8 @@ class HashProcess:
         request = (os.fspath(root), [os.fspath(p) for p in paths])
         with self._lock:
             try:
-                self._child.send(_message(request))
-                answers = _unpickle(self._child.receive)
+                self._child.send(pipe_message(request))
+                answers = read_message(self._child.receive)
                 if not isinstance(answers, list) or len(answers) != len(paths):
                     raise ValueError("hashing child answered a malformed reply")
                 return [_result(path, answer) for path, answer in zip(paths, answers, strict=True)]
@@ -110,12 +110,15 @@ def _result(path: StrPath, answer: Any) -> HashResult:
     return HashResult(path, sha256=sha256, size_bytes=size)
 
 
-def _message(value: Any) -> bytes:
+def pipe_message(value: Any) -> bytes:
+    """``value`` as one message of the protocol (module docstring): length, then pickle."""
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     return len(payload).to_bytes(_LENGTH_BYTES, "little") + payload
 
 
-def _unpickle(read: Callable[[int], bytes]) -> Any:
+def read_message(read: Callable[[int], bytes]) -> Any:
+    """The next message's value, read with ``read(n)`` (exactly ``n`` bytes, or
+    ``EOFError``). Only for a pipe to or from our own child: it unpickles."""
     size = int.from_bytes(read(_LENGTH_BYTES), "little")
     return pickle.loads(read(size))  # noqa: S301 - our own child's pipe
 
@@ -125,12 +128,12 @@ def main() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
-            root, names = _unpickle(partial(read_exactly, stdin))
+            root, names = read_message(partial(read_exactly, stdin))
         except EOFError:
             return  # end of input: the parent closed the pipe or died
         results = hash_files(names, root=root, max_workers=1)
         try:
-            stdout.write(_message([(r.sha256, r.size_bytes, r.error) for r in results]))
+            stdout.write(pipe_message([(r.sha256, r.size_bytes, r.error) for r in results]))
             stdout.flush()
         except BrokenPipeError:
             return

@@ -30,8 +30,7 @@ import stat
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from connectors.folder_source import open_directory, open_file_at, open_regular, open_root
 
@@ -72,9 +71,9 @@ StrPath = str | os.PathLike[str]
 SmallFilesIn = Literal["process", "thread"]
 
 
-@dataclass(frozen=True)
-class HashResult:
-    """Outcome of hashing one file.
+class HashResult(NamedTuple):
+    """Outcome of hashing one file (immutable; a named tuple: a frozen dataclass cost ~1 us
+    more per file to build, under the interpreter lock the flow's main thread needs).
 
     Attributes:
         path: the path as given by the caller.

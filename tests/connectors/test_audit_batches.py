@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from connectors.audit_paths import AuditPathError
+from connectors.audit_sql import hex64, hex64_all
 from connectors.audit_store import (
     AnchorRecord,
     AuditStore,
@@ -124,6 +125,7 @@ def test_a_batch_is_one_notarization_and_its_documents_are_members(store: AuditS
     assert (row.id, row.kind, row.batch_size, row.source) == (batch_id, "batch", 3, "batch:c")
     record = collection(store, "c")
     assert store.known_hashes(record.chain_id, [h("a"), h("b"), h("z")]) == {h("a"), h("b")}
+    assert store.known_hashes(record.chain_id, [row.sha256]) == set()  # a root is no document
     assert store.summary("c")["pending"] == 3
     proofs = store.proofs(collection="c")
     assert [p.notarization.path for p in proofs] == ["secret/a.pdf", "secret/b.pdf", "secret/c.pdf"]
@@ -309,3 +311,13 @@ def test_proofs_are_read_page_by_page_in_the_order_of_one_read(store: AuditStore
     assert list(store.iter_proofs(batch_id=first_batch, page_size=2)) == whole[:5]
     with pytest.raises(ValueError, match="page_size"):
         next(store.iter_proofs(page_size=0))
+
+
+def test_hashes_are_checked_all_at_once_as_one_by_one() -> None:
+    good = [h("a"), h("b").upper(), h("c")]
+    assert hex64_all(good) == [hex64(x) for x in good] == [h("a"), h("b"), h("c")]
+    assert hex64_all([]) == []
+    spaced = h("a")[:30] + " " + h("a")[31:]  # 64 characters, one of them a space
+    for bad in (h("a")[:-1], h("a") + "0", "g" * 64, spaced, "é" * 64):
+        with pytest.raises(ValueError, match="64 hex characters"):
+            hex64_all([h("a"), bad])

@@ -44,6 +44,7 @@ from sqlalchemy.orm import Session, aliased
 
 from ledger.api.credit_gate import CreditGate
 from ledger.api.db import Database
+from ledger.api.driver_sql import driver_sql, marks
 from ledger.api.encoding import from_base64
 from ledger.api.failures import GiveUp, orphan_reason, record_failures
 from ledger.api.gateway import (
@@ -57,6 +58,7 @@ from ledger.api.models import EntryRow, Stage, SubmitState, WriteFailure
 from ledger.api.refusals import Refusal, RefusalKind, classify
 from ledger.core.clock import Clock
 from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry
+from ledger.dbjson import json_text
 from ledger.jsonrpc.codes import ErrorCode
 
 __all__ = ["OutboxRow", "Submitter"]
@@ -314,15 +316,7 @@ class Submitter:
             else:
                 done.append((row, calls.reveal))
         with self._db.transaction() as connection:
-            changes = [
-                {
-                    "b_id": row.id,
-                    "state": SubmitState.COMMITTED.value,
-                    "reveal_call": reveal.to_json(),
-                }
-                for row, reveal in done
-            ]
-            _bulk_update(connection, changes)
+            _record_committed(connection, done)
             self._record_failures(connection, composed.rows, failures)
         return done
 
@@ -332,18 +326,16 @@ class Submitter:
             return 0
         results = self._gateway.submit([reveal for _, reveal in ready])
         failures: dict[int, Refusal] = {}
-        changes: list[dict[str, Any]] = []
+        revealed: list[int] = []
         for (row, _), result in zip(ready, results, strict=True):
             if isinstance(result, RpcFailure):
                 failures[row.id] = classify("reveal", result)
             else:
-                changes.append(
-                    {"b_id": row.id, "state": SubmitState.REVEALED.value, "last_error": None}
-                )
+                revealed.append(row.id)
         with self._db.transaction() as connection:
-            _bulk_update(connection, changes)
+            _record_revealed(connection, revealed)
             self._record_failures(connection, [r for r, _ in ready], failures)
-        return len(changes)
+        return len(revealed)
 
     def _record_failures(
         self, connection: Connection, rows: Iterable[OutboxRow], failures: dict[int, Refusal]
@@ -412,6 +404,36 @@ def _snapshot(row: Any) -> OutboxRow:
     entry = Entry(bytes.fromhex(row.chain_id), ext_ids, bytes(row.content))
     reveal = RpcCall.from_json(row.reveal_call) if row.reveal_call else None
     return OutboxRow(row.id, entry, row.is_first, row.state, row.attempts, reveal)
+
+
+#: A commit's outcome: the row is ``committed`` and keeps the reveal to send (JSON text).
+_COMMITTED_SQL = f"UPDATE {_ENTRIES.name} SET state = ?, reveal_call = {{json}} WHERE id = ?"
+#: Most ids in one ``IN`` list (well under every driver's limit on parameters).
+_IN_CHUNK = 500
+
+
+def _record_committed(connection: Connection, done: list[tuple[OutboxRow, RpcCall]]) -> None:
+    """Rows ``committed`` with their reveal calls: one driver-level ``executemany`` (no
+    per-row SQLAlchemy parameter processing; the reveal's JSON written by ``json_text``,
+    as the column's serializer writes it)."""
+    if not done:
+        return
+    committed = SubmitState.COMMITTED.value
+    rows = [(committed, json_text(reveal.to_json()), row.id) for row, reveal in done]
+    connection.exec_driver_sql(driver_sql(connection, _COMMITTED_SQL), rows)
+
+
+def _record_revealed(connection: Connection, ids: list[int]) -> None:
+    """Rows ``revealed`` (error cleared): one ``UPDATE ... WHERE id IN (...)`` per chunk
+    of ids, not a statement per row."""
+    for start in range(0, len(ids), _IN_CHUNK):
+        chunk = ids[start : start + _IN_CHUNK]
+        template = (
+            f"UPDATE {_ENTRIES.name} SET state = ?, last_error = NULL"
+            f" WHERE id IN ({marks(len(chunk))})"
+        )
+        params = (SubmitState.REVEALED.value, *chunk)
+        connection.exec_driver_sql(driver_sql(connection, template), params)
 
 
 def _bulk_update(connection: Connection, changes: list[dict[str, Any]]) -> None:

@@ -5,7 +5,7 @@ Results follow docs/formats.md §9.3; each reply is sent only after the message 
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.errors import LedgerFormatError
@@ -13,9 +13,11 @@ from ledger.core.hashing import sha256d
 from ledger.core.transaction import Transaction
 from ledger.jsonrpc.errors import InvalidParams
 from ledger.jsonrpc.registry import MethodRegistry
-from ledger.node.handlers.errors import node_errors
+from ledger.node.errors import NodeError
+from ledger.node.handlers.errors import NODE_FAILURES, node_errors, rpc_error
 from ledger.node.params import CommitChainParams, EntryParams, MessageParams, TransactionParams
 from ledger.node.service import NodeService
+from ledger.node.store import StoreError
 
 
 def register(registry: MethodRegistry, service: NodeService) -> None:
@@ -26,8 +28,10 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
         commit = _commit(service, CommitChain, params.message, "Invalid Commit Chain")
         if params.chainid is not None and sha256d(params.chainid) != commit.chain_id_hash:
             raise InvalidParams("Invalid Commit Chain: chainid does not match the commit")
-        with node_errors():
+        try:
             txid = await service.submit_commit(commit)
+        except NODE_FAILURES as exc:
+            _raise_rendered(exc)
         chain_id = params.chainid or service.chain_of_entry(commit.entry_hash)
         return {
             "message": "Chain Commit Success",
@@ -42,8 +46,10 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
     @registry.method("commit-entry", params=MessageParams, blocking=False)
     async def commit_entry(params: MessageParams) -> dict[str, Any]:
         commit = _commit(service, CommitEntry, params.message, "Invalid Commit Entry")
-        with node_errors():
+        try:
             txid = await service.submit_commit(commit)
+        except NODE_FAILURES as exc:
+            _raise_rendered(exc)
         return {
             "message": "Entry Commit Success",
             "txid": txid.hex(),
@@ -51,11 +57,12 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
         }
 
     async def reveal(params: EntryParams) -> dict[str, Any]:
-        with node_errors():
-            try:
-                result = await service.submit_reveal(params.entry)
-            except LedgerFormatError as exc:
-                raise InvalidParams(f"Invalid Entry: {exc}") from exc
+        try:
+            result = await service.submit_reveal(params.entry)
+        except LedgerFormatError as exc:
+            raise InvalidParams(f"Invalid Entry: {exc}") from exc
+        except NODE_FAILURES as exc:
+            _raise_rendered(exc)
         return {
             "message": "Entry Reveal Success",
             "entryhash": result.entry_hash.hex(),
@@ -73,6 +80,14 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
         with node_errors():
             txid = await service.submit_transaction(tx)
         return {"message": "Successfully submitted the transaction", "txid": txid.hex()}
+
+
+def _raise_rendered(exc: NodeError | StoreError) -> NoReturn:
+    """Raise the JSON-RPC error of a node failure (``rpc_error``), or ``exc`` itself."""
+    error = rpc_error(exc)
+    if error is None:
+        raise exc
+    raise error from exc
 
 
 def _decode(parse: Any, raw: bytes, what: str) -> Any:

@@ -1,6 +1,8 @@
 """Write methods: commit-chain, commit-entry, reveal-chain, reveal-entry, coin-submit.
 
 Results follow docs/formats.md §9.3; each reply is sent only after the message is journaled.
+Every handler awaits only the node's own futures (signature checks, journal writes), so
+they are registered ``stepped``: a batch of them runs without a task per item.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ledger.node.store import StoreError
 def register(registry: MethodRegistry, service: NodeService) -> None:
     """Add the write methods, bound to ``service``, to ``registry``."""
 
-    @registry.method("commit-chain", params=CommitChainParams, blocking=False)
+    @registry.method("commit-chain", params=CommitChainParams, blocking=False, stepped=True)
     async def commit_chain(params: CommitChainParams) -> dict[str, Any]:
         commit = _commit(service, CommitChain, params.message, "Invalid Commit Chain")
         if params.chainid is not None and sha256d(params.chainid) != commit.chain_id_hash:
@@ -43,7 +45,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
             "chainid": None if chain_id is None else chain_id.hex(),
         }
 
-    @registry.method("commit-entry", params=MessageParams, blocking=False)
+    @registry.method("commit-entry", params=MessageParams, blocking=False, stepped=True)
     async def commit_entry(params: MessageParams) -> dict[str, Any]:
         commit = _commit(service, CommitEntry, params.message, "Invalid Commit Entry")
         try:
@@ -69,11 +71,15 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
             "chainid": result.chain_id.hex(),
         }
 
-    registry.add("reveal-entry", reveal, params=EntryParams, blocking=False)
-    registry.add("reveal-chain", reveal, params=EntryParams, blocking=False)
+    registry.add("reveal-entry", reveal, params=EntryParams, blocking=False, stepped=True)
+    registry.add("reveal-chain", reveal, params=EntryParams, blocking=False, stepped=True)
 
     @registry.method(
-        "coin-submit", params=TransactionParams, aliases=("factoid-submit",), blocking=False
+        "coin-submit",
+        params=TransactionParams,
+        aliases=("factoid-submit",),
+        blocking=False,
+        stepped=True,
     )
     async def coin_submit(params: TransactionParams) -> dict[str, Any]:
         tx = _decode(Transaction.unmarshal, params.transaction, "Invalid Transaction")

@@ -243,3 +243,26 @@ async def test_run_stepped_closes_the_others_when_one_raises() -> None:
         await run_stepped([waits("x"), fails(), waits("y")])
     assert closed == ["x"]  # started and closed; "y" was closed before it started
     assert not gate.done()
+
+
+async def test_run_stepped_cancelled_closes_the_unfinished_coroutines() -> None:
+    closed: list[str] = []
+    gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def waits(name: str) -> str:
+        try:
+            await gate
+            return name
+        finally:
+            closed.append(name)
+
+    async def quick() -> str:
+        return "quick"
+
+    running = asyncio.ensure_future(run_stepped([waits("x"), quick(), waits("y")]))
+    await asyncio.sleep(0)  # every coroutine started: x and y wait for the gate
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert closed == ["x", "y"]
+    assert not gate.cancelled()  # the futures waited for are not the batch's to cancel

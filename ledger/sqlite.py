@@ -59,6 +59,7 @@ def create_sqlite_engine(
     connect_args: Mapping[str, Any] | None = None,
     busy_timeout_s: float = BUSY_TIMEOUT_S,
     json_serializer: Callable[[Any], str] | None = None,
+    json_deserializer: Callable[[str], Any] | None = None,
     wal_autocheckpoint_pages: int | None = None,
 ) -> Engine:
     """An engine on the SQLite database at ``url``, every connection set up as the module
@@ -79,6 +80,7 @@ def create_sqlite_engine(
         busy_timeout_s: step 1, seconds.
         json_serializer: how JSON columns are written (``None``: SQLAlchemy's default,
             ``json.dumps``).
+        json_deserializer: how JSON columns are read (``None``: ``json.loads``).
         wal_autocheckpoint_pages: pages (4 KiB) the WAL may hold before a commit copies
             them back into the database (``PRAGMA wal_autocheckpoint``); ``None`` keeps
             SQLite's 1,000. A larger WAL rewrites a page changed by many commits once.
@@ -98,6 +100,8 @@ def create_sqlite_engine(
     extra: dict[str, Any] = {"poolclass": StaticPool} if in_memory else {}
     if json_serializer is not None:
         extra["json_serializer"] = json_serializer
+    if json_deserializer is not None:
+        extra["json_deserializer"] = json_deserializer
     engine = create_engine(parsed, connect_args=args, **extra)
     busy_timeout_ms = round(busy_timeout_s * 1000)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import cast
 
-from sqlalchemy import Table, select, update
+from sqlalchemy import Table, select
 
 from ledger.api.block_follower import StageObserver
-from ledger.api.callbacks import queue_stage_callbacks
+from ledger.api.callbacks import move_stage
 from ledger.api.db import Database
 from ledger.api.gateway import AnchorInfo, LedgerGateway
 from ledger.api.models import EntryRow, Stage
@@ -76,15 +76,10 @@ class AnchorFollower:
     def _anchor(self, info: AnchorInfo) -> int:
         now, e = self._clock.now(), _ENTRIES.c
         where = (e.dblock_height == info.height, e.stage == Stage.LEDGER.value)
+        values = {"anchor_at": now, "anchor_block_hash": info.block_hash}
         params = {"anchor_block_hash": info.block_hash}
         with self._db.transaction() as connection:
-            if self._on_moved is not None:
-                accepted = connection.execute(select(e.created_at).where(*where)).scalars()
-                self._on_moved(Stage.ANCHOR, [now - at for at in accepted])
-            queue_stage_callbacks(connection, where, Stage.ANCHOR, params, now=now)
-            moved = connection.execute(
-                update(_ENTRIES)
-                .where(*where)
-                .values(stage=Stage.ANCHOR.value, anchor_at=now, anchor_block_hash=info.block_hash)
-            )
-        return moved.rowcount
+            accepted = move_stage(connection, where, Stage.ANCHOR, values, params, now=now)
+        if self._on_moved is not None:
+            self._on_moved(Stage.ANCHOR, [now - at for at in accepted])
+        return len(accepted)

@@ -18,7 +18,7 @@ from typing import cast
 
 from sqlalchemy import Connection, Table, insert, select, update
 
-from ledger.api.callbacks import queue_stage_callbacks
+from ledger.api.callbacks import move_stage
 from ledger.api.db import Database
 from ledger.api.gateway import DirectoryBlockInfo, LedgerGateway, RpcFailure
 from ledger.api.models import EntryRow, ServiceState, Stage, SubmitState
@@ -118,26 +118,19 @@ class BlockFollower:
     def _confirm(self, connection: Connection, block: DirectoryBlockInfo, hashes: set[str]) -> int:
         """Move the ``multi_az`` rows among ``hashes`` to ``ledger`` (set-based, per chunk)."""
         now, count, e = self._clock.now(), 0, _ENTRIES.c
+        values = {
+            "ledger_at": now,
+            "dblock_keymr": block.keymr,
+            "dblock_height": block.height,
+            "state": SubmitState.REVEALED.value,
+        }
+        params = {"dblock_keymr": block.keymr}
         for chunk in _chunks(sorted(hashes)):
             where = (e.entry_hash.in_(chunk), e.stage == Stage.MULTI_AZ.value)
+            accepted = move_stage(connection, where, Stage.LEDGER, values, params, now=now)
             if self._on_moved is not None:
-                accepted = connection.execute(select(e.created_at).where(*where)).scalars()
                 self._on_moved(Stage.LEDGER, [now - at for at in accepted])
-            queue_stage_callbacks(
-                connection, where, Stage.LEDGER, {"dblock_keymr": block.keymr}, now=now
-            )
-            moved = connection.execute(
-                update(_ENTRIES)
-                .where(*where)
-                .values(
-                    stage=Stage.LEDGER.value,
-                    ledger_at=now,
-                    dblock_keymr=block.keymr,
-                    dblock_height=block.height,
-                    state=SubmitState.REVEALED.value,
-                )
-            )
-            count += moved.rowcount
+            count += len(accepted)
         return count
 
     def _tracked_chains(self) -> set[str]:

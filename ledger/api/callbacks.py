@@ -55,7 +55,7 @@ from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
-from sqlalchemy import Connection, Table, insert, select
+from sqlalchemy import Connection, Table, insert, select, update
 from sqlalchemy.orm import Session
 
 from ledger.api.db import Database
@@ -72,7 +72,7 @@ __all__ = [
     "callback_values",
     "check_callback_url",
     "enqueue_callback",
-    "queue_stage_callbacks",
+    "move_stage",
 ]
 
 DEFAULT_CALLBACK_STAGES: tuple[str, ...] = (Stage.LEDGER.value, Stage.ANCHOR.value)
@@ -209,33 +209,46 @@ def enqueue_callback(
     return row
 
 
-def queue_stage_callbacks(
+def move_stage(
     connection: Connection,
     where: Sequence[Any],
     stage: Stage,
+    values: dict[str, Any],
     params: dict[str, str],
     *,
     now: float,
-) -> None:
-    """Queue the ``stage`` callback of every ``entries`` row matching ``where`` that asked
-    for one, set-based, in the caller's transaction (the one that moves their stage).
+) -> list[float]:
+    """Move the ``entries`` rows matching ``where`` to ``stage`` (setting ``values`` too)
+    and queue the ``stage`` callback of each moved row that asked for one, in the
+    caller's transaction; returns the moved rows' ``created_at`` (Unix seconds).
+
+    One ``UPDATE ... RETURNING`` reads what the callbacks and the stage latencies need
+    of the rows it changes: a ``SELECT`` of the same rows before it (for the latencies,
+    for the callbacks) cost as much as the ``UPDATE`` itself, for every block followed.
 
     Args:
         where: SQLAlchemy conditions on the ``entries`` table.
-        params: the stage's parameters without ``stage`` (e.g. ``{"dblock_keymr": hex}``).
-        now: Unix seconds, the rows' ``created_at`` and first ``next_attempt_at``.
+        values: the other columns to set (``stage`` is set from ``stage``).
+        params: the stage's callback parameters without ``stage``.
+        now: Unix seconds, the callbacks' ``created_at`` and first ``next_attempt_at``.
     """
     e = _ENTRIES.c
-    query = select(e.id, e.callback_url, e.callback_stages).where(
-        *where, e.callback_url.is_not(None)
+    statement = (
+        update(_ENTRIES)
+        .where(*where)
+        .values(stage=stage.value, **values)
+        .returning(e.id, e.created_at, e.callback_url, e.callback_stages)
     )
+    moved = connection.execute(statement).all()
     rows = [
-        values
-        for row in connection.execute(query)
-        if (values := callback_values(row, stage, params, now=now)) is not None
+        queued
+        for row in moved
+        if row.callback_url is not None
+        and (queued := callback_values(row, stage, params, now=now)) is not None
     ]
     if rows:
         connection.execute(insert(_CALLBACKS), rows)
+    return [row.created_at for row in moved]
 
 
 def callback_values(

@@ -48,7 +48,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from ledger.api.models import Base
-from ledger.dbjson import json_text
+from ledger.dbjson import json_text, json_value
 from ledger.sqlite import BEGIN_IMMEDIATE, create_sqlite_engine
 
 __all__ = ["Database"]
@@ -117,7 +117,11 @@ class Database:
 def _build_engine(url: URL, connect_args: dict[str, Any]) -> Engine:
     if url.get_backend_name() != "sqlite":
         return create_engine(
-            url, pool_pre_ping=True, connect_args=connect_args, json_serializer=json_text
+            url,
+            pool_pre_ping=True,
+            connect_args=connect_args,
+            json_serializer=json_text,
+            json_deserializer=json_value,
         )
     return create_sqlite_engine(
         url,
@@ -125,4 +129,5 @@ def _build_engine(url: URL, connect_args: dict[str, Any]) -> Engine:
         explicit_begin=True,
         connect_args=connect_args,
         json_serializer=json_text,
+        json_deserializer=json_value,
     )

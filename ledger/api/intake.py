@@ -43,6 +43,7 @@ import orjson
 from sqlalchemy import Connection, Table, bindparam, insert, update
 
 from ledger.api.callbacks import DEFAULT_CALLBACK_STAGES, callback_target
+from ledger.api.driver_sql import driver_sql, marks
 from ledger.api.encoding import to_base64
 from ledger.api.models import (
     Account,
@@ -211,7 +212,7 @@ def accept_batch(
 def _live_accounts(connection: Connection, account_ids: set[int]) -> set[int]:
     sql = (
         f"SELECT id FROM {_ACCOUNTS.name} WHERE revoked_at IS NULL"
-        f" AND id IN ({_marks(len(account_ids))})"
+        f" AND id IN ({marks(len(account_ids))})"
     )
     return {row[0] for row in _select(connection, sql, list(account_ids))}
 
@@ -219,7 +220,7 @@ def _live_accounts(connection: Connection, account_ids: set[int]) -> set[int]:
 def _load_chains(connection: Connection, chain_ids: set[str], *, lock: bool) -> dict[str, Any]:
     sql = (
         f"SELECT chain_id, account_id, first_entry_hash, entry_count FROM {_CHAINS.name}"
-        f" WHERE chain_id IN ({_marks(len(chain_ids))}) ORDER BY chain_id"
+        f" WHERE chain_id IN ({marks(len(chain_ids))}) ORDER BY chain_id"
     )
     rows = _select(connection, sql + (" FOR UPDATE" if lock else ""), sorted(chain_ids))
     return {row[0]: _ChainState(row[1], row[2], row[3]) for row in rows}
@@ -228,18 +229,14 @@ def _load_chains(connection: Connection, chain_ids: set[str], *, lock: bool) -> 
 def _stored_entries(connection: Connection, hashes: set[str]) -> dict[str, str]:
     """Entry hash -> stage of the rows already stored."""
     sql = (
-        f"SELECT entry_hash, stage FROM {_ENTRIES.name} WHERE entry_hash IN ({_marks(len(hashes))})"
+        f"SELECT entry_hash, stage FROM {_ENTRIES.name} WHERE entry_hash IN ({marks(len(hashes))})"
     )
     return {row[0]: row[1] for row in _select(connection, sql, list(hashes))}
 
 
-def _marks(count: int) -> str:
-    return ", ".join("?" * count)
-
-
 def _select(connection: Connection, template: str, params: list[Any]) -> list[Any]:
     """Run a driver-level query (``?`` placeholders) and fetch every row as a tuple."""
-    return list(connection.exec_driver_sql(_driver_sql(connection, template), tuple(params)))
+    return list(connection.exec_driver_sql(driver_sql(connection, template), tuple(params)))
 
 
 class _Plan:
@@ -351,16 +348,6 @@ _CALLBACK_INSERT = (
 )
 
 
-def _driver_sql(connection: Connection, template: str) -> str:
-    """``template`` in the driver's parameter style (``?`` for sqlite3, ``%s`` for psycopg).
-
-    ``{json}`` marks a JSON parameter (sent as text; cast on PostgreSQL).
-    """
-    if connection.dialect.paramstyle == "qmark":
-        return template.replace("{json}", "?")
-    return template.replace("?", "%s").replace("{json}", "CAST(%s AS JSON)")
-
-
 def _insert_entries(
     connection: Connection, new: list[tuple[WriteRequest, int]], *, now: float
 ) -> None:
@@ -385,7 +372,7 @@ def _insert_entries(
         )
         for request, seq in new
     ]
-    connection.exec_driver_sql(_driver_sql(connection, _ENTRY_INSERT), rows)
+    connection.exec_driver_sql(driver_sql(connection, _ENTRY_INSERT), rows)
 
 
 def _insert_tags(connection: Connection, new: list[tuple[WriteRequest, int]]) -> None:
@@ -395,7 +382,7 @@ def _insert_tags(connection: Connection, new: list[tuple[WriteRequest, int]]) ->
         for value_hash in request.value_hashes
     ]
     if tags:
-        connection.exec_driver_sql(_driver_sql(connection, _TAG_INSERT), tags)
+        connection.exec_driver_sql(driver_sql(connection, _TAG_INSERT), tags)
 
 
 def _insert_callbacks(
@@ -417,4 +404,4 @@ def _insert_callbacks(
         if request.callback_url and stage in request.callback_stages
     ]
     if rows:
-        connection.exec_driver_sql(_driver_sql(connection, _CALLBACK_INSERT), rows)
+        connection.exec_driver_sql(driver_sql(connection, _CALLBACK_INSERT), rows)

@@ -90,11 +90,14 @@ class Entry:
     content: bytes
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "chain_id", _as_bytes(self.chain_id, "chain_id"))
-        object.__setattr__(
-            self, "external_ids", tuple(_as_bytes(x, "external id") for x in self.external_ids)
-        )
-        object.__setattr__(self, "content", _as_bytes(self.content, "content"))
+        if not _plain_fields(self.chain_id, self.external_ids, self.content):
+            object.__setattr__(self, "chain_id", _as_bytes(self.chain_id, "chain_id"))
+            object.__setattr__(
+                self,
+                "external_ids",
+                tuple(_as_bytes(x, "external id") for x in self.external_ids),
+            )
+            object.__setattr__(self, "content", _as_bytes(self.content, "content"))
         if len(self.chain_id) != CHAIN_ID_BYTES:
             raise DecodeError(f"chain id must be 32 bytes, got {len(self.chain_id)}")
         if self.payload_size() > MAX_ENTRY_PAYLOAD_BYTES:
@@ -215,6 +218,21 @@ def _parse_ext_ids(data: bytes, start: int, end: int) -> tuple[bytes, ...]:
         ext_ids.append(data[pos : pos + size])
         pos += size
     return tuple(ext_ids)
+
+
+def _plain_fields(chain_id: object, external_ids: object, content: object) -> bool:
+    """Whether the fields already are what ``Entry`` keeps (``bytes``, a tuple of
+    ``bytes``): then nothing needs converting. The usual case (the node, the wallet and
+    the API each build entries from bytes for every write), and a test of types costs
+    less than a copy of the tuple and three attribute writes."""
+    if type(chain_id) is not bytes or type(content) is not bytes:
+        return False
+    if type(external_ids) is not tuple:
+        return False
+    for item in external_ids:  # noqa: SIM110 - a loop: all() of a generator costs twice
+        if type(item) is not bytes:
+            return False
+    return True
 
 
 def _as_bytes(value: object, what: str) -> bytes:

@@ -81,6 +81,10 @@ class RegisteredMethod:
         is_async: whether ``handler`` is a coroutine function (then it runs on the event loop).
         blocking: for sync handlers, whether to run them in a worker thread.
         aliases: further names the method answers to.
+        stepped: an async handler that only awaits asyncio futures of its own loop (no
+            task of its own, no anyio cancel scope, no context variables): a concurrent
+            batch of such items may be run inside the batch's task
+            (``ledger.jsonrpc.server``) instead of a task per item.
     """
 
     name: str
@@ -89,6 +93,7 @@ class RegisteredMethod:
     is_async: bool
     blocking: bool
     aliases: tuple[str, ...] = field(default=())
+    stepped: bool = False
 
     def bind(self, params: Any) -> tuple[Any, ...]:
         """Validate raw ``params`` (dict, list or None) into handler arguments.
@@ -138,11 +143,14 @@ class MethodRegistry:
         params: type[BaseModel] | None = None,
         aliases: Iterable[str] = (),
         blocking: bool = True,
+        stepped: bool = False,
     ) -> Callable[[HandlerT], HandlerT]:
         """Decorator form of :meth:`add`; returns the handler unchanged."""
 
         def decorator(handler: HandlerT) -> HandlerT:
-            self.add(name, handler, params=params, aliases=aliases, blocking=blocking)
+            self.add(
+                name, handler, params=params, aliases=aliases, blocking=blocking, stepped=stepped
+            )
             return handler
 
         return decorator
@@ -155,6 +163,7 @@ class MethodRegistry:
         params: type[BaseModel] | None = None,
         aliases: Iterable[str] = (),
         blocking: bool = True,
+        stepped: bool = False,
     ) -> RegisteredMethod:
         """Register ``handler`` under ``name`` and each alias.
 
@@ -166,6 +175,8 @@ class MethodRegistry:
             aliases: other names accepted for the same method (``"factoid-submit"``).
             blocking: sync handlers only: run in a worker thread (True, default) or directly on
                 the event loop (False; only for cheap, non-blocking handlers).
+            stepped: async handlers only: it awaits nothing but asyncio futures of its loop
+                (``RegisteredMethod.stepped``).
 
         Raises:
             ValueError: a name or alias is already registered.
@@ -180,6 +191,7 @@ class MethodRegistry:
             is_async=_is_coroutine_function(handler),
             blocking=blocking,
             aliases=tuple(aliases),
+            stepped=stepped and _is_coroutine_function(handler),
         )
         names = (name, *entry.aliases)
         taken = [n for n in names if n in self._methods]
@@ -198,6 +210,7 @@ class MethodRegistry:
                 params=entry.params_model,
                 aliases=entry.aliases,
                 blocking=entry.blocking,
+                stepped=entry.stepped,
             )
 
     def get(self, name: str) -> RegisteredMethod | None:

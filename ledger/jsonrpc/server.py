@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
@@ -39,7 +39,7 @@ from ledger.jsonrpc.errors import InternalError, InvalidRequest, JsonRpcError, P
 from ledger.jsonrpc.registry import MethodRegistry
 from ledger.jsonrpc.wire import encode_json, error_response, result_response
 
-__all__ = ["BatchScope", "JsonRpcEndpoint", "create_jsonrpc_app"]
+__all__ = ["BatchScope", "JsonRpcEndpoint", "create_jsonrpc_app", "run_stepped"]
 
 BatchScope = Callable[[list[Any]], AbstractAsyncContextManager[object]]
 """``scope(items)`` -> async context manager entered around the dispatch of one batch's items
@@ -165,6 +165,8 @@ class JsonRpcEndpoint:
         scope = self.batch_scope(payload) if self.batch_scope is not None else nullcontext()
         async with scope:
             if self.concurrent_batches and not self._runs_through(payload):
+                if self._all_stepped(payload):
+                    return await run_stepped([self.handle_request(item) for item in payload])
                 # create_task starts nothing by itself; gather runs the tasks in creation
                 # (= request) order up to their first suspension: see the class docstring.
                 # (The loop's own create_task: ensure_future's checks cost a tenth of it.)
@@ -172,6 +174,18 @@ class JsonRpcEndpoint:
                 tasks = [create(self.handle_request(item)) for item in payload]
                 return list(await asyncio.gather(*tasks))
             return [await self.handle_request(item) for item in payload]
+
+    def _all_stepped(self, payload: list[Any]) -> bool:
+        """Whether every item is a well-formed call of a ``stepped`` method or of a sync
+        handler run on the loop: then ``run_stepped`` runs the batch without a task per
+        item (a task, its first step and its wake-up were ~8 % of the bundled stack's
+        CPU on batches of hundreds of commits and reveals)."""
+        for item in payload:
+            method = item.get("method") if isinstance(item, dict) else None
+            entry = self.registry.get(method) if isinstance(method, str) else None
+            if entry is None or not (entry.stepped or not (entry.is_async or entry.blocking)):
+                return False
+        return True
 
     def _runs_through(self, payload: list[Any]) -> bool:
         """Whether every item calls a sync handler run on the event loop (``blocking=False``).
@@ -206,6 +220,54 @@ class JsonRpcEndpoint:
         if request_id is _NO_ID:
             return None
         return result_response(request_id, result)
+
+
+async def run_stepped(coroutines: list[Coroutine[Any, Any, Any]]) -> list[Any]:
+    """Run ``coroutines`` concurrently inside the calling task; their results in order.
+
+    Each is started in list order and runs up to its first suspension, as the tasks of
+    ``asyncio.gather`` would; then, once everything the suspended ones wait for is done,
+    each is resumed in list order, and so on until all have returned. Only for
+    coroutines that await nothing but asyncio futures of the running loop (``stepped``
+    methods): no task of their own, so no cancel scope or context of their own.
+
+    Raises: the first exception a coroutine raises (the others are closed); on
+    cancellation, the unfinished coroutines are closed.
+    """
+    results: list[Any] = [None] * len(coroutines)
+    waiting: list[tuple[int, Any]] = [(i, None) for i in range(len(coroutines))]
+    started = False
+    try:
+        while waiting:
+            if started:
+                await _all_done([awaited for _, awaited in waiting])
+            started = True
+            suspended: list[tuple[int, Any]] = []
+            for index, _ in waiting:
+                try:
+                    awaited = coroutines[index].send(None)
+                except StopIteration as stop:
+                    results[index] = stop.value
+                    continue
+                if awaited is not None:  # a future: as a Task would, take it over
+                    awaited._asyncio_future_blocking = False
+                suspended.append((index, awaited))
+            waiting = suspended
+    except BaseException:
+        for coroutine in coroutines:
+            coroutine.close()
+        raise
+    return results
+
+
+async def _all_done(awaited: list[Any]) -> None:
+    """Return once every future of ``awaited`` is done (``None``: a bare yield, one loop
+    turn), without taking their results."""
+    pending = [f for f in awaited if f is not None and not f.done()]
+    if pending:
+        await asyncio.wait(pending)
+    else:
+        await asyncio.sleep(0)
 
 
 def _envelope_problem(request: dict[str, Any], request_id: Any) -> str | None:

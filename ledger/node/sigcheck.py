@@ -79,7 +79,10 @@ class SignatureChecker:
         self._thread = threading.Thread(target=self._run, name="node-sig", daemon=True)
         self._thread.start()
         self._closed = False
-        self._preverified: dict[Commit, bool] = {}
+        # Keyed by the commit object's id (the very objects ``parsed`` hands out), the
+        # object kept alongside so the id cannot be reused while listed: hashing a frozen
+        # dataclass of five fields cost a Python call per look-up, twice per commit.
+        self._preverified: dict[int, tuple[Commit, bool]] = {}
         self._parsed: dict[str, Commit] = {}
 
     async def _check(self, fn: Callable[[Any], Any], arg: Any) -> Any:
@@ -92,9 +95,9 @@ class SignatureChecker:
 
     async def commit_ok(self, commit: Commit) -> bool:
         """Whether the commit's signature verifies (pre-checked result if there is one)."""
-        known = self._preverified.pop(commit, None)
-        if known is not None:
-            return known
+        known = self._preverified.pop(id(commit), None)
+        if known is not None and known[0] is commit:
+            return known[1]
         return bool(await self._check(commit_signature_ok, commit))
 
     async def transaction_error(self, tx: Transaction) -> str | None:
@@ -114,7 +117,7 @@ class SignatureChecker:
             return []
         commits = [commit for _hex, commit in found]
         results = await self._check(_check_all, commits)
-        self._preverified.update(zip(commits, results, strict=True))
+        self._preverified.update((id(c), (c, ok)) for c, ok in zip(commits, results, strict=True))
         self._parsed.update(found)
         return found
 
@@ -125,7 +128,9 @@ class SignatureChecker:
     def forget(self, checked: Iterable[tuple[str, Commit]]) -> None:
         """Drop pre-check results a batch did not use."""
         for message, commit in checked:
-            self._preverified.pop(commit, None)
+            known = self._preverified.get(id(commit))
+            if known is not None and known[0] is commit:
+                del self._preverified[id(commit)]
             self._parsed.pop(message, None)
 
     def close(self) -> None:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ledger.dbjson import json_text
+from ledger.dbjson import json_text, json_value
 
 
 class _Stage(enum.StrEnum):
@@ -33,3 +33,25 @@ def test_reads_back_as_json_dumps_writes(value: object) -> None:
 def test_refuses_what_json_dumps_refuses(value: object) -> None:
     with pytest.raises(TypeError):
         json_text(value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"method": "reveal-entry", "params": {"entry": "00ab"}}',
+        '["YQ==", "", "é ✓"]',
+        str(2**70),
+        f"[-{2**64}, {2**64 - 1}, {2**63}, 1.0]",
+        '{"x": NaN, "y": -Infinity}',
+        '"\\ud800"',
+        "1.5e300",
+    ],
+)
+def test_json_value_reads_as_json_loads(text: str) -> None:
+    expected, got = json.loads(text), json_value(text)
+    assert repr(got) == repr(expected)  # repr: NaN != NaN, types must match too
+
+
+def test_json_value_refuses_what_json_loads_refuses() -> None:
+    with pytest.raises(ValueError):
+        json_value('{"a": ')

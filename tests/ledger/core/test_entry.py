@@ -116,6 +116,29 @@ def test_list_ext_ids_are_stored_as_tuple() -> None:
     assert hash(entry) == hash(Entry(TEST_CHAIN, (b"a",), b"c"))
 
 
+@pytest.mark.parametrize(
+    ("chain_id", "ext_ids", "content"),
+    [
+        (bytearray(TEST_CHAIN), (b"a",), b"c"),
+        (TEST_CHAIN, (memoryview(b"a"),), b"c"),
+        (TEST_CHAIN, (b"a",), memoryview(b"c")),
+    ],
+)
+def test_bytes_like_fields_are_stored_as_bytes(chain_id: Any, ext_ids: Any, content: Any) -> None:
+    entry = Entry(chain_id, ext_ids, content)
+    fields = (entry.chain_id, *entry.external_ids, entry.content)
+    assert all(type(value) is bytes for value in fields)
+    assert entry == Entry(TEST_CHAIN, (b"a",), b"c")
+
+
+@pytest.mark.parametrize("where", ["chain_id", "ext_id", "content"])
+def test_a_field_that_is_not_bytes_is_refused(where: str) -> None:
+    values: dict[str, Any] = {"chain_id": TEST_CHAIN, "ext_id": b"a", "content": b"c"}
+    values[where] = "text"
+    with pytest.raises(DecodeError, match="must be bytes"):
+        Entry(values["chain_id"], (values["ext_id"],), values["content"])
+
+
 # --- sizes and cost (1.4) ----------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from ledger.jsonrpc.registry import MethodRegistry
-from ledger.jsonrpc.server import create_jsonrpc_app
+from ledger.jsonrpc.server import create_jsonrpc_app, run_stepped
 
 from .conftest import request
 
@@ -150,3 +150,119 @@ async def test_concurrent_batch_of_loop_handlers_runs_them_in_turn_without_tasks
     answers = (await post(app, mixed)).json()
     assert [a["result"] for a in answers] == [1, 2, 3, "paused"]
     assert len(set(tasks)) == 3  # a task per item
+
+
+def stepped_registry(log: list[str], tasks: list[int]) -> MethodRegistry:
+    """``step`` as a stepped method (it awaits only futures of its loop), plus a
+    loop-run sync method and a non-stepped async one."""
+    registry = MethodRegistry()
+    started: dict[str, asyncio.Future[None]] = {}
+
+    def started_future(name: str) -> asyncio.Future[None]:
+        if name not in started:
+            started[name] = asyncio.get_running_loop().create_future()
+        return started[name]
+
+    @registry.method("step", params=Step, stepped=True)
+    async def step(params: Step) -> str:
+        tasks.append(id(asyncio.current_task()))
+        log.append(f"start {params.name}")
+        mine = started_future(params.name)
+        if not mine.done():
+            mine.set_result(None)
+        if params.wait_for is not None:
+            await started_future(params.wait_for)
+        log.append(f"end {params.name}")
+        if params.name == "boom":
+            raise ValueError("handler failure")  # the registry answers Internal error
+        return params.name
+
+    @registry.method("where", blocking=False)
+    def where() -> str:
+        tasks.append(id(asyncio.current_task()))
+        return "here"
+
+    @registry.method("pause")
+    async def pause() -> str:
+        tasks.append(id(asyncio.current_task()))
+        await asyncio.sleep(0)
+        return "paused"
+
+    return registry
+
+
+async def test_stepped_batch_runs_in_the_request_task_and_still_overlaps_waits() -> None:
+    log: list[str] = []
+    tasks: list[int] = []
+    app = create_jsonrpc_app(stepped_registry(log, tasks), concurrent_batches=True)
+    # items 0 and 1 wait for item 3: only possible when they run concurrently
+    batch = [
+        request("step", {"name": "a", "wait_for": "c"}, request_id=0),
+        request("step", {"name": "b", "wait_for": "c"}, request_id=1),
+        request("where", request_id=2),
+        request("step", {"name": "c"}, request_id=3),
+        request("step", {"name": "boom"}, request_id=4),
+    ]
+    body = (await asyncio.wait_for(post(app, batch), timeout=5)).json()
+    assert [item.get("result") for item in body] == ["a", "b", "here", "c", None]
+    assert body[4]["error"]["code"] == -32603
+    # started in request order, the waiting ones resumed in request order
+    assert log == [
+        "start a",
+        "start b",
+        "start c",
+        "end c",
+        "start boom",
+        "end boom",
+        "end a",
+        "end b",
+    ]
+    assert len(set(tasks)) == 1  # no task per item
+    tasks.clear()
+    mixed = [request("step", {"name": "d"}, request_id=0), request("pause", request_id=1)]
+    body = (await post(app, mixed)).json()
+    assert [item["result"] for item in body] == ["d", "paused"]
+    assert len(set(tasks)) == 2  # a method that is not stepped: a task per item
+
+
+async def test_run_stepped_closes_the_others_when_one_raises() -> None:
+    closed: list[str] = []
+    gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def waits(name: str) -> str:
+        try:
+            await gate
+            return name
+        finally:
+            closed.append(name)
+
+    async def fails() -> str:
+        raise RuntimeError("outside the registry")
+
+    with pytest.raises(RuntimeError, match="outside the registry"):
+        await run_stepped([waits("x"), fails(), waits("y")])
+    assert closed == ["x"]  # started and closed; "y" was closed before it started
+    assert not gate.done()
+
+
+async def test_run_stepped_cancelled_closes_the_unfinished_coroutines() -> None:
+    closed: list[str] = []
+    gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def waits(name: str) -> str:
+        try:
+            await gate
+            return name
+        finally:
+            closed.append(name)
+
+    async def quick() -> str:
+        return "quick"
+
+    running = asyncio.ensure_future(run_stepped([waits("x"), quick(), waits("y")]))
+    await asyncio.sleep(0)  # every coroutine started: x and y wait for the gate
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert closed == ["x", "y"]
+    assert not gate.cancelled()  # the futures waited for are not the batch's to cancel

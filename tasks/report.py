@@ -7,7 +7,9 @@ Pipeline of functions (each usable alone)::
     build_report(data, now=, thresholds=, reverification=)  -> Report (frames + summary)
     tasks.report_output.write_report(report, out_dir)      -> {name: path} (CSV, JSON, HTML)
 
-``build_report`` holds every document of ``data``; ``tasks.report_stream.stream_report``
+``load_report_data`` and ``parse_moment`` are in ``tasks.report_inputs``,
+``reverify_receipts`` and ``ReceiptSample`` in ``tasks.report_reverify`` (both imported
+here too). ``build_report`` holds every document of ``data``; ``tasks.report_stream.stream_report``
 makes the same files from the store page by page in bounded memory. Both feed pages of
 records to one ``ReportBuilder`` (the only place any figure is computed), which keeps
 counts, the stage durations (8 bytes per document and stage, for the exact medians and
@@ -36,31 +38,39 @@ the CSV and HTML they are ISO 8601 strings ending in ``Z``; durations are second
 
 from __future__ import annotations
 
-import random
-import re
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
 
-from connectors.audit_proofs import proof_order
 from connectors.audit_store import (
     ALL_STAGES,
     STAGE_ORDER,
     AnchorRecord,
-    AuditStore,
     BatchRecord,
     NotarizationRow,
     ProofRecord,
     StageEventRecord,
 )
-from ledger.core.proof.steps import Step
-from tasks.verify import ReceiptRejected, verify_node_receipt
+
+# The inputs and the re-verification live in their own modules; their names are part of
+# this module's surface (``tasks.report.parse_moment`` and so on).
+from tasks.report_inputs import OverdueThresholds as OverdueThresholds
+from tasks.report_inputs import ReportData as ReportData
+from tasks.report_inputs import all_batches as all_batches
+from tasks.report_inputs import as_utc
+from tasks.report_inputs import load_report_data as load_report_data
+from tasks.report_inputs import parse_moment as parse_moment
+from tasks.report_reverify import REVERIFY_COLUMNS as REVERIFY_COLUMNS
+from tasks.report_reverify import DblockFetcher as DblockFetcher
+from tasks.report_reverify import ReceiptSample as ReceiptSample
+from tasks.report_reverify import reverify_chosen as reverify_chosen
+from tasks.report_reverify import reverify_receipts as reverify_receipts
 
 STAGES = STAGE_ORDER[1:]  # published, multi_az, ledger, anchor: the stages a row reaches
 LATENCY_STAGES = (*STAGES, "total")
@@ -81,15 +91,6 @@ PROBLEM_COLUMNS = (
     "notarization_id", "collection", "path", "sha256", "stage", "problem", "detail",
     "waited_s", "limit_s",
 )  # fmt: skip
-REVERIFY_COLUMNS = (
-    "notarization_id",
-    "path",
-    "entry_hash",
-    "dblock_height",
-    "status",
-    "step",
-    "message",
-)
 BATCH_COLUMNS = (
     "batch_id", "collection", "root", "size", "members", "entry_hash", "stage", "dblock_height",
 )  # fmt: skip
@@ -102,258 +103,6 @@ REPORT_FILES = {
     "summary": "summary.json",
     "html": "report.html",
 }
-
-DblockFetcher = Callable[[int], bytes]
-
-
-# -- inputs -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OverdueThresholds:
-    """Longest time, in seconds, a notarization may stay at a stage; ``None``: no limit.
-
-    ``ledger_s`` is the wait for the anchor (rows at ``ledger`` are in a directory block).
-    """
-
-    pending_s: float | None = 3600.0
-    published_s: float | None = 3600.0
-    multi_az_s: float | None = 3600.0
-    ledger_s: float | None = 6 * 3600.0
-
-    @classmethod
-    def from_mapping(cls, limits: Mapping[str, float | None]) -> OverdueThresholds:
-        """From ``{stage: seconds}`` (``pending``, ``published``, ``multi_az``, ``ledger``);
-        stages not named keep their default.
-
-        Raises:
-            ValueError: an unknown stage name or a negative limit.
-        """
-        known = {f.name.removesuffix("_s") for f in fields(cls)}
-        unknown = set(limits) - known
-        if unknown:
-            raise ValueError(
-                f"no overdue limit for stage(s) {sorted(unknown)}; use {sorted(known)}"
-            )
-        if any(v is not None and v < 0 for v in limits.values()):
-            raise ValueError("overdue limits must be >= 0 seconds")
-        return cls(**{f"{k}_s": None if v is None else float(v) for k, v in limits.items()})
-
-    def limit_s(self, stage: str) -> float | None:
-        """The limit for rows currently at ``stage`` (``None`` for anchor and failed)."""
-        return getattr(self, f"{stage}_s", None)
-
-
-@dataclass(frozen=True)
-class ReportData:
-    """What a report is made of, read from the audit store in one go."""
-
-    proofs: list[ProofRecord]
-    events: dict[int, list[StageEventRecord]]
-    anchors: dict[int, AnchorRecord]
-    batches: list[BatchRecord] = field(default_factory=list)
-    collection: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-
-
-def load_report_data(
-    store: AuditStore,
-    *,
-    collection: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-) -> ReportData:
-    """Notarizations created in ``[since, until)`` (of ``collection``) with their receipts,
-    stage events and anchors."""
-    proofs = store.proofs(collection=collection, since=since, until=until)
-    ids = [p.notarization.id for p in proofs]
-    batch_ids = {p.notarization.id for p in proofs if p.notarization.is_member}
-    return ReportData(
-        proofs=proofs,
-        events=store.stage_events(ids),
-        anchors=store.stored_anchors(notarization_ids=ids),
-        batches=[b for b in all_batches(store, collection) if b.id in batch_ids],
-        collection=collection,
-        since=since,
-        until=until,
-    )
-
-
-def all_batches(store: AuditStore, collection: str | None) -> list[BatchRecord]:
-    """Every batch (of ``collection``; ``None``: all), by id, read a page at a time."""
-    out: list[BatchRecord] = []
-    while page := store.batches(collection=collection, after_id=out[-1].id if out else 0):
-        out += page
-    return out
-
-
-def parse_moment(
-    text: str | datetime | None, *, end_of_day: bool = False, now: datetime | None = None
-) -> datetime | None:
-    """A moment as an aware UTC datetime (naive means UTC).
-
-    Accepted: ``YYYY-MM-DD`` (its midnight, or the next midnight with ``end_of_day``, so an
-    ``until`` date includes that whole day), an ISO 8601 date-time, or a time before
-    ``now`` (default: the wall clock) such as ``-7d``, ``-12h`` or ``-30m`` (for scheduled
-    reports).
-
-    Raises:
-        ValueError: none of these.
-    """
-    if text is None or isinstance(text, datetime):
-        return None if text is None else _utc(text)
-    value = text.strip()
-    relative = _RELATIVE.fullmatch(value)
-    if relative:
-        amount = float(relative.group(1)) * _UNIT_S[relative.group(2)]
-        return _utc(now or datetime.now(UTC)) - timedelta(seconds=amount)
-    try:
-        if len(value) == 10:
-            day = date.fromisoformat(value)
-            moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
-            return moment + timedelta(days=1) if end_of_day else moment
-        return _utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
-    except ValueError as exc:
-        raise ValueError(f"not a date (YYYY-MM-DD), ISO date-time or -<n>d/h/m: {text!r}") from exc
-
-
-_RELATIVE = re.compile(r"-(\d+(?:\.\d+)?)([dhm])")
-_UNIT_S = {"d": 86400.0, "h": 3600.0, "m": 60.0}
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-# -- re-verification ----------------------------------------------------------------------
-
-
-def reverify_receipts(
-    proofs: Sequence[ProofRecord],
-    fetch_dblock: DblockFetcher,
-    *,
-    sample: int = 50,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Verify a random sample of stored receipts again, against the node's directory blocks.
-
-    Per sampled receipt: (0) the stored columns and the notarization agree with the stored
-    raw receipt; then ``verify_node_receipt`` (the proof steps 4 entry hash, 5 Merkle
-    path, 6 directory block at the receipt's height) with the bytes
-    ``fetch_dblock(height)`` returns (called once per height).
-
-    Args:
-        proofs: notarizations with their receipts (those without one are not sampled; a
-            batch's receipt is sampled once, as its first member).
-        fetch_dblock: height -> exact directory block bytes; raises ``LookupError`` when
-            the node has no block there (a rejection); any other exception marks the
-            receipt ``unavailable``.
-        sample: how many receipts at most (a seeded random choice, reported by id; the
-            choice of ``ReceiptSample``, the same as a streamed report's).
-        seed: seed of the choice, so a report can be reproduced.
-
-    Returns:
-        one row per sampled receipt, ``REVERIFY_COLUMNS``; ``status`` is ``ok``,
-        ``rejected`` (with ``step``) or ``unavailable``.
-    """
-    chosen = ReceiptSample(sample, seed=seed)
-    chosen.add(sorted(proofs, key=proof_order))
-    return reverify_chosen(chosen.chosen, fetch_dblock)
-
-
-def reverify_chosen(proofs: Sequence[ProofRecord], fetch_dblock: DblockFetcher) -> pd.DataFrame:
-    """``reverify_receipts`` of exactly these ``proofs`` (each with a receipt), by id."""
-    blocks: dict[int, bytes | Exception] = {}
-    rows = [_reverify_one(p, blocks, fetch_dblock) for p in sorted(proofs, key=_proof_id)]
-    return pd.DataFrame(rows, columns=list(REVERIFY_COLUMNS))
-
-
-class ReceiptSample:
-    """A seeded uniform sample of at most ``size`` stored receipts from records seen in
-    ``proofs`` order (by id, a batch's members by leaf), one per receipt: reservoir
-    sampling, so memory holds ``size`` records however many stream by.
-
-    Records without a receipt are not sampled; a batch's members share its receipt, so
-    only its first member counts. The same records in the same order and ``seed`` give
-    the same choice.
-    """
-
-    def __init__(self, size: int, *, seed: int = 0) -> None:
-        self.size = max(size, 0)
-        self.seen = 0  # distinct stored receipts so far
-        self._random = random.Random(seed)
-        self._last_id: int | None = None
-        self._chosen: list[ProofRecord] = []
-
-    def add(self, proofs: Iterable[ProofRecord]) -> None:
-        """Offer the next records (in ``proofs`` order, after those offered before)."""
-        for proof in proofs:
-            row_id = proof.notarization.id
-            if proof.receipt is None or row_id == self._last_id:
-                continue
-            self._last_id = row_id
-            self.seen += 1
-            if len(self._chosen) < self.size:
-                self._chosen.append(proof)
-                continue
-            slot = self._random.randrange(self.seen)
-            if slot < self.size:
-                self._chosen[slot] = proof
-
-    @property
-    def chosen(self) -> list[ProofRecord]:
-        """The sample, by notarization id."""
-        return sorted(self._chosen, key=_proof_id)
-
-
-def _proof_id(proof: ProofRecord) -> int:
-    return proof.notarization.id
-
-
-def _reverify_one(
-    proof: ProofRecord, blocks: dict[int, bytes | Exception], fetch: DblockFetcher
-) -> dict[str, Any]:
-    row, receipt = proof.notarization, proof.receipt
-    assert receipt is not None
-    height = receipt.directory_block_height
-    out = {"notarization_id": row.id, "path": row.path, "entry_hash": row.entry_hash}
-    out |= {"dblock_height": height, "status": "ok", "step": None, "message": ""}
-    mismatch = _stored_mismatch(row, receipt.raw, receipt)
-    if mismatch:
-        return out | {"status": "rejected", "step": 0, "message": mismatch}
-    if height not in blocks:
-        try:
-            blocks[height] = fetch(height)
-        except Exception as exc:  # recorded per receipt; the report must still be written
-            blocks[height] = exc
-    block = blocks[height]
-    if isinstance(block, LookupError):
-        message = f"the node has no directory block at height {height}"
-        return out | {"status": "rejected", "step": Step.DIRECTORY_BLOCK, "message": message}
-    if isinstance(block, Exception):
-        return out | {"status": "unavailable", "message": f"{type(block).__name__}: {block}"}
-    try:
-        verify_node_receipt(receipt.raw, entry_hash=row.entry_hash or "", dblock_raw=block)
-    except ReceiptRejected as exc:
-        return out | {"status": "rejected", "step": exc.step, "message": str(exc)}
-    return out
-
-
-def _stored_mismatch(row: NotarizationRow, raw: Mapping[str, Any], receipt: Any) -> str:
-    """Why the stored columns disagree with the stored raw receipt ('' when they agree)."""
-    checks = [
-        ("entry hash", raw.get("entry", {}).get("entryhash"), receipt.entry_hash),
-        ("notarization entry hash", receipt.entry_hash, row.entry_hash),
-        ("merkle branch", raw.get("merklebranch"), receipt.merkle_branch),
-        ("entry block KeyMR", raw.get("entryblockkeymr"), receipt.entry_block_keymr),
-        ("directory block KeyMR", raw.get("directoryblockkeymr"), receipt.directory_block_keymr),
-        ("notarization directory block KeyMR", receipt.directory_block_keymr, row.dblock_keymr),
-        ("height", raw.get("directoryblockheight", 0), receipt.directory_block_height),
-        ("notarization height", receipt.directory_block_height, row.dblock_height),
-    ]
-    bad = [name for name, stored_raw, column in checks if stored_raw != column]
-    return f"stored values differ from the stored receipt: {', '.join(bad)}" if bad else ""
 
 
 # -- frames -------------------------------------------------------------------------------
@@ -729,4 +478,4 @@ def iso_utc(moment: Any) -> str | None:
     """A timestamp as ISO 8601 UTC ending in ``Z``; ``None`` for missing values."""
     if moment is None or pd.isna(moment):
         return None
-    return _utc(pd.Timestamp(moment).to_pydatetime()).isoformat().replace("+00:00", "Z")
+    return as_utc(pd.Timestamp(moment).to_pydatetime()).isoformat().replace("+00:00", "Z")

@@ -193,6 +193,7 @@ class ReportBuilder:
         # kept rows, as build_report always did (concatenated pages could differ).
         self._kept: list[dict[str, Any]] = []
         self._kept_problems: list[dict[str, Any]] = []
+        self.rejected: list[dict[str, Any]] = []  # problem rows of rejected receipts (finish)
 
     def add(
         self,
@@ -261,7 +262,8 @@ class ReportBuilder:
                 and every problem row (the rejections last), if any.
         """
         checked = reverification if reverification is not None else _empty(REVERIFY_COLUMNS)
-        self._take_problems(rejected_problems(checked, rows))
+        self.rejected = rejected_problems(checked, rows)
+        self._take_problems(self.rejected)
         report = Report(
             pd.DataFrame(self._kept, columns=list(DOCUMENT_COLUMNS)),
             latency_table(self.durations),

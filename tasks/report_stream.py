@@ -31,7 +31,6 @@ from tasks.report import (
     Report,
     ReportBuilder,
     all_batches,
-    rejected_problems,
 )
 from tasks.report_output import HTML_TABLE_ROWS, write_csv
 
@@ -70,7 +69,7 @@ class StreamedReport:
             documents_csv=self.documents_csv,
             problems_csv=problems_csv,
         )
-        rejected = rejected_problems(report.reverification, rows)
+        rejected = self.builder.rejected  # the rejections' problem rows, made by finish
         with self.problems_part.open("a", newline="", encoding="utf-8") as handle:
             write_csv(pd.DataFrame(rejected, columns=list(PROBLEM_COLUMNS)), handle, header=False)
         self.problems_part.replace(problems_csv)

@@ -279,9 +279,10 @@ class NotarizationsPart(AuditStoreBase):
         ``pending(stage_from="published", stage_below="ledger")`` are rows waiting for a
         directory block. Failed rows are never returned. Ordered by id (oldest first).
         """
-        query = _pending(row_query(), stage_below, stage_from, collection, limit, after_id)
+        query = row_query()
         with self._engine.connect() as conn:
-            return [notarization_row(r._mapping) for r in conn.execute(query)]
+            rows = _pending(conn, query, stage_below, stage_from, collection, limit, after_id)
+            return [notarization_row(r._mapping) for r in rows]
 
     def pending_entries(
         self,
@@ -301,9 +302,9 @@ class NotarizationsPart(AuditStoreBase):
         n, d = notarizations_table.c, documents_table.c
         # joined as in ``row_query``: the same rows as ``pending``
         columns = select(n.id, n.entry_hash).join(documents_table, n.document_id == d.id)
-        query = _pending(columns, stage_below, stage_from, collection, limit, after_id)
         with self._engine.connect() as conn:
-            return [(int(r.id), r.entry_hash) for r in conn.execute(query)]
+            rows = _pending(conn, columns, stage_below, stage_from, collection, limit, after_id)
+            return [(int(r.id), r.entry_hash) for r in rows]
 
     def notarizations(self, ids: Iterable[int]) -> list[NotarizationRow]:
         """The notarizations of these ids (those that exist), by id."""
@@ -340,19 +341,31 @@ class NotarizationsPart(AuditStoreBase):
 
 
 def _pending(
+    conn: Connection,
     query: Any,
     stage_below: Stage,
     stage_from: Stage,
     collection: str | None,
     limit: int,
     after_id: int,
-) -> Any:
-    """``query`` (a ``SELECT`` over notarizations) narrowed to the rows of
-    ``AuditStore.pending``: stage in ``[stage_from, stage_below)``, ids above ``after_id``,
-    of ``collection`` if given, by id, at most ``limit``."""
+) -> list[Any]:
+    """The rows of ``query`` (a ``SELECT`` over notarizations with an ``id`` column)
+    narrowed to those of ``AuditStore.pending``: stage in ``[stage_from, stage_below)``, ids
+    above ``after_id``, of ``collection`` if given, by id, at most ``limit``.
+
+    One query per stage, merged here: with ``stage IN (...)`` SQLite walks the
+    ``(stage, collection)`` index once per stage and sorts every row above ``after_id``
+    for each page (12 ms a page of 250 with 100,000 rows waiting, O(n^2) over a sweep);
+    with ``stage = ?`` the index yields the rows in id order and stops at ``limit``.
+    """
     n = notarizations_table.c
     start, end = STAGE_ORDER.index(stage_from), STAGE_ORDER.index(stage_below)
-    query = query.where(n.stage.in_(list(STAGE_ORDER[start:end])), n.id > after_id)
-    if collection is not None:
-        query = query.where(n.collection == collection)
-    return query.order_by(n.id).limit(limit)
+    found: list[Any] = []
+    for stage in STAGE_ORDER[start:end]:
+        one = query.where(n.stage == stage, n.id > after_id)
+        if collection is not None:
+            one = one.where(n.collection == collection)
+        found += conn.execute(one.order_by(n.id).limit(limit)).all()
+    if end - start > 1:
+        found.sort(key=lambda r: int(r.id))
+    return found[:limit]

@@ -271,6 +271,29 @@ def test_pending_entries_are_the_ids_and_hashes_of_the_pending_rows(store: Audit
     ]
 
 
+def test_pending_pages_rows_of_several_stages_in_id_order(store: AuditStore) -> None:
+    # Rows of two stages interleaved by id: every page is the lowest ids of both stages
+    # (one query per stage, merged), with no row skipped or repeated across pages.
+    ids = notarize(store, [f"r{i}" for i in range(9)])
+    store.mark_published({i: h(f"e{i}") for i in ids})
+    store.mark_stage([h(f"e{i}") for i in ids[1::3]], "multi_az")
+    store.mark_stage([h(f"e{i}") for i in ids[2::3]], "ledger")
+    waiting = [i for n, i in enumerate(ids) if n % 3 != 2]
+    kwargs = {"stage_from": "published", "stage_below": "ledger", "collection": "c1"}
+    pages: list[list[int]] = []
+    after = 0
+    while page := store.pending_entries(**kwargs, limit=2, after_id=after):
+        pages.append([i for i, _ in page])
+        after = page[-1][0]
+    assert pages == [waiting[k : k + 2] for k in range(0, len(waiting), 2)]
+    rows = store.pending(**kwargs, limit=3, after_id=waiting[0])
+    assert [(r.id, r.stage) for r in rows] == [
+        (waiting[1], "multi_az"),
+        (waiting[2], "published"),
+        (waiting[3], "multi_az"),
+    ]
+
+
 def test_stage_changes_go_forward_only_and_log_events(store: AuditStore, clock) -> None:
     (nid,) = notarize(store, ["a"])
     e = h("entry-a")

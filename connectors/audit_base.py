@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, update
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import StaticPool
 
 from connectors.audit_models import Stage
 from connectors.audit_paths import BatchTrees
@@ -41,6 +42,12 @@ class AuditStoreBase:
     def engine(self) -> Engine:
         """The SQLAlchemy engine (for migrations and reports)."""
         return self._engine
+
+    @property
+    def one_connection(self) -> bool:
+        """True when every thread shares one database connection (an in-memory SQLite
+        store): its users must not write from two threads at once."""
+        return isinstance(self._engine.pool, StaticPool)
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock.now(), tz=UTC)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 
 from connectors.audit_base import AuditStoreBase
@@ -305,6 +305,12 @@ class NotarizationsPart(AuditStoreBase):
         with self._engine.connect() as conn:
             rows = _pending(conn, columns, stage_below, stage_from, collection, limit, after_id)
             return [(int(r.id), r.entry_hash) for r in rows]
+
+    def newest_notarization_id(self) -> int:
+        """The greatest notarization id so far (0 when there is none): the rows a run
+        records after reading it have greater ids."""
+        with self._engine.connect() as conn:
+            return int(conn.scalar(select(func.max(notarizations_table.c.id))) or 0)
 
     def notarizations(self, ids: Iterable[int]) -> list[NotarizationRow]:
         """The notarizations of these ids (those that exist), by id."""

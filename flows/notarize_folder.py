@@ -28,6 +28,7 @@ from flows.pipeline import (
     Services,
     finish_counts,
     hash_task_runner,
+    ledger_followed,
     open_collection,
     open_services,
     publish_artifact,
@@ -108,9 +109,10 @@ def _run(
 ) -> None:
     summary.timed("chain", lambda: ensure_collection_chain(services.api, collection))
     recorder = Recorder(summary, services, collection, source=source_name(root))
-    summary.timed("hash", lambda: _stream(summary, services, recorder, root))
-    get_run_logger().info("found %d files under %s", summary.documents_seen, root)
-    summary.timed("publish", lambda: publish_pending(summary, services, summary.collection))
+    with ledger_followed(summary, services, collection, enabled=wait):
+        summary.timed("hash", lambda: _stream(summary, services, recorder, root))
+        get_run_logger().info("found %d files under %s", summary.documents_seen, root)
+        summary.timed("publish", lambda: publish_pending(summary, services, summary.collection))
     if wait:
         summary.timed(
             "ledger", lambda: wait_ledger(summary, services, collection=summary.collection)

@@ -45,6 +45,7 @@ from flows.pipeline import (
     Services,
     finish_counts,
     hash_task_runner,
+    ledger_followed,
     open_collection,
     open_services,
     publish_artifact,
@@ -198,8 +199,9 @@ def _run(
 ) -> Position | None:
     summary.timed("chain", lambda: ensure_collection_chain(services.api, collection))
     recorder = Recorder(summary, services, collection, source=source.name)
-    last = summary.timed("read", lambda: _read_and_record(summary, services, source, recorder))
-    summary.timed("publish", lambda: publish_pending(summary, services, summary.collection))
+    with ledger_followed(summary, services, collection, enabled=wait):
+        last = summary.timed("read", lambda: _read_and_record(summary, services, source, recorder))
+        summary.timed("publish", lambda: publish_pending(summary, services, summary.collection))
     if wait:
         summary.timed(
             "ledger", lambda: wait_ledger(summary, services, collection=summary.collection)

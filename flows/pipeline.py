@@ -44,6 +44,7 @@ from ledger.core.entry import Entry
 from tasks.documents import chain_for
 from tasks.failed_writes import check_failed_writes
 from tasks.hashing import HashResult
+from tasks.ledger_follow import LedgerFollower
 from tasks.publish import PublishOutcome
 from tasks.steps import (
     StagePending,
@@ -150,16 +151,26 @@ class RunSummary:
         """The notarizations of this run's documents (its own and earlier or other runs')."""
         return set(self._documents_of)
 
-    def add_progress(self, progress: Mapping[int, tuple[Stage, bool]]) -> None:
-        """Set the ``documents_*`` counts from ``AuditStore.progress`` of
-        ``notarization_ids()``: each document counted by its notarization's stage."""
+    def add_progress(
+        self,
+        progress_of: Callable[[Sequence[int]], Mapping[int, tuple[Stage, bool]]],
+        *,
+        chunk: int = 5_000,
+    ) -> None:
+        """Set the ``documents_*`` counts from ``progress_of`` (``AuditStore.progress``),
+        asked for ``chunk`` of ``notarization_ids()`` at a time: each document counted by
+        its notarization's stage. Chunked, the answer for a run of 100,000 documents is
+        never in memory at once (it was the run's peak RSS, +40 MB, at its very end)."""
         in_ledger = with_receipt = waiting = failed = 0
-        for nid, documents in self._documents_of.items():
-            stage, has_receipt = progress[nid]
-            in_ledger += documents if stage in LEDGER_STAGES else 0
-            waiting += documents if stage in WAITING_STAGES else 0
-            failed += documents if stage == "failed" else 0
-            with_receipt += documents if has_receipt else 0
+        ids = sorted(self._documents_of)
+        for start in range(0, len(ids), chunk):
+            progress = progress_of(ids[start : start + chunk])
+            for nid, (stage, has_receipt) in progress.items():
+                documents = self._documents_of[nid]
+                in_ledger += documents if stage in LEDGER_STAGES else 0
+                waiting += documents if stage in WAITING_STAGES else 0
+                failed += documents if stage == "failed" else 0
+                with_receipt += documents if has_receipt else 0
         self.documents_in_ledger, self.documents_with_receipt = in_ledger, with_receipt
         self.documents_waiting, self.documents_failed = waiting, failed
 
@@ -586,6 +597,32 @@ def publish_pending(summary: RunSummary, services: Services, collection: str | N
         publish_rows_now(summary, services, rows, recheck=frozenset(r.id for r in rows))
 
 
+@contextmanager
+def ledger_followed(
+    summary: RunSummary, services: Services, collection: CollectionRecord, *, enabled: bool
+) -> Iterator[None]:
+    """While the ``with`` block records and publishes, move the run's entries to ``ledger``
+    as directory blocks hold them (``tasks.ledger_follow.LedgerFollower``, a thread), so
+    that ``wait_ledger`` afterwards has only the last blocks' entries left. Nothing is
+    started when ``enabled`` is False (the run does not wait for ``ledger``), nor for an
+    in-memory audit store (one connection: the thread's writes would share the run's
+    transactions)."""
+    if not enabled or services.store.one_connection:
+        yield
+        return
+    follower = LedgerFollower(
+        services.store,
+        services.node,
+        collection=collection.name,
+        chain_id=collection.chain_id,
+        after_id=services.store.newest_notarization_id(),
+    )
+    with follower:
+        yield
+    if follower.error is not None:
+        summary.note(f"ledger stage during the run stopped early ({follower.error})")
+
+
 def wait_ledger(summary: RunSummary, services: Services, *, collection: str | None) -> None:
     """Follow the directory blocks, sweeping the ``ledger`` stage at each new one, until
     nothing waits or ``ledger_wait_s`` has passed (what is left is finished by a later
@@ -645,7 +682,7 @@ def _unless_pending(_task: Any, _task_run: Any, state: Any) -> bool:
 def finish_counts(summary: RunSummary, store: AuditStore) -> None:
     """Fill the run's documents' stage counts, and the collection's totals, from the audit
     store (the record of truth)."""
-    summary.add_progress(store.progress(summary.notarization_ids()))
+    summary.add_progress(store.progress)
     counts = store.summary(summary.collection)
     summary.collection_totals = {
         "in_ledger": sum(counts[s] for s in LEDGER_STAGES),

@@ -111,6 +111,20 @@ class BlockIndex:
         if self._next_height is None:
             self._next_height = height
 
+    def follow(self, chain_id: bytes, height: int) -> None:
+        """Read ``chain_id``'s entry blocks from directory block ``height`` on (as ``learn``
+        does from a node receipt), for a caller who knows the chain already: a run that
+        publishes to it and wants its entries' receipts without asking the node first.
+
+        Raises:
+            ValueError: ``chain_id`` is not 32 bytes, or ``height`` is negative.
+        """
+        if len(chain_id) != 32 or height < 0:
+            raise ValueError(f"a 32-byte chain ID and a height >= 0, got {chain_id!r}, {height}")
+        self._chains.add(chain_id)
+        if self._next_height is None or height < self._next_height:
+            self._next_height = height
+
     def receipts(self, entry_hashes: Iterable[str]) -> dict[str, Receipt]:
         """Receipts (``Receipt.to_json`` shape) of those ``entry_hashes`` (hex) found in the
         entry blocks read, reading further blocks while some are missing.

@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -84,12 +85,12 @@ def follow_ledger(
     clock = clock or SystemClock()
     deadline = clock.now() if until is None else until
     # Read before sweeping: a block made during the sweep then triggers the next one.
-    height = _height(node) if clock.now() < deadline else None
+    height = newest_height(node) if clock.now() < deadline else None
     # One index for every sweep: blocks read by one are not read again by the next.
     index = BlockIndex(node)
     total = sweep_ledger(store, node, collection=collection, index=index)
     while total.waiting and clock.now() < deadline:
-        newest = _height(node)
+        newest = newest_height(node)
         if newest == height:
             sleep(min(poll_s, max(0.0, deadline - clock.now())))
             continue
@@ -98,7 +99,8 @@ def follow_ledger(
     return total
 
 
-def _height(node: NodeClient) -> int:
+def newest_height(node: NodeClient) -> int:
+    """The height of the newest directory block the node has (its ``heights`` call)."""
     return int(node.heights()["directoryblockheight"])
 
 
@@ -109,6 +111,8 @@ def sweep_ledger(
     collection: str | None = None,
     batch_size: int = 250,
     index: BlockIndex | None = None,
+    after_id: int = 0,
+    ask_node: bool = True,
 ) -> SweepOutcome:
     """Move every published entry that a directory block records to ``ledger``.
 
@@ -122,6 +126,14 @@ def sweep_ledger(
             JSON, verified records): 250 keeps that near 10 MB; 1,000 raised the
             pipeline's peak RSS by ~40 MB, at the same sweep speed.
         index: the blocks earlier sweeps read (``follow_ledger``); default: a new one.
+        after_id: only rows with a greater notarization id.
+        ask_node: False: receipts are only built from the blocks ``index`` reads (it must
+            know the chain: ``BlockIndex.follow``), never asked of the node, and the sweep
+            stops at the first page none of whose entries is in a block (rows go by id,
+            entries into blocks in about that order). This is the cheap sweep a run makes
+            while it still publishes (``tasks.ledger_follow``): most waiting entries are
+            not in a block yet, and asking the node for each one's receipt would load the
+            node that is writing them. What it leaves is found by a full sweep.
 
     Raises:
         ConnectorError: the node could not be reached (the caller retries the sweep).
@@ -141,18 +153,37 @@ def sweep_ledger(
         )
 
     def fetch(rows: list[tuple[int, str | None]]) -> Future[_Found]:
-        return fetcher.submit(_find, index, node, [h for _, h in rows if h])
+        return fetcher.submit(_find, index, node, [h for _, h in rows if h], ask_node)
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="receipts") as fetcher:
-        rows = page(0)
+    # A blocks-only sweep has few node calls to overlap: no thread (and its memory arena).
+    workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="receipts") if ask_node else None
+    with workers or nullcontext(_Inline()) as fetcher:
+        rows = page(after_id)
         pending = fetch(rows) if rows else None
         while rows and pending is not None:
+            found = pending.result()
+            if not ask_node and not found.built:
+                # blocks only: later rows' entries are later in the blocks, if at all
+                outcome.waiting += len(rows)
+                break
             following = page(rows[-1][0])
             ahead = fetch(following) if following else None
             ids_by_hash = {h: row_id for row_id, h in rows if h}
-            _sweep_batch(store, ids_by_hash, pending.result(), outcome)
+            _sweep_batch(store, ids_by_hash, found, outcome)
             rows, pending = following, ahead
     return outcome
+
+
+class _Inline:
+    """The ``submit`` of an executor that runs the call at once, in this thread."""
+
+    def submit(self, fn: Callable[..., _Found], /, *args: Any) -> Future[_Found]:
+        done: Future[_Found] = Future()
+        try:
+            done.set_result(fn(*args))
+        except Exception as exc:  # noqa: BLE001 - raised by result(), as a thread's would be
+            done.set_exception(exc)
+        return done
 
 
 @dataclass
@@ -165,12 +196,13 @@ class _Found:
     dblocks: dict[int, TrustedDirectoryBlock | str | None]
 
 
-def _find(index: BlockIndex, node: NodeClient, entry_hashes: list[str]) -> _Found:
+def _find(index: BlockIndex, node: NodeClient, entry_hashes: list[str], ask_node: bool) -> _Found:
     """Receipts of a page: built from the blocks read (reading on as needed), the rest
-    asked of the node; each receipt the node gives teaches the index its chain and block.
-    Runs in the sweep's fetching thread (the only user of ``index``)."""
+    asked of the node (unless ``ask_node`` is False); each receipt the node gives teaches
+    the index its chain and block. Runs in the sweep's fetching thread (the only user of
+    ``index``)."""
     built = index.receipts(entry_hashes)
-    rest = [h for h in entry_hashes if h not in built]
+    rest = [h for h in entry_hashes if h not in built] if ask_node else []
     asked = node.receipts(rest) if rest else {}
     dblocks: dict[int, TrustedDirectoryBlock | str | None] = {}
     for receipt in asked.values():

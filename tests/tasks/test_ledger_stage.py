@@ -110,9 +110,10 @@ class FakeNode:
         raise AssertionError(f"unexpected call {call}")
 
 
-def published(store: AuditStore, count: int) -> list[str]:
-    """``count`` documents published (stage ``multi_az``); their entry hashes in id order."""
-    docs = [DocumentIn(f"f{i}", f"{i + 1:064x}", i) for i in range(count)]
+def published(store: AuditStore, count: int, *, first: int = 0) -> list[str]:
+    """``count`` documents published (stage ``multi_az``); their entry hashes in id order.
+    ``first``: the number of the first document (another call's documents are others)."""
+    docs = [DocumentIn(f"f{i}", f"{i + 1:064x}", i) for i in range(first, first + count)]
     doc_ids = store.upsert_documents("src", docs)
     ids = store.add_notarizations(
         [

@@ -61,6 +61,7 @@ from ledger.backup import StoreSpec
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.jsonrpc.local import LocalJsonRpcClient
 from ledger.jsonrpc.server import JsonRpcEndpoint
+from ledger.long_lived import freeze_long_lived
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
 from ledger.secret_file import write_secret_file
@@ -402,6 +403,7 @@ class Stack:
             for server in servers:
                 tasks.append(asyncio.create_task(server.serve()))
                 await self._wait_started(servers[: len(tasks)], tasks)
+            freeze_long_lived()  # the services are built: what is alive stays
             if ready is not None:
                 ready.set()
             stopper = asyncio.create_task(stop.wait())

@@ -7,6 +7,7 @@ import uvicorn
 
 from ledger.anchor.app import create_app
 from ledger.anchor.settings import AnchorSettings
+from ledger.long_lived import freeze_long_lived
 from ledger.observability.logs import configure_logging
 from ledger.serving import uvicorn_options
 
@@ -21,8 +22,10 @@ def main() -> None:
         if s
     ]
     configure_logging(settings.log_format, settings.log_level, secrets=secrets)
+    app = create_app(settings)
+    freeze_long_lived()
     uvicorn.run(
-        create_app(settings),
+        app,
         **uvicorn_options(settings),
         log_level=settings.log_level,
         log_config=None,

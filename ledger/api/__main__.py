@@ -26,6 +26,7 @@ from ledger.api.accounts_cli import (
     accounts_revoke,
 )
 from ledger.api.settings import ApiSettings
+from ledger.long_lived import freeze_long_lived
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,8 +84,10 @@ def _serve(settings: ApiSettings) -> int:
         if s
     ]
     configure_logging(settings.log_format, settings.log_level, secrets=secrets)
+    app = create_app(settings)
+    freeze_long_lived()
     uvicorn.run(
-        create_app(settings),
+        app,
         **uvicorn_options(settings),
         log_level=settings.log_level,
         log_config=None,

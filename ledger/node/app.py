@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 from collections.abc import AsyncIterator
 
 from ledger.core.clock import Clock, SystemClock
 from ledger.jsonrpc.auth import BasicAuthGate
 from ledger.jsonrpc.observed import CallObserver, ObservedRegistry
+from ledger.long_lived import freeze_long_lived
 from ledger.node.endpoint import NodeEndpoint
 from ledger.node.handlers import build_registry
 from ledger.node.http import RPC_PATH, NodeAsgiApp, NodeRoutes
@@ -121,10 +121,8 @@ async def serve(settings: NodeSettings, *, ready: asyncio.Event | None = None) -
     the process's logging set-up (``log_config=None``: see ``configure_logging``).
     """
     routes, observability = create_observed_routes(settings)
-    # Everything loaded so far (modules, the replayed state) lives as long as the process:
-    # keep it out of the cyclic collector's generations, so collections stay short.
-    gc.collect()
-    gc.freeze()
+    # Everything loaded so far (modules, the replayed state) lives as long as the process.
+    freeze_long_lived()
     import uvicorn
 
     app = NodeAsgiApp(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uvicorn
 
+from ledger.long_lived import freeze_long_lived
 from ledger.observability.logs import configure_logging
 from ledger.serving import uvicorn_options
 from ledger.wallet.app import create_app
@@ -27,6 +28,7 @@ def main() -> None:
     ]
     configure_logging(settings.log_format, settings.log_level, secrets=secrets)
     app = create_app(settings)
+    freeze_long_lived()
     uvicorn.run(app, **uvicorn_options(settings), log_level=settings.log_level, log_config=None)
 
 

@@ -39,6 +39,7 @@ from connectors.callback_receiver import CALLBACK_STAGES, callback_url_for
 from connectors.folder_source import ScanEntry
 from connectors.node import NodeClient
 from connectors.publishing import CallbackStage, PublishingClient
+from flows.id_tally import IdTally
 from flows.settings import PipelineSettings
 from ledger.core.entry import Entry
 from tasks.documents import chain_for
@@ -136,8 +137,8 @@ class RunSummary:
     # store's ``created_at``), the notarizations of this run's documents with how many
     # documents each serves, and the ones this run created.
     _started: datetime = field(default_factory=lambda: datetime.now(UTC), repr=False)
-    _documents_of: Counter[int] = field(default_factory=Counter, repr=False)
-    _own: set[int] = field(default_factory=set, repr=False)
+    _documents_of: IdTally = field(default_factory=IdTally, repr=False)
+    _own: IdTally = field(default_factory=IdTally, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The summary's public fields (copies), for JSON."""
@@ -162,11 +163,10 @@ class RunSummary:
         its notarization's stage. Chunked, the answer for a run of 100,000 documents is
         never in memory at once (it was the run's peak RSS, +40 MB, at its very end)."""
         in_ledger = with_receipt = waiting = failed = 0
-        ids = sorted(self._documents_of)
-        for start in range(0, len(ids), chunk):
-            progress = progress_of(ids[start : start + chunk])
-            for nid, (stage, has_receipt) in progress.items():
-                documents = self._documents_of[nid]
+        ids = iter(self._documents_of)
+        while some := list(islice(ids, chunk)):
+            for nid, (stage, has_receipt) in progress_of(some).items():
+                documents = self._documents_of.count(nid)
                 in_ledger += documents if stage in LEDGER_STAGES else 0
                 waiting += documents if stage in WAITING_STAGES else 0
                 failed += documents if stage == "failed" else 0
@@ -204,7 +204,7 @@ class RunSummary:
                 self.skipped_known += 1
             else:
                 self.queued_by_other_runs += 1
-            self._documents_of[nid] += 1
+            self._documents_of.add(nid)
 
     def is_own(self, notarization_id: int) -> bool:
         """True for a notarization (or batch) this run created."""
@@ -240,7 +240,7 @@ class RunSummary:
                 self.queued += 1
             else:
                 self.queued_by_other_runs += 1
-            self._documents_of[nid] += count
+            self._documents_of.add(nid, count)
 
     def note(self, message: str) -> None:
         """Keep up to 20 error messages for the run record."""

@@ -99,8 +99,17 @@ def test_a_child_dying_half_way_loses_and_repeats_nothing(
     folder: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     dying = tmp_path / "dying"
-    # The real child, its answer cut short in the middle of its second message.
-    dying.write_text(f'#!/bin/sh\n"{sys.executable}" "$@" | head -c 20000\n')
+    # The real child, its answer cut short in the middle of its second message. The shell
+    # lets go of the pipe to the parent (only ``head`` writes it), so the parent sees its
+    # end when ``head`` exits: a child that has written everything and waits for the next
+    # request (a small folder fits in the pipe) no longer keeps it open through the shell.
+    dying.write_text(
+        "#!/bin/sh\n"
+        "exec 3<&0\n"
+        f'"{sys.executable}" "$@" <&3 3<&- | head -c 20000 &\n'
+        "exec 0<&- 1>&- 3<&-\n"
+        "wait\n"
+    )
     dying.chmod(dying.stat().st_mode | stat.S_IXUSR)
     entries, refused = scanned(scan_in_child, folder, python=str(dying))
     assert "scanning in this process" in caplog.text

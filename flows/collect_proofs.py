@@ -34,7 +34,8 @@ from connectors.callback_receiver import (
     create_receiver_app,
 )
 from connectors.errors import ConnectorError
-from flows.pipeline import RunSummary, open_audit_store, open_services, publish_pending
+from flows.pipeline import open_audit_store, open_services, publish_pending
+from flows.run_summary import RunSummary
 from flows.settings import PipelineSettings
 from tasks.anchor_stage import AnchorSweep
 from tasks.failed_writes import FailedWrites, check_failed_writes

@@ -24,18 +24,16 @@ from connectors.folder_source import ScanEntry, display_path, scan, source_name
 from flows.collector import fewer_collections
 from flows.pipeline import (
     Recorder,
-    RunSummary,
     Services,
-    finish_counts,
     hash_task_runner,
     ledger_followed,
     open_collection,
     open_services,
-    publish_artifact,
     publish_pending,
     wait_ledger,
     windows,
 )
+from flows.run_summary import RunSummary, finish_counts, publish_artifact
 from flows.settings import PipelineSettings
 from tasks.hashing import HashResult
 from tasks.publish import ensure_collection_chain

@@ -41,17 +41,15 @@ from connectors.watermark_store import WatermarkStore
 from flows.collector import fewer_collections
 from flows.pipeline import (
     Recorder,
-    RunSummary,
     Services,
-    finish_counts,
     hash_task_runner,
     ledger_followed,
     open_collection,
     open_services,
-    publish_artifact,
     publish_pending,
     wait_ledger,
 )
+from flows.run_summary import RunSummary, finish_counts, publish_artifact
 from flows.settings import PipelineSettings
 from tasks.publish import ensure_collection_chain
 from tasks.row_hashing import hash_row

@@ -40,14 +40,13 @@ from connectors.folder_watch import FolderWatcher, ReadyFile, WatchOptions, move
 from flows.collector import fewer_collections
 from flows.pipeline import (
     Recorder,
-    RunSummary,
     Services,
     chunks,
-    finish_counts,
     open_collection,
     open_services,
     publish_pending,
 )
+from flows.run_summary import RunSummary, finish_counts
 from flows.settings import PipelineSettings
 from tasks.publish import ensure_collection_chain
 from tasks.steps import hash_batch, sweep_ledger_once

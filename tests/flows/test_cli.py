@@ -124,7 +124,7 @@ def test_notarize_exits_incomplete_unless_every_document_got_through(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counts: dict[str, int], code: ExitCode
 ) -> None:
     import flows.cli.commands.notarize as notarize_command
-    from flows.pipeline import RunSummary
+    from flows.run_summary import RunSummary
 
     summary = RunSummary(str(tmp_path), "c", "ab" * 32, documents_seen=3, **counts)
     monkeypatch.setattr(notarize_command, "run_folder_flow", lambda *a, **k: summary.as_dict())

@@ -18,7 +18,8 @@ import flows.notarize_folder as notarize_folder_module
 from connectors.audit_store import AuditStore, DocumentIn
 from flows.cli.commands.notarize import _print_summary
 from flows.notarize_folder import notarize_folder
-from flows.pipeline import Recorder, RunSummary
+from flows.pipeline import Recorder
+from flows.run_summary import RunSummary
 from flows.settings import PipelineSettings
 from tasks.documents import collection_chain_id
 

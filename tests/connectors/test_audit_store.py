@@ -534,7 +534,7 @@ def test_sqlite_file_uses_wal(tmp_path) -> None:
         notarize(store, ["a"])
         with store._engine.connect() as conn:  # the store's own connections
             pages = conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar()
-    assert pages == WAL_AUTOCHECKPOINT_PAGES == 10_000
+    assert pages == WAL_AUTOCHECKPOINT_PAGES == 50_000
     connection = sqlite3.connect(path)
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     connection.close()

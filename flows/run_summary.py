@@ -1,6 +1,6 @@
 """What a run did: ``RunSummary`` (counts, notes, wall time per stage), filled from the
 audit store at the end (``finish_counts``) and attached to the flow run as an artifact
-(``publish_artifact``). Shared by every source's flow (``flows.pipeline`` re-exports it).
+(``publish_artifact``). Shared by every source's flow.
 """
 
 from __future__ import annotations

@@ -29,14 +29,21 @@ import os
 import pickle
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any
 
 from ledger.pipe_child import PipeChild, read_exactly
 from tasks.hashing import HashResult, StrPath, hash_files
 
-__all__ = ["HashProcess", "main", "pipe_message", "read_message", "shared_hash_process"]
+__all__ = [
+    "HashProcess",
+    "child_requests",
+    "main",
+    "pipe_message",
+    "read_message",
+    "shared_hash_process",
+]
 
 log = logging.getLogger(__name__)
 
@@ -123,14 +130,21 @@ def read_message(read: Callable[[int], bytes]) -> Any:
     return pickle.loads(read(size))  # noqa: S301 - our own child's pipe
 
 
-def main() -> None:
-    """The child: answer each ``(root, paths)`` request on standard input until its end."""
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+def child_requests() -> Iterator[Any]:
+    """In a child: each request its parent sends on standard input, until the input ends
+    (the parent closed the pipe or died)."""
+    read = partial(read_exactly, sys.stdin.buffer)
     while True:
         try:
-            root, names = read_message(partial(read_exactly, stdin))
+            yield read_message(read)
         except EOFError:
-            return  # end of input: the parent closed the pipe or died
+            return
+
+
+def main() -> None:
+    """The child: answer each ``(root, paths)`` request on standard input until its end."""
+    stdout = sys.stdout.buffer
+    for root, names in child_requests():
         results = hash_files(names, root=root, max_workers=1)
         try:
             stdout.write(pipe_message([(r.sha256, r.size_bytes, r.error) for r in results]))

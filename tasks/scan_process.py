@@ -29,7 +29,6 @@ import pickle
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from functools import partial
 
 from connectors.folder_source import (
     DEFAULT_IGNORE_PATTERNS,
@@ -40,8 +39,8 @@ from connectors.folder_source import (
     scan_refusing,
     scan_root,
 )
-from ledger.pipe_child import PipeChild, read_exactly
-from tasks.hash_process import pipe_message, read_message
+from ledger.pipe_child import PipeChild
+from tasks.hash_process import child_requests, pipe_message, read_message
 
 __all__ = ["ITEMS_PER_MESSAGE", "main", "scan_in_child"]
 
@@ -133,12 +132,8 @@ def _give_back(child: PipeChild, python: str, *, reusable: bool) -> None:
 
 def main() -> None:
     """The child: answer each ``(root, ignore_patterns)`` request until its input ends."""
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    while True:
-        try:
-            root, patterns = read_message(partial(read_exactly, stdin))
-        except EOFError:
-            return  # end of input: the parent closed the pipe or died
+    stdout = sys.stdout.buffer
+    for root, patterns in child_requests():
         items: list[tuple[object, ...]] = []
         try:
             for entry in scan_refusing(root, ignore_patterns=patterns, on_refusal=items.append):

@@ -225,22 +225,25 @@ async def test_stepped_batch_runs_in_the_request_task_and_still_overlaps_waits()
     assert len(set(tasks)) == 2  # a method that is not stepped: a task per item
 
 
+async def _waits_for(gate: asyncio.Future[None], name: str, closed: list[str]) -> str:
+    """Wait for ``gate``, then answer ``name``; ``name`` is noted in ``closed`` when the
+    coroutine ends, however it ends (also closed before it started: not noted)."""
+    try:
+        await gate
+        return name
+    finally:
+        closed.append(name)
+
+
 async def test_run_stepped_closes_the_others_when_one_raises() -> None:
     closed: list[str] = []
     gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    async def waits(name: str) -> str:
-        try:
-            await gate
-            return name
-        finally:
-            closed.append(name)
 
     async def fails() -> str:
         raise RuntimeError("outside the registry")
 
     with pytest.raises(RuntimeError, match="outside the registry"):
-        await run_stepped([waits("x"), fails(), waits("y")])
+        await run_stepped([_waits_for(gate, "x", closed), fails(), _waits_for(gate, "y", closed)])
     assert closed == ["x"]  # started and closed; "y" was closed before it started
     assert not gate.done()
 
@@ -249,17 +252,12 @@ async def test_run_stepped_cancelled_closes_the_unfinished_coroutines() -> None:
     closed: list[str] = []
     gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    async def waits(name: str) -> str:
-        try:
-            await gate
-            return name
-        finally:
-            closed.append(name)
-
     async def quick() -> str:
         return "quick"
 
-    running = asyncio.ensure_future(run_stepped([waits("x"), quick(), waits("y")]))
+    running = asyncio.ensure_future(
+        run_stepped([_waits_for(gate, "x", closed), quick(), _waits_for(gate, "y", closed)])
+    )
     await asyncio.sleep(0)  # every coroutine started: x and y wait for the gate
     running.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -20,4 +20,9 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 # The harness's fixtures: the real bundled stack (flow, anchor and reliability tests) and
 # the machine's PostgreSQL, whose plugin also registers ``--require-postgres``; pytester
 # runs pytest inside a test (the harness's own tests).
-pytest_plugins = ["pytester", "tests.harness.stack", "tests.harness.postgres"]
+pytest_plugins = [
+    "pytester",
+    "tests.harness.stack",
+    "tests.harness.postgres",
+    "tests.harness.litecoind",
+]

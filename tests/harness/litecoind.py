@@ -106,6 +106,8 @@ class LitecoinNode:
         binary: the ``litecoind`` path; ``data_dir``: its own folder (``-datadir``).
         rpc_port / p2p_port: free loopback ports; ``user`` / ``password``: RPC credentials.
         address: the wallet's mining address (after ``start``).
+        extra_args: more ``litecoind`` options, read at each ``start`` (a restart may
+            change them: ``-persistmempool=0`` drops the pool).
     """
 
     binary: str
@@ -115,6 +117,7 @@ class LitecoinNode:
     user: str = "notary"
     password: str = field(default_factory=lambda: secrets.token_hex(16))
     address: str = ""
+    extra_args: list[str] = field(default_factory=list)
     process: ManagedProcess | None = None
 
     @property
@@ -130,7 +133,6 @@ class LitecoinNode:
             f"-rpcport={self.rpc_port}",
             f"-port={self.p2p_port}",
             "-listen=0",
-            "-bind=127.0.0.1",
             "-rpcbind=127.0.0.1",
             "-rpcallowip=127.0.0.1",
             f"-rpcuser={self.user}",
@@ -139,7 +141,8 @@ class LitecoinNode:
             "-fallbackfee=0.0001",
             "-txindex=0",
             "-printtoconsole=1",
-            "-debuglogfile=0",
+            "-nodebuglogfile",
+            *self.extra_args,
         ]
 
     def start(self, *, fund: bool = True) -> None:
@@ -150,6 +153,7 @@ class LitecoinNode:
             self.process = ManagedProcess(
                 "litecoind", self.argv(), child_env(), self.data_dir / "litecoind.log"
             )
+        self.process.argv = self.argv()
         self.process.spawn()
         self.process.wait_ready(self._answers, timeout_s=60)
         wallets = self.rpc("listwallets")
@@ -195,9 +199,18 @@ class LitecoinNode:
             raise LitecoinRpcError(method, data["error"]["code"], data["error"]["message"])
         return data["result"]
 
-    def mine(self, blocks: int = 1) -> list[str]:
-        """Mine ``blocks`` blocks to the wallet; their hashes (display hex)."""
-        return list(self.rpc("generatetoaddress", blocks, self.address))
+    def mine(self, blocks: int = 1, *, address: str | None = None) -> list[str]:
+        """Mine ``blocks`` blocks to the wallet (or ``address``: another miner, whose blocks
+        differ from ours, as a competing branch's do); their hashes (display hex)."""
+        return list(self.rpc("generatetoaddress", blocks, address or self.address))
+
+    def invalidate(self, block_hash: str) -> None:
+        """Take ``block_hash`` (and its descendants) out of the best chain."""
+        self.rpc("invalidateblock", block_hash)
+
+    def new_address(self) -> str:
+        """A fresh address of the wallet (a competing miner's coinbase goes there)."""
+        return str(self.rpc("getnewaddress", wallet=WALLET))
 
     def height(self) -> int:
         return int(self.rpc("getblockcount"))

@@ -263,6 +263,9 @@ class BitcoinRpcBackend:
             except AnchorBackendError as exc:
                 if not isinstance(exc.__cause__, JsonRpcCallError):
                     raise
+            again = self._wallet_tx(txid)  # mined between the two calls?
+            if again is None or int(again.get("confirmations", 0)) != 0:
+                return again is None or int(again.get("confirmations", 0)) < 0
         try:
             self._call("abandontransaction", {"txid": to_display_hex(txid)})
         except AnchorBackendError as exc:

@@ -80,7 +80,9 @@ def build_registry(service: AnchorService, chain: PowChain | None) -> MethodRegi
     if chain is not None:
         _register_chain(registry, service, chain)
 
-    @registry.method("anchor-status", params=HeightParams, blocking=False)
+    remote = chain is None  # a Bitcoin node's backend answers over the network: off the loop
+
+    @registry.method("anchor-status", params=HeightParams, blocking=remote)
     def anchor_status(params: HeightParams) -> dict[str, Any]:
         block = service.state.block(params.height)
         if block is None:
@@ -97,7 +99,7 @@ def build_registry(service: AnchorService, chain: PowChain | None) -> MethodRegi
             "recordentryhash": None if block.record_entry is None else block.record_entry.hex(),
         }
 
-    @registry.method("anchor-proof", params=ProofParams, blocking=False)
+    @registry.method("anchor-proof", params=ProofParams, blocking=remote)
     def anchor_proof(params: ProofParams) -> dict[str, Any]:
         try:
             return service.anchor_proof(params.height, depth=params.depth)

@@ -17,6 +17,10 @@ One round (``step``):
 
 ``anchor_proof`` serves the material of a proof bundle's ``anchor`` and ``contract``
 sections (docs/proof-bundle.md) from the service's state and the backend.
+
+The backend's calls run in a worker thread (``asyncio.to_thread``): a remote chain's
+node answers over the network, and the bundled stack's other services share this
+event loop.
 """
 
 from __future__ import annotations
@@ -162,7 +166,7 @@ class AnchorService:
                 break
             keymr = _checked_keymr(reply, height)
             try:
-                txid = self.backend.submit_anchor(height, keymr)
+                txid = await asyncio.to_thread(self.backend.submit_anchor, height, keymr)
             except AnchorBackendError as exc:
                 fault = exc
                 break
@@ -171,7 +175,7 @@ class AnchorService:
             window = None
             if fault is None:
                 try:
-                    window = self._submit_window(blocks)
+                    window = await self._submit_window(blocks)
                 except AnchorBackendError as exc:
                     fault = exc  # the next window covers these blocks too
             self.state.add(blocks, window)
@@ -179,7 +183,7 @@ class AnchorService:
             raise fault
         return len(blocks)
 
-    def _submit_window(self, blocks: list[AnchoredBlock]) -> AnchoredWindow:
+    async def _submit_window(self, blocks: list[AnchoredBlock]) -> AnchoredWindow:
         top = blocks[-1].height
         low = max(0, top - self.settings.window_blocks + 1)
         keymrs = self.state.keymrs(low, blocks[0].height - 1)
@@ -187,7 +191,7 @@ class AnchorService:
         if len(keymrs) != top - low + 1:
             raise AnchorServiceError(f"window {low}..{top} misses directory blocks")
         commitment = WindowCommitment(self._address, low, top, window_root(keymrs))
-        txid = self.backend.submit_window(commitment)
+        txid = await asyncio.to_thread(self.backend.submit_window, commitment)
         return AnchoredWindow(txid, low, top, commitment.window_mr)
 
     # -- step 2: record -------------------------------------------------------------------
@@ -203,24 +207,24 @@ class AnchorService:
         need = self.settings.confirmations
         blocks: list[tuple[AnchoredBlock, Inclusion]] = []
         for b in self.state.unrecorded_blocks(_RECORD_BATCH):
-            inc = self.backend.inclusion(b.anchor_txid)
-            if inc is None and self.backend.lost(b.anchor_txid):
-                self._reanchor_block(b)
+            inc = await asyncio.to_thread(self.backend.inclusion, b.anchor_txid)
+            if inc is None and await asyncio.to_thread(self.backend.lost, b.anchor_txid):
+                await self._reanchor_block(b)
             elif inc is not None and inc.confirmations >= need:
                 blocks.append((b, inc))
         windows: list[tuple[AnchoredWindow, Inclusion]] = []
         for w in self.state.unrecorded_windows(_RECORD_BATCH):
-            inc = self.backend.inclusion(w.txid)
-            if inc is None and self.backend.lost(w.txid):
-                self._reanchor_window(w)
+            inc = await asyncio.to_thread(self.backend.inclusion, w.txid)
+            if inc is None and await asyncio.to_thread(self.backend.lost, w.txid):
+                await self._reanchor_window(w)
             elif inc is not None and inc.confirmations >= need:
                 windows.append((w, inc))
         recorded = await self._record_blocks(blocks, record_height)
         return recorded, await self._record_windows(windows, record_height)
 
-    def _reanchor_block(self, block: AnchoredBlock) -> None:
+    async def _reanchor_block(self, block: AnchoredBlock) -> None:
         """Anchor ``block`` again: its transaction was lost (``AnchorBackend.lost``)."""
-        txid = self.backend.submit_anchor(block.height, block.keymr)
+        txid = await asyncio.to_thread(self.backend.submit_anchor, block.height, block.keymr)
         self.state.replace_anchor(block.height, txid)
         log.warning(
             "anchor of directory block %d lost (%s); anchored again in %s",
@@ -229,12 +233,12 @@ class AnchorService:
             _display(txid),
         )
 
-    def _reanchor_window(self, window: AnchoredWindow) -> None:
+    async def _reanchor_window(self, window: AnchoredWindow) -> None:
         """Submit ``window`` again: its transaction was lost."""
         commitment = WindowCommitment(
             self._address, window.height_min, window.height_max, window.window_mr
         )
-        txid = self.backend.submit_window(commitment)
+        txid = await asyncio.to_thread(self.backend.submit_window, commitment)
         self.state.replace_window(window.txid, txid)
         log.warning("window %d..%d anchored again", window.height_min, window.height_max)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import io
 import threading
 import time
 from pathlib import Path
@@ -19,10 +20,12 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from flows.cli.application import app as cli_app
 from flows.cli.exit_codes import ExitCode
+from flows.cli.proof_check import verify_command
 from ledger.anchor.export import fetch_bundle
 from ledger.core.pow.encoding import from_display_hex
 from ledger.core.pow.header import BlockHeader
@@ -142,6 +145,18 @@ def test_the_stack_anchors_in_litecoin(tmp_path: Path, litecoin_node: LitecoinNo
                 assert bundle.anchor.chain == CHAIN
                 steps = verify_litecoin_bundle(bundle, data, confirmations=CONFIRMATIONS)
                 assert steps == list(Step)
+                # `notary verify` with the bundled chain's policy (its default) refuses it.
+                (tmp_path / name).write_bytes(data)
+                (tmp_path / f"{name}.proof.json").write_text(bundle.dumps())
+                out = io.StringIO()
+                code = verify_command(
+                    tmp_path / name,
+                    tmp_path / f"{name}.proof.json",
+                    console=Console(file=out, width=200),
+                )
+                assert code == ExitCode.INCOMPLETE, out.getvalue()
+                assert "litecoin-regtest" in out.getvalue()
+                print(out.getvalue())
                 height = node.call("receipt", {"hash": entry_hash})["receipt"][
                     "directoryblockheight"
                 ]

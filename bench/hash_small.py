@@ -20,7 +20,7 @@ Each figure is the best of the rounds (the machine is shared: the best round is 
 least disturbed), in wall seconds; the CPU seconds of the same rounds (the process's with
 its living children, so the hashing child counts, or the waited-for children's for
 ``sha256sum``, user + system) are in ``extra``: on a busy machine they
-are steadier than wall time. Goal (issue 15): the hash stage within 1.5 x ``sha256sum``.
+are steadier than wall time. Goal: the hash stage within 1.5 x ``sha256sum``.
 ``--profile`` adds a cProfile of one single-threaded pass, top functions by own time.
 """
 

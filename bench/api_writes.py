@@ -62,7 +62,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.common import free_port  # noqa: E402
+from bench.raw_http import Answer, RawConnection  # noqa: E402
+from tests.harness.ports import free_port  # noqa: E402
 
 DEFAULT_OUT = REPO / "bench" / "results" / "api_writes.json"
 KEY_FILE = "bench-key"
@@ -192,44 +193,6 @@ def _wait_listening(port: int, child: subprocess.Popen[bytes], timeout_s: float 
 
 
 # -- a minimal HTTP/1.1 keep-alive client ------------------------------------------------
-
-
-@dataclass
-class Answer:
-    status: int
-    body: bytes
-
-
-class RawConnection:
-    """One keep-alive HTTP/1.1 connection; one request at a time (no pipelining)."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader, self._writer = reader, writer
-
-    @classmethod
-    async def open(cls, port: int) -> RawConnection:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return cls(reader, writer)
-
-    async def request(
-        self, method: str, path: str, headers: dict[str, str], body: bytes = b""
-    ) -> Answer:
-        lines = [f"{method} {path} HTTP/1.1", "host: 127.0.0.1"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
-        if body or method == "POST":
-            lines.append(f"content-length: {len(body)}")
-        self._writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-        head = await self._reader.readuntil(b"\r\n\r\n")
-        status_line, *header_lines = head.decode("latin-1").split("\r\n")
-        length = 0
-        for line in header_lines:
-            name, _, value = line.partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        return Answer(int(status_line.split()[1]), await self._reader.readexactly(length))
-
-    def close(self) -> None:
-        self._writer.close()
 
 
 # -- load ------------------------------------------------------------------------------

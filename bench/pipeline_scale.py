@@ -60,9 +60,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS_DIR, free_port, process_rss_mb, write_json
+from bench.common import (
+    RESULTS_DIR,
+    process_rss_mb,
+    require_free_space,
+    warm_up_prefect,
+    write_json,
+)
 from bench.hash_small import make_tree, measure, sha256sum
 from bench.pipeline_e2e import REPO, StackProcess
+from tests.harness.ports import free_port
 
 BLOCK_TIME_S = 2.0
 #: Room kept free beyond the estimate, bytes.
@@ -102,14 +109,12 @@ def needed_bytes(files: int, size: int) -> int:
 
 def check_space(where: Path, files: int, size: int) -> None:
     """Exit with the figures if ``where`` lacks the room or the inodes for a run."""
-    need = needed_bytes(files, size) + SPARE_BYTES
-    free = shutil.disk_usage(where).free
-    if free < need:
-        raise SystemExit(
-            f"{files:,} files of {size} B need about {need / 2**30:.1f} GiB under {where} "
-            f"(files, data folder and 1 GiB spare); {free / 2**30:.1f} GiB free: "
-            "give fewer --files or a --dir elsewhere"
-        )
+    require_free_space(
+        where,
+        needed_bytes(files, size) + SPARE_BYTES,
+        what=f"{files:,} files of {size} B (files, data folder and 1 GiB spare)",
+        hint="give fewer --files or a --dir elsewhere",
+    )
     inodes = os.statvfs(where).f_favail
     if 0 < inodes < files * 2:  # 0: the file system does not count inodes
         raise SystemExit(
@@ -483,12 +488,10 @@ def child_main(args: argparse.Namespace) -> None:
     from flows.settings import quiet_prefect_defaults
 
     quiet_prefect_defaults(args.child_data)
-    from prefect import flow
-
     from flows.notarize_folder import notarize_folder
     from flows.settings import PipelineSettings
 
-    flow(name="warm-up")(_nothing)()  # Prefect's client set-up is not part of the run
+    warm_up_prefect()  # Prefect's client set-up is not part of the run
     urls = json.loads(args.child_urls)
     settings = PipelineSettings(data_dir=args.child_data, **urls)
     profiler = _ThreadProfiles() if args.child_profile else None
@@ -501,10 +504,6 @@ def child_main(args: argparse.Namespace) -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {"summary": summary, "wall_s": wall, "cpu_s": round(time.process_time() - cpu, 2)}
     args.child_out.write_text(json.dumps(result | {"peak_rss_mb": peak}))
-
-
-def _nothing() -> None:
-    """The warm-up flow's body."""
 
 
 class _ThreadProfiles:

@@ -18,7 +18,9 @@ anchor-status      height (directory block)     directoryblockheight, keymr, txi
 anchor-proof       height, depth (optional)     anchor, contract (proof bundle sections)
 =================  ===========================  ===============================================
 
-Errors: -32008 (not found; ``data`` says why, e.g. "not confirmed"), -32602 (bad params).
+Errors: -32008 (not found; ``data`` says why, e.g. "not confirmed"), -32602 (bad params),
+-32603 (a Bitcoin node's backend failed; ``data`` names the reason, e.g.
+``node-unreachable: ...``).
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ledger.anchor.backend import NotConfirmed
+from ledger.anchor.backend import AnchorBackendError, NotConfirmed
 from ledger.anchor.chain import BlockInfo, PowChain
 from ledger.anchor.service import AnchorService
 from ledger.core.errors import DecodeError
 from ledger.core.pow.encoding import from_display_hex, to_display_hex
-from ledger.jsonrpc import InvalidParams, ObjectNotFound
+from ledger.jsonrpc import InternalError, InvalidParams, ObjectNotFound
 from ledger.jsonrpc.registry import MethodRegistry
 
 __all__ = ["build_registry"]
@@ -87,7 +89,10 @@ def build_registry(service: AnchorService, chain: PowChain | None) -> MethodRegi
         block = service.state.block(params.height)
         if block is None:
             raise ObjectNotFound(data=f"directory block {params.height} is not anchored yet")
-        inc = service.backend.inclusion(block.anchor_txid)
+        try:
+            inc = service.backend.inclusion(block.anchor_txid)
+        except AnchorBackendError as exc:
+            raise InternalError(str(exc)) from exc
         return {
             "directoryblockheight": block.height,
             "keymr": block.keymr.hex(),
@@ -109,6 +114,8 @@ def build_registry(service: AnchorService, chain: PowChain | None) -> MethodRegi
             ) from None
         except NotConfirmed as exc:
             raise ObjectNotFound(data=f"not confirmed: {exc}") from exc
+        except AnchorBackendError as exc:
+            raise InternalError(str(exc)) from exc
 
     return registry
 

@@ -30,7 +30,13 @@ from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
 from tests.harness.litecoind import WALLET, LitecoinNode
 from tests.harness.metrics import Samples
-from tests.ledger.anchor.conftest import BLOCK_TIME_S, CONFIRMATIONS, Network, anchor_settings
+from tests.ledger.anchor.conftest import (
+    BLOCK_TIME_S,
+    CONFIRMATIONS,
+    Network,
+    RpcFailed,
+    anchor_settings,
+)
 from tests.ledger.anchor.litecoin import CHAIN, verify_litecoin_bundle
 from tests.ledger.anchor.test_service import publish_document
 
@@ -219,3 +225,9 @@ async def test_faults_hold_the_anchors_and_say_why(net: LitecoinNetwork) -> None
     assert ready["status"] == 200, ready
     metrics = Samples.parse((await net.anchor_client.get("/metrics")).text)
     assert metrics.value("notary_anchor_backend_ok") == 1
+
+    net.litecoin.stop()  # the anchors are recorded; asking the chain about one now fails
+    with pytest.raises(RpcFailed) as unanswered:
+        await net.anchor_call("anchor-status", {"height": 0})
+    assert unanswered.value.error["code"] == -32603
+    assert unanswered.value.error["data"].startswith("node-unreachable")

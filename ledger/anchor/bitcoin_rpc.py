@@ -38,6 +38,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
+import httpx
+
 from ledger.anchor.backend import AnchorBackendError, Inclusion, InclusionProof, NotConfirmed
 from ledger.anchor.legacy_tx import legacy_serialization
 from ledger.core.anchor_record import WindowCommitment, encode_anchor_payload
@@ -120,7 +122,13 @@ class BitcoinRpcBackend:
     ) -> None:
         base = url if url.endswith("/") else url + "/"
         endpoint = base + f"wallet/{quote(wallet, safe='')}" if wallet else base
-        self._rpc = JsonRpcClient(endpoint, timeout_s=timeout_s, access=access)
+        # No kept-alive connections: Bitcoin Core's HTTP server holds its shutdown until
+        # open connections close (-rpcservertimeout, 30 s; measured: 30.2 s against 1.5 s).
+        transport = httpx.HTTPTransport(
+            verify=(access or RpcAccess()).ssl_verify(),
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
+        self._rpc = JsonRpcClient(endpoint, timeout_s=timeout_s, access=access, transport=transport)
         self._coin = coin
         self._fee_rate = fee_rate_sat_vb
         self._stuck_blocks = stuck_blocks

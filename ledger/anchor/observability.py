@@ -106,11 +106,11 @@ def anchor_observability(
             try:
                 detail = await asyncio.to_thread(backend.check)
             except AnchorBackendError as exc:
-                return CheckResult(False, str(exc))
+                return _fault_result(exc)
         else:
             detail = f"bundled chain {backend.chain} at height {_pow_height(backend.pow_chain)}"
         if service.fault is not None:
-            return CheckResult(False, str(service.fault))
+            return _fault_result(service.fault)
         return CheckResult(True, detail)
 
     base.before_scrape.append(refresh)
@@ -120,6 +120,23 @@ def anchor_observability(
     base.readiness.add(Check("chain", chain_probe))
     base.live = lambda: {"pow_height": -1 if chain is None else _pow_height(chain)}
     return base
+
+
+#: What a failing ``chain`` check says per ``AnchorBackendError.reason``: the kind of
+#: error, never its message (docs/jsonrpc.md §1, readiness).
+_FAULTS = {
+    "node-unreachable": "the Bitcoin node does not answer",
+    "rpc-refused": "the Bitcoin node refused the RPC credentials",
+    "wallet-missing": "the wallet is not loaded on the Bitcoin node",
+    "wallet-locked": "the wallet is locked (walletpassphrase)",
+    "wallet-empty": "the wallet has no funds to pay anchors",
+    "fee-too-low": "an anchor waits unmined past btc_stuck_blocks (raise the fee rate)",
+    "rejected": "the Bitcoin node refused an anchor transaction",
+}
+
+
+def _fault_result(exc: AnchorBackendError) -> CheckResult:
+    return CheckResult(False, f"{exc.reason}: {_FAULTS.get(exc.reason, 'the chain failed')}")
 
 
 def _pow_height(chain: PowChain) -> int:

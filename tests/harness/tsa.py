@@ -151,18 +151,20 @@ def openssl_reply(authority: TsaAuthority, request: bytes) -> bytes:
         return reply.read_bytes()
 
 
-def tsa_server(authority: TsaAuthority, *, fault: Fault | None = None) -> HttpServer:
-    """An ``HttpServer`` answering RFC 3161 POSTs with ``authority`` (not yet started).
+def tsa_server(
+    authority: TsaAuthority, *, fault: Fault | None = None, port: int = 0
+) -> HttpServer:
+    """An ``HttpServer`` answering RFC 3161 POSTs with ``authority`` (not yet started), on
+    ``port`` (0: any free one).
 
     ``requests`` on the returned server's ``handler_state`` counts the POSTs received.
     """
-    lock = threading.Lock()  # one openssl at a time: they share the serial file
     state = _State()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            with lock:
+            with _OPENSSL_LOCK:
                 state.requests += 1
                 status, answer = _answer(authority, body, fault)
             self.send_response(status)
@@ -174,9 +176,13 @@ def tsa_server(authority: TsaAuthority, *, fault: Fault | None = None) -> HttpSe
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = HttpServer(Handler)
+    server = HttpServer(Handler, port)
     server.handler_state = state  # type: ignore[attr-defined]
     return server
+
+
+#: One ``openssl ts -reply`` at a time: the servers of one authority share its serial file.
+_OPENSSL_LOCK = threading.Lock()
 
 
 @dataclass

@@ -35,7 +35,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.harness.servers import HttpServer
 
-__all__ = ["Fault", "TsaAuthority", "issue_tsa", "tsa_server"]
+__all__ = ["Fault", "TsaAuthority", "TsaServer", "issue_tsa", "openssl_reply", "tsa_server"]
 
 Fault = Literal["bad-signature", "wrong-nonce", "wrong-imprint", "rejection", "garbage", "error"]
 
@@ -151,14 +151,9 @@ def openssl_reply(authority: TsaAuthority, request: bytes) -> bytes:
         return reply.read_bytes()
 
 
-def tsa_server(
-    authority: TsaAuthority, *, fault: Fault | None = None, port: int = 0
-) -> HttpServer:
+def tsa_server(authority: TsaAuthority, *, fault: Fault | None = None, port: int = 0) -> TsaServer:
     """An ``HttpServer`` answering RFC 3161 POSTs with ``authority`` (not yet started), on
-    ``port`` (0: any free one).
-
-    ``requests`` on the returned server's ``handler_state`` counts the POSTs received.
-    """
+    ``port`` (0: any free one); its ``requests`` counts the POSTs received."""
     state = _State()
 
     class Handler(BaseHTTPRequestHandler):
@@ -176,9 +171,7 @@ def tsa_server(
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = HttpServer(Handler, port)
-    server.handler_state = state  # type: ignore[attr-defined]
-    return server
+    return TsaServer(Handler, port, state)
 
 
 #: One ``openssl ts -reply`` at a time: the servers of one authority share its serial file.
@@ -188,6 +181,18 @@ _OPENSSL_LOCK = threading.Lock()
 @dataclass
 class _State:
     requests: int = 0
+
+
+class TsaServer(HttpServer):
+    """A test TSA's ``HttpServer``; ``requests``: how many POSTs it received."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], port: int, state: _State) -> None:
+        super().__init__(handler, port)
+        self._state = state
+
+    @property
+    def requests(self) -> int:
+        return self._state.requests
 
 
 def _answer(authority: TsaAuthority, body: bytes, fault: Fault | None) -> tuple[int, bytes]:

@@ -7,6 +7,7 @@ import base64
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -20,8 +21,7 @@ from ledger.core.timestamps.tsa_chain import TsaTrust
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
 from tests.harness.ports import free_port
-from tests.harness.servers import HttpServer
-from tests.harness.tsa import TsaAuthority, issue_tsa, tsa_server
+from tests.harness.tsa import TsaAuthority, TsaServer, issue_tsa, tsa_server
 from tests.ledger.anchor.conftest import BLOCK_TIME_S, anchor_settings
 
 pytestmark = pytest.mark.anyio
@@ -33,8 +33,8 @@ class Stamping:
     anchor: httpx.AsyncClient
     clock: ManualClock
     node_tick: object
-    good: HttpServer
-    faulty: HttpServer
+    good: TsaServer
+    faulty: TsaServer
     down_port: int
     authority: TsaAuthority
 
@@ -43,10 +43,10 @@ class Stamping:
             self.clock.advance(BLOCK_TIME_S / 10)
             await self.node_tick()  # type: ignore[operator]
 
-    async def timestamps(self, height: int) -> dict[str, object]:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "anchor-timestamps"}
-        body["params"] = {"height": height}  # type: ignore[assignment]
-        return dict((await self.anchor.post("/v2", json=body)).json()["result"])
+    async def timestamps(self, height: int) -> Any:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "anchor-timestamps"}
+        body["params"] = {"height": height}
+        return (await self.anchor.post("/v2", json=body)).json()["result"]
 
     async def ready(self) -> dict[str, object]:
         checks = (await self.anchor.get("/health/ready")).json()["checks"]
@@ -59,14 +59,14 @@ def authority(tmp_path: Path) -> TsaAuthority:
 
 
 @pytest.fixture
-def servers(authority: TsaAuthority) -> Iterator[tuple[HttpServer, HttpServer]]:
+def servers(authority: TsaAuthority) -> Iterator[tuple[TsaServer, TsaServer]]:
     with tsa_server(authority) as good, tsa_server(authority, fault="bad-signature") as bad:
         yield good, bad
 
 
 @pytest.fixture
 async def stamping(
-    tmp_path: Path, authority: TsaAuthority, servers: tuple[HttpServer, HttpServer]
+    tmp_path: Path, authority: TsaAuthority, servers: tuple[TsaServer, TsaServer]
 ) -> AsyncIterator[Stamping]:
     good, faulty = servers
     down_port = free_port()
@@ -104,15 +104,15 @@ async def test_one_verified_token_per_block_and_tsa(stamping: Stamping) -> None:
     assert stamping.runtime.stamper is not None
     outcome = await stamping.runtime.stamper.step()
     assert (outcome.queued, outcome.stored, outcome.failed) == (3 * blocks, blocks, 2 * blocks)
-    assert stamping.good.handler_state.requests == blocks  # type: ignore[attr-defined]
+    assert stamping.good.requests == blocks
     trust = TsaTrust.from_pem(stamping.authority.ca_file.read_bytes(), name="ca.pem")
     for height in range(blocks):
         answer = await stamping.timestamps(height)
-        (token,) = answer["rfc3161"]  # type: ignore[misc]
+        (token,) = answer["rfc3161"]
         keymr = stamping.runtime.state.block(height).keymr  # type: ignore[union-attr]
         verdict = verify_token(base64.b64decode(token["token"]), digest=keymr, trust=trust)
         assert token["subject"] == verdict.tsa == "CN=notary test TSA"
-        waiting = {w["tsa"]: w for w in answer["waiting"]}  # type: ignore[attr-defined]
+        waiting = {w["tsa"]: w for w in answer["waiting"]}
         assert len(waiting) == 2
         assert "check 7 (signature)" in waiting[f"{stamping.faulty.url}/tsr"]["lasterror"]
         assert "ConnectError" in waiting[f"http://127.0.0.1:{stamping.down_port}/tsr"]["lasterror"]
@@ -142,8 +142,8 @@ async def test_failures_are_retried_after_back_off_and_nothing_is_lost(
         assert (await stamper.step()).stored == blocks
     for height in range(blocks):
         answer = await stamping.timestamps(height)
-        assert len(answer["rfc3161"]) == 2  # type: ignore[arg-type]
-        assert [w["tsa"] for w in answer["waiting"]] == [f"{stamping.faulty.url}/tsr"]  # type: ignore[attr-defined]
+        assert len(answer["rfc3161"]) == 2
+        assert [w["tsa"] for w in answer["waiting"]] == [f"{stamping.faulty.url}/tsr"]
 
 
 def test_urls_need_a_ca_file(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 =================  ==========================  ============================================
 method             params                      result
 =================  ==========================  ============================================
-anchor-timestamps  height (directory block)    directoryblockheight, rfc3161 (list of
+anchor-timestamps  height (directory block)    directoryblockheight, keymr (the root
+                                               stamped; null when none), rfc3161 (list of
                                                tsa, token (DER, base64), gentime, serial,
                                                subject), waiting (list of tsa, attempts,
                                                lasterror)
@@ -41,8 +42,10 @@ def register_timestamp_methods(registry: MethodRegistry, store: TimestampStore) 
     def anchor_timestamps(params: _HeightParams) -> dict[str, Any]:
         tokens = store.tokens(params.height)
         waiting = store.waiting(height=params.height)
+        keymrs = [t.keymr for t in tokens] + [w.keymr for w in waiting]
         return {
             "directoryblockheight": params.height,
+            "keymr": keymrs[0].hex() if keymrs else None,
             "rfc3161": [
                 {
                     "tsa": public_url(t.tsa),

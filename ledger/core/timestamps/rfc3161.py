@@ -54,6 +54,7 @@ from ledger.core.timestamps.tsa_chain import (
 __all__ = [
     "TimestampVerdict",
     "build_request",
+    "response_from_token",
     "token_from_response",
     "verify_response",
     "verify_token",
@@ -157,6 +158,15 @@ def token_from_response(response: bytes) -> bytes:
     if not present:
         raise TimestampError(Check.FORMAT, "a granted response without a token")
     return bytes(token.dump())
+
+
+def response_from_token(token: bytes) -> bytes:
+    """A DER ``TimeStampResp`` with status ``granted`` around the DER ``token`` (what
+    ``openssl ts -verify -in`` reads; RFC 3161 section 2.4.2)."""
+    response = _TimeStampResp(
+        {"status": {"status": "granted"}, "time_stamp_token": cms.ContentInfo.load(token)}
+    )
+    return bytes(response.dump())
 
 
 def verify_response(

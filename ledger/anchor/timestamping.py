@@ -52,6 +52,7 @@ from ledger.observability import (
 __all__ = [
     "RETRY_BASE_S",
     "RETRY_MAX_S",
+    "STALE_ATTEMPTS",
     "StampRound",
     "TsaAccess",
     "TsaRequester",

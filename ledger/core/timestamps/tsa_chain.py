@@ -77,11 +77,12 @@ def check_signer_certificate(
             raise TimestampError(Check.CHAIN, f"no anchor within {_MAX_PATH} certificates")
         issuer = _issuer_of(current, pool, seen=path)
         if issuer is None:
-            raise TimestampError(
-                Check.CHAIN,
-                f"{current.subject.rfc4514_string()} is not issued by a certificate of the "
-                f"trust store {trust.name!r}",
-            )
+            name = current.subject.rfc4514_string()
+            if current.subject == current.issuer:
+                reason = f"the path ends at {name}, which the trust store {trust.name!r} lacks"
+            else:
+                reason = f"{name} is not issued by a certificate of the trust store {trust.name!r}"
+            raise TimestampError(Check.CHAIN, reason)
         path.append(issuer)
 
 

@@ -190,6 +190,9 @@ class TsaRequester:
             token, verdict = verify_response(
                 reply, digest=row.keymr, trust=self.access.trust, nonce=nonce
             )
+        except httpx.HTTPStatusError as exc:  # its text holds the URL: say only the status
+            self._failed(row, f"HTTP {exc.response.status_code}")
+            return False
         except (httpx.HTTPError, TimestampError) as exc:
             self._failed(row, f"{type(exc).__name__}: {exc}")
             return False

@@ -12,9 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from ledger.anchor.app import AnchorRuntime
+from ledger.anchor.app import AnchorRuntime, build_runtime
 from ledger.anchor.app import create_app as create_anchor_app
-from ledger.anchor.timestamping import RETRY_BASE_S, STALE_ATTEMPTS, tsa_access
+from ledger.anchor.state import AnchoredBlock
+from ledger.anchor.timestamp_store import TimestampStore
+from ledger.anchor.timestamping import RETRY_BASE_S, STALE_ATTEMPTS, TsaRequester, tsa_access
 from ledger.core.clock import ManualClock
 from ledger.core.timestamps.rfc3161 import verify_token
 from ledger.core.timestamps.tsa_chain import TsaTrust
@@ -150,3 +152,37 @@ def test_urls_need_a_ca_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="tsa_ca_file"):
         tsa_access(anchor_settings(tmp_path, tsa_urls="http://127.0.0.1:9/tsr"))
     assert tsa_access(anchor_settings(tmp_path)) is None
+
+
+async def test_credentials_reach_the_tsa_and_never_the_log(
+    tmp_path: Path, authority: TsaAuthority, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Basic auth and bearer tokens are sent; an HTTP error is logged by status only."""
+    seen: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("Authorization"))
+        return httpx.Response(401)
+
+    settings = anchor_settings(
+        tmp_path,
+        tsa_urls="http://user:s3cret@tsa.test/tsr",
+        tsa_ca_file=authority.ca_file,
+        tsa_bearer_token="t0ken",
+    )
+    access = tsa_access(settings)
+    assert access is not None and access.bearer_token == "t0ken"
+    runtime = build_runtime(settings, clock=ManualClock(1_700_000_000.0))
+    runtime.state.add([AnchoredBlock(0, bytes(32), bytes(32))], None)
+    stamper = TsaRequester(
+        access,
+        anchors=runtime.state,
+        store=TimestampStore(settings.state_path),
+        clock=ManualClock(1_700_000_000.0),
+        transport=httpx.MockTransport(handler),
+    )
+    assert (await stamper.step()).failed == 1
+    assert seen == ["Bearer t0ken"]
+    assert "HTTP 401" in caplog.text and "s3cret" not in caplog.text and "t0ken" not in caplog.text
+    await stamper.aclose()
+    await runtime.aclose()

@@ -20,7 +20,7 @@ from flows.notarize_folder import notarize_folder
 from flows.pipeline import open_services
 from ledger.core.timestamps.tsa_chain import TsaTrust
 from tests.harness.stack import running_stack, settings_for
-from tests.harness.tsa import issue_tsa, tsa_server
+from tests.harness.tsa import issue_tsa, openssl, tsa_server
 from tests.harness.waiting import WaitTimeout, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
@@ -76,7 +76,7 @@ def test_exported_tsr_verifies_with_openssl_and_notary_verify(tmp_path: Path) ->
 
     tsr = bundle_file.with_name(bundle_file.name + ".tsr")
     done = subprocess.run(
-        ["openssl", "ts", "-verify", "-digest", root, "-in", str(tsr),
+        [openssl(), "ts", "-verify", "-digest", root, "-in", str(tsr),
          "-CAfile", str(authority.ca_file)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip

@@ -14,7 +14,7 @@ import pytest
 from ledger.core.timestamps.errors import Check, TimestampError, TimestampRejected
 from ledger.core.timestamps.rfc3161 import build_request, verify_response, verify_token
 from ledger.core.timestamps.tsa_chain import TsaTrust
-from tests.harness.tsa import Fault, TsaAuthority, issue_tsa, openssl_reply, tsa_server
+from tests.harness.tsa import Fault, TsaAuthority, issue_tsa, openssl, openssl_reply, tsa_server
 
 ROOT = hashlib.sha256(b"a directory block's key Merkle root").digest()
 NONCE = 0x1234_5678_9ABC
@@ -52,7 +52,7 @@ def test_openssl_verifies_what_we_requested(
     verify_response(reply, digest=ROOT, trust=trust, nonce=NONCE)
     (tmp_path / "r.tsr").write_bytes(reply)
     done = subprocess.run(
-        ["openssl", "ts", "-verify", "-digest", ROOT.hex(), "-in", str(tmp_path / "r.tsr"),
+        [openssl(), "ts", "-verify", "-digest", ROOT.hex(), "-in", str(tmp_path / "r.tsr"),
          "-CAfile", str(authority.ca_file)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip

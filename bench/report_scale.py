@@ -45,7 +45,7 @@ def _hex(*parts: object) -> str:
 
 def fill(path: Path, docs: int) -> None:
     """An SQLite audit store at ``path`` with ``docs`` notarizations (module docstring)."""
-    from connectors.audit_store import (
+    from connectors.audit.store import (
         AnchorRecord,
         AuditStore,
         DocumentIn,
@@ -112,7 +112,7 @@ def fill(path: Path, docs: int) -> None:
 
 def run_report(db: Path, out_dir: Path) -> dict[str, Any]:
     """One report of every collection of ``db`` into ``out_dir``: seconds, CPU, peak RSS."""
-    from connectors.audit_store import AuditStore
+    from connectors.audit.store import AuditStore
     from tasks import report as rpt
     from tasks import report_output as out
 

@@ -26,7 +26,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from connectors.audit_store import ProofRecord, RunStatus
+from connectors.audit.store import ProofRecord, RunStatus
 from connectors.errors import RpcError
 from connectors.node import NOT_FOUND_CODES, NodeClient
 from flows.pipeline import open_audit_store

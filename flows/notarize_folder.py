@@ -19,7 +19,7 @@ from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.utilities.annotations import quote
 
-from connectors.audit_store import CollectionRecord, RunStatus
+from connectors.audit.store import CollectionRecord, RunStatus
 from connectors.folder_source import ScanEntry, display_path, scan, source_name
 from flows.collector import fewer_collections
 from flows.pipeline import (

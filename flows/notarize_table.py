@@ -29,7 +29,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture
 from pydantic import SecretStr
 
-from connectors.audit_store import CollectionRecord, DocumentIn, RunStatus
+from connectors.audit.store import CollectionRecord, DocumentIn, RunStatus
 from connectors.table_source import (
     Position,
     RowPage,

@@ -24,7 +24,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from connectors.anchor import AnchorClient
-from connectors.audit_store import (
+from connectors.audit.store import (
     AuditStore,
     CollectionRecord,
     DocumentIn,

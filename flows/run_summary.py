@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from prefect.artifacts import create_markdown_artifact
 
-from connectors.audit_store import AuditStore, DocumentIn, Stage
+from connectors.audit.store import AuditStore, DocumentIn, Stage
 from connectors.folder_source import ScanEntry
 from flows.id_tally import IdTally
 from tasks.hashing import HashResult

@@ -28,7 +28,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from connectors.audit_store import (
+from connectors.audit.store import (
     STAGE_ORDER,
     AuditStore,
     CollectionRecord,

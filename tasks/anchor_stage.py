@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from connectors.anchor import AnchorClient
-from connectors.audit_store import AnchorRecord, AuditStore, NotarizationRow
+from connectors.audit.store import AnchorRecord, AuditStore, NotarizationRow
 from connectors.node import NodeClient
 from ledger.core.errors import LedgerFormatError
 from ledger.core.pow.params import PowParams

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from connectors.audit_store import AuditStore, NotarizationRow
+from connectors.audit.store import AuditStore, NotarizationRow
 from connectors.errors import ConnectorError, RequestRejected
 from connectors.publishing import PublishingClient, WriteFailure, write_failure
 

@@ -23,7 +23,7 @@ import logging
 import threading
 from types import TracebackType
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from connectors.node import NodeClient
 from tasks.block_index import BlockIndex
 from tasks.ledger_stage import SweepOutcome, newest_height, sweep_ledger

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from connectors.audit_store import AuditStore, ReceiptRecord
+from connectors.audit.store import AuditStore, ReceiptRecord
 from connectors.node import NodeClient
 from ledger.core.clock import Clock, SystemClock
 from ledger.core.proof.steps import Step

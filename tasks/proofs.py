@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from connectors.audit_store import NotarizationRow
+from connectors.audit.store import NotarizationRow
 from ledger.core.commitment import document_nonce
 from ledger.core.entry import Entry
 from ledger.core.pow.params import PowParams

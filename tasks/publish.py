@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from connectors.audit_store import AuditStore, CollectionRecord, NotarizationRow
+from connectors.audit.store import AuditStore, CollectionRecord, NotarizationRow
 from connectors.errors import ConnectorError
 from connectors.publishing import NewEntry, PublishingClient
 from tasks.documents import EntryTooLarge, LedgerEntry, collection_entry, notarization_entry

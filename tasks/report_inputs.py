@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timedelta
 
-from connectors.audit_store import (
+from connectors.audit.store import (
     AnchorRecord,
     AuditStore,
     BatchRecord,

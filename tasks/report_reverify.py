@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from connectors.audit_proofs import proof_order
-from connectors.audit_store import NotarizationRow, ProofRecord
+from connectors.audit.proofs import proof_order
+from connectors.audit.store import NotarizationRow, ProofRecord
 from ledger.core.proof.steps import Step
 from tasks.verify import ReceiptRejected, verify_node_receipt
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from connectors.audit_proofs import PROOF_PAGE_ROWS
-from connectors.audit_store import AuditStore, BatchRecord, ProofRecord
+from connectors.audit.proofs import PROOF_PAGE_ROWS
+from connectors.audit.store import AuditStore, BatchRecord, ProofRecord
 from tasks.report import (
     PROBLEM_COLUMNS,
     REPORT_FILES,

@@ -16,7 +16,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from connectors.anchor import AnchorClient
-from connectors.audit_store import (
+from connectors.audit.store import (
     AuditStore,
     CollectionRecord,
     DocumentIn,

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 
 #: Every stage a notarization can be at; a bar's total is the count over all of them.
 _ALL = ("pending", "published", "multi_az", "ledger", "anchor", "failed")

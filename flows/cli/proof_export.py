@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from connectors.audit_store import NotarizationRow
+from connectors.audit.store import NotarizationRow
 from flows.pipeline import Services
 from ledger.core.errors import LedgerFormatError
 from ledger.core.proof.bundle import ProofBundle

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import create_engine, text
 
-from connectors.audit_backlog import UNANCHORED_STAGES, read_unanchored
-from connectors.audit_models import DocumentIn, NewNotarization
-from connectors.audit_store import AuditStore
+from connectors.audit.backlog import UNANCHORED_STAGES, read_unanchored
+from connectors.audit.models import DocumentIn, NewNotarization
+from connectors.audit.store import AuditStore
 from ledger.core.clock import ManualClock
 from tests.harness.postgres import PG_URL
 

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import text
 
-from connectors.audit_paths import AuditPathError
-from connectors.audit_sql import hex64, hex64_all
-from connectors.audit_store import (
+from connectors.audit.paths import AuditPathError
+from connectors.audit.sql import hex64, hex64_all
+from connectors.audit.store import (
     AnchorRecord,
     AuditStore,
     CollectionModeError,

@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
-from connectors.audit_engine import WAL_AUTOCHECKPOINT_PAGES
-from connectors.audit_store import (
+from connectors.audit.engine import WAL_AUTOCHECKPOINT_PAGES
+from connectors.audit.store import (
     AnchorRecord,
     AuditStore,
     DocumentIn,

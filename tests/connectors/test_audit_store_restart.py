@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from connectors.audit_store import AuditStore, DocumentIn
+from connectors.audit.store import AuditStore, DocumentIn
 from tests.connectors.test_audit_store import h
 from tests.harness.ports import free_port
 from tests.harness.postgres import PG_URL

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from connectors.audit_store import AuditStore, DocumentIn, NewNotarization
+from connectors.audit.store import AuditStore, DocumentIn, NewNotarization
 from connectors.callback_receiver import (
     CALLBACK_EVENT,
     CallbackEvent,

@@ -73,7 +73,7 @@ def test_from_transport_error(exc: Exception, sent: bool) -> None:
         "connectors.publishing",
         "connectors.node",
         "connectors.folder_source",
-        "connectors.audit_store",
+        "connectors.audit.store",
         "tasks.hashing",
     ],
 )

@@ -34,8 +34,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from connectors import migrations
-from connectors.audit_models import AUDIT_METADATA
-from connectors.audit_store import (
+from connectors.audit.models import AUDIT_METADATA
+from connectors.audit.store import (
     AnchorRecord,
     AuditStore,
     DocumentIn,

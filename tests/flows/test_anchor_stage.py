@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from flows.cli.proof_check import verify_command
 from flows.cli.proof_export import export_bundles
 from flows.collect_proofs import collect_proofs

@@ -21,7 +21,7 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from flows.audit_report import audit_report, slug
 from flows.cli.commands.report import register
 from flows.notarize_folder import notarize_folder

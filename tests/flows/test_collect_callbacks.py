@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from connectors.callback_receiver import CALLBACK_EVENT, callback_url_for
 from connectors.node import NodeClient
 from flows.collect_proofs import CollectTotals, collect_until_stopped, receive_callbacks

@@ -42,7 +42,7 @@ import pytest
 from prefect.client.orchestration import SyncPrefectClient
 from prefect.client.schemas.objects import FlowRun, StateType
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from connectors.node import NodeClient
 from deployments.definitions import DEPLOYMENTS, WORK_POOL, env_name
 from flows.cli.prefect_server import PrefectServer

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import (
+from connectors.audit.store import (
     AuditStore,
     CollectionModeError,
     DocumentIn,

@@ -15,7 +15,7 @@ import typer
 from prefect import flow
 from typer.testing import CliRunner
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from connectors.node import NodeClient
 from connectors.table_source import TableSource
 from connectors.watermark_store import WatermarkStore

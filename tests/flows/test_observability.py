@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from connectors.audit_models import DocumentIn, NewNotarization
-from connectors.audit_store import AuditStore
+from connectors.audit.models import DocumentIn, NewNotarization
+from connectors.audit.store import AuditStore
 from connectors.served_app import ServerStartError
 from flows.observability import pipeline_metrics
 from flows.settings import PipelineSettings

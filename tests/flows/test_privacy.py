@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from connectors.node import NodeClient
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import flows.notarize_folder as notarize_folder_module
-from connectors.audit_store import AuditStore, DocumentIn
+from connectors.audit.store import AuditStore, DocumentIn
 from flows.cli.commands.notarize import _print_summary
 from flows.notarize_folder import notarize_folder
 from flows.pipeline import Recorder

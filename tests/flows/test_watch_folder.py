@@ -16,7 +16,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from flows.cli.commands.watch import register
 from flows.collect_proofs import collect_proofs
 from flows.settings import PipelineSettings

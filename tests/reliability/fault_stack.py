@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from flows.settings import PipelineSettings
 from ledger.anchor.app import create_app as create_anchor_app
 from ledger.api.app import create_app as create_api_app

@@ -54,8 +54,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from connectors.audit_models import Document, ProofRecord
-from connectors.audit_store import BATCH_SOURCE_PREFIX, AuditStore
+from connectors.audit.models import Document, ProofRecord
+from connectors.audit.store import BATCH_SOURCE_PREFIX, AuditStore
 from ledger.core.entry import Entry
 from tasks.documents import notarization_entry
 from tasks.verify import ReceiptRejected, verify_node_receipt

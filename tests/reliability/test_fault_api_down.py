@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import flows.notarize_folder as notarize_folder_module
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from flows.collect_proofs import collect_proofs
 from flows.notarize_folder import notarize_folder
 from tasks.steps import publish_batch

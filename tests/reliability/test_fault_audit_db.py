@@ -28,8 +28,8 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-from connectors.audit_models import AUDIT_METADATA
-from connectors.audit_store import AuditStore
+from connectors.audit.models import AUDIT_METADATA
+from connectors.audit.store import AuditStore
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
 from tests.harness.postgres import conninfo

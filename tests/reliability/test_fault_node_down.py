@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from connectors.errors import ConnectorError
 from flows.collect_proofs import collect_proofs
 from flows.notarize_folder import notarize_folder

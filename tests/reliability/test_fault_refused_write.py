@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from connectors.callback_receiver import CallbackEvent
 from flows.audit_report import audit_report
 from flows.collect_proofs import collect_proofs, receive_callbacks

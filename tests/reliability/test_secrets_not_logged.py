@@ -18,7 +18,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from connectors.errors import AuthError
 from connectors.node import NodeClient
 from flows.notarize_folder import notarize_folder

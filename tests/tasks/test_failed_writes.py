@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import AuditStore, DocumentIn, NewNotarization
+from connectors.audit.store import AuditStore, DocumentIn, NewNotarization
 from connectors.publishing import PublishingClient, WriteFailure, write_failure
 from ledger.api.accounts import create_account
 from ledger.api.app import create_app, services_of

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit.store import AuditStore
 from connectors.node import NodeClient
 from tasks.block_index import BlockIndex
 from tasks.ledger_follow import LedgerFollower

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors.audit_store import AuditStore, DocumentIn, NewNotarization
+from connectors.audit.store import AuditStore, DocumentIn, NewNotarization
 from connectors.node import NodeClient
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock

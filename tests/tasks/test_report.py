@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import create_engine, text
 
-from connectors.audit_store import (
+from connectors.audit.store import (
     AnchorRecord,
     AuditStore,
     DocumentIn,

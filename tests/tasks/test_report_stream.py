@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from connectors.audit_store import AuditStore, DocumentIn, ReceiptRecord
+from connectors.audit.store import AuditStore, DocumentIn, ReceiptRecord
 from tasks import report as rpt
 from tasks import report_output as out
 from tasks import report_stream

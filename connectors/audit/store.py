@@ -43,10 +43,10 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from connectors import migrations
-from connectors.audit_batches import BATCH_SOURCE_PREFIX, batch_source
-from connectors.audit_collections import ChainNamer, CollectionModeError, CollectionsPart
-from connectors.audit_engine import build_engine
-from connectors.audit_models import (
+from connectors.audit.batches import BATCH_SOURCE_PREFIX, batch_source
+from connectors.audit.collections import ChainNamer, CollectionModeError, CollectionsPart
+from connectors.audit.engine import build_engine
+from connectors.audit.models import (
     ALL_STAGES,
     PUBLISH_MODES,
     STAGE_ORDER,
@@ -65,8 +65,8 @@ from connectors.audit_models import (
     Stage,
     StageEventRecord,
 )
-from connectors.audit_proofs import ProofsPart
-from connectors.audit_runs import RunsPart
+from connectors.audit.proofs import ProofsPart
+from connectors.audit.runs import RunsPart
 from connectors.migrations import MigrationError
 from ledger.core.clock import Clock, SystemClock
 

@@ -19,9 +19,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from connectors.audit_batches import BatchesPart
-from connectors.audit_models import AnchorRecord, NotarizationRow, ProofRecord, ReceiptRecord
-from connectors.audit_sql import (
+from connectors.audit.batches import BatchesPart
+from connectors.audit.models import AnchorRecord, NotarizationRow, ProofRecord, ReceiptRecord
+from connectors.audit.sql import (
     ANCHOR_EVENT_KEYS,
     IN_CHUNK,
     anchor_record,

@@ -1,9 +1,9 @@
 """What every part of the audit store shares: the engine, the clock, the batch statements,
 and the one way a notarization moves forward (``_advance``).
 
-``connectors.audit_store.AuditStore`` is this base plus one part per concern
+``connectors.audit.store.AuditStore`` is this base plus one part per concern
 (``NotarizationsPart``, ``ProofsPart``, ``RunsPart``); each part reads and writes its tables
-through the helpers of ``connectors.audit_sql``, one transaction per public method.
+through the helpers of ``connectors.audit.sql``, one transaction per public method.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
-from connectors.audit_models import Stage
-from connectors.audit_paths import BatchTrees
-from connectors.audit_sql import append_events, move_forward, notarizations_table, statements_for
+from connectors.audit.models import Stage
+from connectors.audit.paths import BatchTrees
+from connectors.audit.sql import append_events, move_forward, notarizations_table, statements_for
 from ledger.core.clock import Clock
 
 __all__ = ["AuditStoreBase"]
@@ -28,7 +28,7 @@ class AuditStoreBase:
     """The audit store's engine and clock, and the stage move its parts share.
 
     Args:
-        engine: an engine on the audit database (``connectors.audit_engine.build_engine``).
+        engine: an engine on the audit database (``connectors.audit.engine.build_engine``).
         clock: source of time (``now()``: Unix seconds); stored times are aware UTC.
     """
 

@@ -6,7 +6,7 @@ source ``"batch:<collection>"`` (path and hash: the root), so UNIQUE(chain_id, s
 publish step, the ``ledger`` and ``anchor`` sweeps, failed writes and callbacks work on it
 unchanged, and its receipt and anchor are stored once. Its documents are ``batch_members``
 rows (leaf index; the audit path only when the batch cannot be rebuilt from its rows, see
-``connectors.audit_paths``), UNIQUE(chain_id, sha256): a document is aggregated at most
+``connectors.audit.paths``), UNIQUE(chain_id, sha256): a document is aggregated at most
 once per chain. A document's stage is its batch's stage.
 """
 
@@ -18,11 +18,11 @@ from typing import cast
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from connectors.audit_bulk import insert_members, member_ids, store_audit_paths
-from connectors.audit_models import BatchRecord, NewMember, NotarizationRow, Stage
-from connectors.audit_notarizations import NotarizationsPart
-from connectors.audit_paths import lost_leaves_paths
-from connectors.audit_sql import (
+from connectors.audit.dialect import insert_members, member_ids, store_audit_paths
+from connectors.audit.models import BatchRecord, NewMember, NotarizationRow, Stage
+from connectors.audit.notarizations import NotarizationsPart
+from connectors.audit.paths import lost_leaves_paths
+from connectors.audit.sql import (
     IN_CHUNK,
     append_events,
     chunks,

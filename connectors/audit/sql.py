@@ -1,8 +1,8 @@
 """SQL building blocks of the audit store: its tables, batch statements and row conversions.
 
-Shared by the parts of ``connectors.audit_store.AuditStore`` (``audit_notarizations``,
+Shared by the parts of ``connectors.audit.store.AuditStore`` (``audit_notarizations``,
 ``audit_proofs``, ``audit_runs``) and nothing else: no engine and no clock here, only
-SQLAlchemy Core expressions over the tables of ``connectors.audit_models`` and functions
+SQLAlchemy Core expressions over the tables of ``connectors.audit.models`` and functions
 that run them on a connection the caller's transaction owns.
 
 Hex values are checked (``hex64``) and stored lowercase; times read back are made aware
@@ -22,7 +22,7 @@ from sqlalchemy import Table, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from connectors.audit_models import (
+from connectors.audit.models import (
     AUDIT_METADATA,
     STAGE_ORDER,
     AnchorRecord,
@@ -270,7 +270,7 @@ def member_query() -> Any:
     """``SELECT`` of batch members as ``NotarizationRow`` columns: the batch notarization's
     columns with the member document's id, hash, source, path and size, the batch's root
     (``batch_root``), ``leaf_index`` and ``audit_path`` (add ``where``, ``order_by``; a NULL
-    ``audit_path`` is filled in by ``connectors.audit_paths.BatchTrees``)."""
+    ``audit_path`` is filled in by ``connectors.audit.paths.BatchTrees``)."""
     n, d, m = notarizations_table, documents_table, members_table
     own = [c for c in n.c if c.name not in ("document_id", "sha256")]
     columns = [*own, m.c.document_id, m.c.sha256, n.c.sha256.label("batch_root")]
@@ -295,7 +295,7 @@ def notarization_row(mapping: Mapping[Any, Any]) -> NotarizationRow:
 
 def path_missing(mapping: Mapping[Any, Any]) -> bool:
     """True for a ``member_query`` row read without its audit path (NULL: the path is
-    recomputed from its batch's tree, ``connectors.audit_paths.BatchTrees``)."""
+    recomputed from its batch's tree, ``connectors.audit.paths.BatchTrees``)."""
     return mapping.get("leaf_index") is not None and mapping.get("audit_path") is None
 
 

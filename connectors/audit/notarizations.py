@@ -2,7 +2,7 @@
 
 The stage life cycle (forward only, ``failed`` terminal, one ``stage_events`` row per
 change, at most one notarization per chain and document hash) is drawn in
-``connectors.audit_store``, the facade this part belongs to.
+``connectors.audit.store``, the facade this part belongs to.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 
-from connectors.audit_base import AuditStoreBase
-from connectors.audit_bulk import known_chain_hashes, upsert_document_rows
-from connectors.audit_models import (
+from connectors.audit.stages import AuditStoreBase
+from connectors.audit.dialect import known_chain_hashes, upsert_document_rows
+from connectors.audit.models import (
     STAGE_ORDER,
     DocumentIn,
     NewNotarization,
@@ -24,7 +24,7 @@ from connectors.audit_models import (
     Stage,
     StageEventRecord,
 )
-from connectors.audit_sql import (
+from connectors.audit.sql import (
     IN_CHUNK,
     STAGE_TIME_COLUMN,
     append_events,

@@ -1,7 +1,7 @@
 """The frozen value records the SQL audit store takes and returns, and the names of its
 stages, run statuses, publish modes and notarization kinds.
 
-Split from ``connectors.audit_models`` (the tables), which re-exports every name here.
+Split from ``connectors.audit.models`` (the tables), which re-exports every name here.
 Conventions as there: hashes and key Merkle roots are lowercase hex strings (64 chars);
 times are timezone-aware UTC ``datetime`` values.
 """
@@ -56,7 +56,7 @@ class NewNotarization:
 @dataclass(frozen=True)
 class NewMember:
     """A document of a batch: its id, hex SHA-256 and leaf index (its audit path is the
-    store's to derive, ``connectors.audit_paths``)."""
+    store's to derive, ``connectors.audit.paths``)."""
 
     document_id: int
     sha256: str

@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
-from connectors.audit_base import AuditStoreBase
-from connectors.audit_models import ALL_STAGES, RunStatus, Stage
-from connectors.audit_sql import (
+from connectors.audit.stages import AuditStoreBase
+from connectors.audit.models import ALL_STAGES, RunStatus, Stage
+from connectors.audit.sql import (
     IN_CHUNK,
     aware_utc,
     chunks,

@@ -23,7 +23,7 @@ The schema is created and upgraded by the Alembic migrations in ``connectors/mig
 (``AuditStore`` runs them when it opens); a change here needs a new revision there.
 
 The frozen value records that ``AuditStore`` takes and returns, and the stage and mode
-names, are in ``connectors.audit_records``; they are re-exported here.
+names, are in ``connectors.audit.records``; they are re-exported here.
 
 Conventions: hashes and key Merkle roots are lowercase hex strings (64 chars); times are
 timezone-aware UTC ``datetime`` values; JSON columns are JSONB on PostgreSQL, except those
@@ -50,7 +50,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
-from connectors.audit_records import (
+from connectors.audit.records import (
     ALL_STAGES,
     PUBLISH_MODES,
     STAGE_ORDER,
@@ -164,7 +164,7 @@ class BatchMember(AuditBase, table=True):
     """A document aggregated in a batch: its leaf index and audit path in the batch's tree.
 
     ``audit_path`` is NULL when the batch holds all its leaves: it is recomputed from them
-    when read (``connectors.audit_paths``); stored only for a batch that lost leaves to
+    when read (``connectors.audit.paths``); stored only for a batch that lost leaves to
     another worker's batch.
     """
 

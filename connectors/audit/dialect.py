@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.engine import Connection, Row
 
-from connectors.audit_sql import Statements, chunks, documents_table, members_table
+from connectors.audit.sql import Statements, chunks, documents_table, members_table
 
 __all__ = [
     "MEMBERS_PER_INSERT",
@@ -51,7 +51,7 @@ _UPSERT_DOCUMENTS_SQLITE = text(
     "RETURNING id, path, sha256"
 ).bindparams(bindparam("now", type_=documents_table.c.last_seen_at.type))
 
-# ``audit_path`` is left NULL: recomputed from the batch's leaves (``connectors.audit_paths``).
+# ``audit_path`` is left NULL: recomputed from the batch's leaves (``connectors.audit.paths``).
 # No RETURNING: the cursor's row count says how many were inserted, and the member ids are
 # read back only for a batch that lost leaves (``member_ids``), rare, instead of fetching
 # 10,000 rows per batch.
@@ -161,7 +161,7 @@ def known_chain_hashes(conn: Connection, chain_id: str, sha256s: Sequence[str]) 
 
 def store_audit_paths(conn: Connection, paths: Sequence[tuple[int, Sequence[str]]]) -> None:
     """Set ``batch_members.audit_path`` of members ``(member id, hex path leaf first)``: for
-    a batch that cannot be rebuilt from its rows (``connectors.audit_paths``)."""
+    a batch that cannot be rebuilt from its rows (``connectors.audit.paths``)."""
     if paths:
         m = members_table.c
         stmt = update(members_table).where(m.id == bindparam("m_id"))

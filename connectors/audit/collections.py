@@ -23,9 +23,9 @@ from typing import Any, cast
 
 from sqlalchemy import select, update
 
-from connectors.audit_base import AuditStoreBase
-from connectors.audit_models import PUBLISH_MODES, CollectionRecord, PublishMode
-from connectors.audit_sql import aware_utc, collections_table, notarizations_table
+from connectors.audit.stages import AuditStoreBase
+from connectors.audit.models import PUBLISH_MODES, CollectionRecord, PublishMode
+from connectors.audit.sql import aware_utc, collections_table, notarizations_table
 from ledger.core.commitment import COLLECTION_KEY_BYTES, collection_identifier
 
 __all__ = ["ChainNamer", "CollectionModeError", "CollectionsPart"]

@@ -25,8 +25,8 @@ from dataclasses import replace
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from connectors.audit_models import NewMember, NotarizationRow
-from connectors.audit_sql import collections_table, members_table, notarizations_table
+from connectors.audit.models import NewMember, NotarizationRow
+from connectors.audit.sql import collections_table, members_table, notarizations_table
 from ledger.core.aggregation import AggregationTree
 from ledger.core.commitment import document_commitment, document_nonce
 

@@ -1,0 +1,1 @@
+"""The SQL audit store: the pipeline's record of truth (``connectors.audit.store``)."""

@@ -211,7 +211,7 @@ def _run(
     entries_published, stack RSS)."""
     from sqlalchemy import text
 
-    from connectors.audit.store import AuditStore
+    from connectors.audit import AuditStore
     from flows.notarize_folder import notarize_folder
     from flows.settings import PipelineSettings
 

@@ -24,7 +24,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from connectors.anchor import AnchorClient
-from connectors.audit.store import (
+from connectors.audit import (
     AuditStore,
     CollectionRecord,
     DocumentIn,
@@ -183,7 +183,7 @@ def open_collection(services: Services, name: str) -> CollectionRecord:
     """
     settings = services.settings
     chosen = "publish_mode" in settings.model_fields_set
-    return services.store.collection(
+    return services.store.collections.use(
         name, settings.publish_mode, chain_namer=chain_for, mode_is_default=not chosen
     )
 
@@ -212,7 +212,9 @@ def record_batch(
         docs=quote(docs),  # not walked by Prefect: 500 records cost ~90 ms of CPU
         kind=kind,
     )
-    notarized = services.store.notarized_at(summary.chain_id, [d.sha256 for d in docs])
+    notarized = services.store.notarizations.notarized_at(
+        summary.chain_id, [d.sha256 for d in docs]
+    )
     summary.add_recorded(docs, ids, notarized)
     return ids
 
@@ -282,7 +284,9 @@ class Recorder:
                 self._waiting[sha] = fresh[sha]
         if known:
             store = self._services.store
-            notarized = store.notarized_at(self._collection.chain_id, [d.sha256 for d in known])
+            notarized = store.notarizations.notarized_at(
+                self._collection.chain_id, [d.sha256 for d in known]
+            )
             self._summary.add_recorded(known, [], notarized)
         size = self._services.settings.aggregate_batch_size
         while len(self._waiting) >= size:
@@ -302,7 +306,7 @@ class Recorder:
         if added is not None and added[1] == len(shas):  # every one is this batch's
             batch_of = dict.fromkeys(shas, added[0])
         else:  # another worker aggregated some first: look up whose batch each is in
-            found = self._services.store.notarized_at(self._collection.chain_id, shas)
+            found = self._services.store.notarizations.notarized_at(self._collection.chain_id, shas)
             batch_of = {sha: nid for sha, (nid, _created_at) in found.items()}
         self._summary.add_batched(copies, batch_id, batch_of)
         if batch_id is not None:
@@ -312,7 +316,9 @@ class Recorder:
         if ids:
             # Only what is still pending: a concurrent run may have published them meanwhile
             # (posting again would only cost entry credits).
-            rows = [r for r in self._services.store.notarizations(ids) if r.stage == "pending"]
+            rows = [
+                r for r in self._services.store.notarizations.by_ids(ids) if r.stage == "pending"
+            ]
             self._summary.timed(
                 "publish", lambda: publish_rows_now(self._summary, self._services, rows)
             )
@@ -367,7 +373,7 @@ def publish_pending(summary: RunSummary, services: Services, collection: str | N
     """
     after_id = 0
     while True:
-        rows = services.store.pending(
+        rows = services.store.notarizations.pending(
             stage_below="published",
             collection=collection,
             limit=services.settings.batch_size,
@@ -397,7 +403,7 @@ def ledger_followed(
         services.node,
         collection=collection.name,
         chain_id=collection.chain_id,
-        after_id=services.store.newest_notarization_id(),
+        after_id=services.store.notarizations.newest_id(),
     )
     with follower:
         yield

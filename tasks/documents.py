@@ -25,8 +25,14 @@ from dataclasses import dataclass
 
 import rfc8785
 
-from connectors.audit.paths import batch_tree, commitment_of
-from connectors.audit.store import CollectionRecord, NewMember, NotarizationRow, PublishMode
+from connectors.audit import (
+    CollectionRecord,
+    NewMember,
+    NotarizationRow,
+    PublishMode,
+    batch_tree,
+    commitment_of,
+)
 from ledger.core.aggregation import AggregationTree
 from ledger.core.entry import MAX_ENTRY_PAYLOAD_BYTES, Entry, chain_id_from_external_ids
 from ledger.core.notary_entry import batch_entry, collection_first_entry, commitment_entry

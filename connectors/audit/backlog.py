@@ -14,7 +14,7 @@ from datetime import datetime
 
 from sqlalchemy import Engine, func, select
 
-from connectors.audit.models import STAGE_ORDER, Stage
+from connectors.audit.records import STAGE_ORDER, Stage
 from connectors.audit.sql import aware_utc, notarizations_table
 
 __all__ = ["UNANCHORED_STAGES", "Unanchored", "read_unanchored"]

@@ -1,95 +1,138 @@
-"""What every part of the audit store shares: the engine, the clock, the batch statements,
-and the one way a notarization moves forward (``_advance``).
+"""The one way a notarization moves forward, shared by the repositories of the audit store.
 
-``connectors.audit.store.AuditStore`` is this base plus one part per concern
-(``NotarizationsPart``, ``ProofsPart``, ``RunsPart``); each part reads and writes its tables
-through the helpers of ``connectors.audit.sql``, one transaction per public method.
+Stage life cycle (``STAGE_ORDER``)::
+
+    pending -> published -> multi_az -> ledger -> anchor          (forward only; skips allowed)
+       any stage ----------------------------------> failed       (terminal, mark_failed)
+
+Every stage change appends a ``stage_events`` row in the same transaction (``advance``).
+The functions run on a connection whose transaction the caller owns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, update
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy import bindparam, insert, update
+from sqlalchemy.engine import Connection
 
-from connectors.audit.models import Stage
-from connectors.audit.paths import BatchTrees
-from connectors.audit.sql import append_events, move_forward, notarizations_table, statements_for
-from ledger.core.clock import Clock
+from connectors.audit.records import STAGE_ORDER, Stage
+from connectors.audit.sql import IN_CHUNK, chunks, events_table, notarizations_table
 
-__all__ = ["AuditStoreBase"]
+__all__ = ["STAGE_TIME_COLUMN", "advance", "append_events", "move_forward", "record_ledger"]
+
+#: The ``notarizations`` column that records when a row reached each stage.
+STAGE_TIME_COLUMN = {
+    "published": "published_at",
+    "multi_az": "multi_az_at",
+    "ledger": "ledger_at",
+    "anchor": "anchored_at",
+}
 
 
-class AuditStoreBase:
-    """The audit store's engine and clock, and the stage move its parts share.
+def advance(
+    conn: Connection,
+    changes: Mapping[int, Mapping[str, Any]],
+    stage: Stage,
+    *,
+    at: datetime,
+    details: Mapping[int, Mapping[str, Any] | None] | None = None,
+) -> int:
+    """Move rows (id -> extra column values) forward to ``stage`` at ``at``; log one event
+    each; returns how many moved.
+
+    Which rows move is decided by one conditional ``UPDATE ... RETURNING`` per chunk of
+    ids, not by reading the stages first: when two processes move the same rows at
+    once (two workers sweeping one collection), the second one's update finds them
+    moved already (PostgreSQL re-checks the condition once the first commits), so each
+    move is logged once. Reading first logged it twice.
+    """
+    groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+    for i, change in changes.items():
+        groups.setdefault(tuple(sorted(change.items())), []).append(i)
+    if len(groups) * 4 <= len(changes):
+        # Few distinct values (a page of entries in one or two directory blocks): one
+        # UPDATE per group sets them with the stage, instead of one row at a time.
+        moved = sorted(
+            i
+            for key, ids in groups.items()
+            for i in move_forward(conn, ids, stage, at=at, values=dict(key))
+        )
+        keys = []
+    else:
+        moved = move_forward(conn, list(changes), stage, at=at)
+        keys = sorted({k for i in moved for k in changes[i]})
+    if keys:  # the moved rows are this transaction's now: no stage condition needed
+        n = notarizations_table.c
+        stmt = update(notarizations_table).where(n.id == bindparam("p_id"))
+        per_row: dict[str, Any] = {k: bindparam(f"p_{k}") for k in keys}
+        params = [{"p_id": i} | {f"p_{k}": changes[i].get(k) for k in keys} for i in moved]
+        conn.execute(stmt.values(**per_row), params)
+    evts = [(i, stage, dict((details or {}).get(i) or {}) or None) for i in moved]
+    append_events(conn, evts, at=at)
+    return len(moved)
+
+
+def record_ledger(
+    conn: Connection,
+    by_hash: Mapping[str, tuple[int, str]],
+    ids: Mapping[int, str],
+    *,
+    at: datetime,
+) -> int:
+    """Move entries to ``ledger`` with the directory block that holds them.
 
     Args:
-        engine: an engine on the audit database (``connectors.audit.engine.build_engine``).
-        clock: source of time (``now()``: Unix seconds); stored times are aware UTC.
+        by_hash: entry hash (checked hex) -> (directory block height, KeyMR hex).
+        ids: notarization id -> entry hash of the entries of ``by_hash``.
+        at: the time of the move.
+
+    Returns:
+        how many rows moved.
     """
+    changes: dict[int, dict[str, Any]] = {}
+    details: dict[int, dict[str, Any] | None] = {}
+    for i, h in ids.items():
+        height, keymr = by_hash[h]
+        changes[i] = {"dblock_height": height, "dblock_keymr": keymr}
+        details[i] = {"dblock_height": height, "dblock_keymr": keymr}
+    return advance(conn, changes, "ledger", at=at, details=details)
 
-    def __init__(self, engine: Engine, *, clock: Clock) -> None:
-        self._engine = engine
-        self._clock = clock
-        self._statements = statements_for(engine.dialect.name)
-        self._trees = BatchTrees()  # members' audit paths, rebuilt when read
 
-    @property
-    def engine(self) -> Engine:
-        """The SQLAlchemy engine (for migrations and reports)."""
-        return self._engine
+def move_forward(
+    conn: Connection,
+    ids: Sequence[int],
+    stage: Stage,
+    *,
+    at: datetime,
+    values: Mapping[str, Any] | None = None,
+) -> list[int]:
+    """Move the rows of ``ids`` whose stage is before ``stage`` to it (stage time and
+    ``updated_at`` set to ``at``, error cleared, and the columns of ``values`` set, the
+    same for every row); returns the ids moved, sorted. Failed rows never move. One
+    ``UPDATE ... RETURNING`` per chunk, so the rows moved are exactly those this statement
+    changed, also when another transaction moves them at once."""
+    n = notarizations_table.c
+    earlier = list(STAGE_ORDER[: STAGE_ORDER.index(stage)])
+    values = {**(values or {}), "stage": stage, "updated_at": at}
+    values |= {STAGE_TIME_COLUMN[stage]: at, "error": None}
+    moved: list[int] = []
+    for chunk in chunks(sorted(set(ids)), IN_CHUNK):
+        stmt = update(notarizations_table).where(n.id.in_(chunk), n.stage.in_(earlier))
+        moved += conn.scalars(stmt.values(**values).returning(n.id)).all()
+    return sorted(moved)
 
-    @property
-    def one_connection(self) -> bool:
-        """True when every thread shares one database connection (an in-memory SQLite
-        store): its users must not write from two threads at once."""
-        return isinstance(self._engine.pool, StaticPool)
 
-    def _now(self) -> datetime:
-        return datetime.fromtimestamp(self._clock.now(), tz=UTC)
-
-    def _advance(
-        self,
-        conn: Connection,
-        changes: Mapping[int, Mapping[str, Any]],
-        stage: Stage,
-        *,
-        details: Mapping[int, Mapping[str, Any] | None] | None = None,
-    ) -> int:
-        """Move rows (id -> extra column values) forward to ``stage``; log one event each.
-
-        Which rows move is decided by one conditional ``UPDATE ... RETURNING`` per chunk of
-        ids, not by reading the stages first: when two processes move the same rows at
-        once (two workers sweeping one collection), the second one's update finds them
-        moved already (PostgreSQL re-checks the condition once the first commits), so each
-        move is logged once. Reading first logged it twice.
-        """
-        now = self._now()
-        groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
-        for i, change in changes.items():
-            groups.setdefault(tuple(sorted(change.items())), []).append(i)
-        if len(groups) * 4 <= len(changes):
-            # Few distinct values (a page of entries in one or two directory blocks): one
-            # UPDATE per group sets them with the stage, instead of one row at a time.
-            moved = sorted(
-                i
-                for key, ids in groups.items()
-                for i in move_forward(conn, ids, stage, at=now, values=dict(key))
-            )
-            keys = []
-        else:
-            moved = move_forward(conn, list(changes), stage, at=now)
-            keys = sorted({k for i in moved for k in changes[i]})
-        if keys:  # the moved rows are this transaction's now: no stage condition needed
-            n = notarizations_table.c
-            stmt = update(notarizations_table).where(n.id == bindparam("p_id"))
-            per_row: dict[str, Any] = {k: bindparam(f"p_{k}") for k in keys}
-            params = [{"p_id": i} | {f"p_{k}": changes[i].get(k) for k in keys} for i in moved]
-            conn.execute(stmt.values(**per_row), params)
-        evts = [(i, stage, dict((details or {}).get(i) or {}) or None) for i in moved]
-        append_events(conn, evts, at=now)
-        return len(moved)
+def append_events(
+    conn: Connection, events: Sequence[tuple[int, str, Mapping[str, Any] | None]], *, at: datetime
+) -> None:
+    """Insert ``stage_events`` rows ``(notarization id, stage, details)``, all at ``at``."""
+    if not events:
+        return
+    rows = [
+        {"notarization_id": i, "stage": stage, "at": at, "details": details}
+        for i, stage, details in events
+    ]
+    conn.execute(insert(events_table), rows)

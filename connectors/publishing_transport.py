@@ -68,39 +68,11 @@ class Transport(Protocol):
 
 
 class HttpxTransport:
-    """``Transport`` over an ``httpx.Client`` (thread-safe, keep-alive pool of its own).
+    """``Transport`` over an ``httpx.Client`` (thread-safe, keep-alive pool of its own),
+    whose ``base_url`` is the API root; built by ``open_transport``."""
 
-    Args:
-        base_url: API root including the base path.
-        headers: sent with every request.
-        timeout_s: connect/read/write timeout, seconds (waiting for a pooled connection is
-            not limited).
-        max_connections: size of the keep-alive pool.
-        transport: the ``httpx`` transport (``httpx.MockTransport`` in tests); a network
-            one with one connect retry by default.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        headers: Mapping[str, str],
-        timeout_s: float,
-        max_connections: int,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        if transport is None:
-            limits = httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            )
-            transport = httpx.HTTPTransport(limits=limits, retries=1)
-        self._base_url = base_url.rstrip("/")
-        self._client = httpx.Client(
-            base_url=self._base_url,
-            headers=dict(headers),
-            timeout=httpx.Timeout(timeout_s, pool=None),
-            transport=transport,
-        )
+    def __init__(self, client: httpx.Client) -> None:
+        self._client = client
 
     def request(
         self, method: str, path: str, body: bytes | None = None, *, content_type: str = ""
@@ -115,7 +87,7 @@ class HttpxTransport:
         )
 
     def url(self, path: str) -> str:
-        return f"{self._base_url}{path}"
+        return f"{self._client.base_url}".rstrip("/") + path
 
     def close(self) -> None:
         self._client.close()
@@ -130,29 +102,43 @@ def open_transport(
     transport: httpx.BaseTransport | None = None,
 ) -> Transport:
     """The transport for ``base_url`` (module docstring): the lean pool when the API is
-    reached directly, ``HttpxTransport`` with ``transport`` when one is given or a proxy is
+    reached directly, ``HttpxTransport`` when ``transport`` is given or a proxy is
     configured.
+
+    Args:
+        base_url: API root including the base path.
+        headers: sent with every request.
+        timeout_s: connect/read/write timeout, seconds (waiting for a pooled connection is
+            not limited).
+        max_connections: size of the keep-alive pool.
+        transport: an ``httpx`` transport (``httpx.MockTransport`` in tests); a network one
+            with one connect retry when ``httpx`` is used without one.
 
     Raises:
         ValueError: ``base_url`` is not an ``http(s)`` URL, or ``max_connections`` < 1.
     """
     base_url = base_url.rstrip("/")
-    if transport is not None or proxy_configured(base_url):
-        return HttpxTransport(
+    if transport is None and not proxy_configured(base_url):
+        tls = httpx.create_ssl_context() if base_url.startswith("https:") else None
+        return KeepAlivePool(
             base_url,
             headers=headers,
             timeout_s=timeout_s,
             max_connections=max_connections,
-            transport=transport,
+            ssl_context=tls,
         )
-    tls = httpx.create_ssl_context() if base_url.startswith("https:") else None
-    return KeepAlivePool(
-        base_url,
-        headers=headers,
-        timeout_s=timeout_s,
-        max_connections=max_connections,
-        ssl_context=tls,
+    if transport is None:
+        limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
+        transport = httpx.HTTPTransport(limits=limits, retries=1)
+    client = httpx.Client(
+        base_url=base_url,
+        headers=dict(headers),
+        timeout=httpx.Timeout(timeout_s, pool=None),
+        transport=transport,
     )
+    return HttpxTransport(client)
 
 
 def send(transport: Transport, method: str, path: str, body: bytes | None = None) -> RawResponse:

@@ -180,8 +180,11 @@ class Dialect:
             one row ``(id, path, sha256)`` per input row, inserted or updated, in no set
             order.
         """
-        if not rows:
-            return []
+        return self._upsert_document_rows(conn, source, rows, now) if rows else []
+
+    def _upsert_document_rows(
+        self, conn: Connection, source: str, rows: Sequence[tuple[str, str, int]], now: datetime
+    ) -> list[Row[Any]]:
         values = [
             {"source": source, "path": p, "sha256": h, "size_bytes": size}
             | {"first_seen_at": now, "last_seen_at": now}
@@ -251,16 +254,9 @@ class SqliteDialect(Dialect):
     def __init__(self) -> None:
         super().__init__(sqlite.insert)
 
-    def upsert_documents(
-        self,
-        conn: Connection,
-        *,
-        source: str,
-        rows: Sequence[tuple[str, str, int]],
-        now: datetime,
+    def _upsert_document_rows(
+        self, conn: Connection, source: str, rows: Sequence[tuple[str, str, int]], now: datetime
     ) -> list[Row[Any]]:
-        if not rows:
-            return []
         params = {"source": source, "now": now, "rows": _json(rows)}
         return list(conn.execute(_UPSERT_DOCUMENTS_SQLITE, params))
 

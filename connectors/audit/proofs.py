@@ -50,7 +50,7 @@ from ledger.core.clock import Clock
 
 __all__ = ["PROOF_PAGE_ROWS", "Proofs", "proof_order"]
 
-#: Rows per read of ``iter_proofs`` (a member row with its batch's receipt is a few KB).
+#: Rows per read of ``Proofs.iter_records`` (a member row with its batch's receipt is a few KB).
 PROOF_PAGE_ROWS = 1000
 
 

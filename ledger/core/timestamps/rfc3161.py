@@ -391,9 +391,10 @@ def _verify_with(
     key: Any, algorithm: Any, signature: bytes, data: bytes, digest: hashes.HashAlgorithm
 ) -> None:
     kind = algorithm.signature_algo
-    if kind != "rsassa_pss" and algorithm["algorithm"].native not in ("rsa", "rsassa_pkcs1v15"):
-        if _HASHES.get(algorithm.hash_algo) is not type(digest):  # e.g. sha384_ecdsa
-            raise UnsupportedAlgorithm("the signature algorithm names another digest")
+    named = algorithm["algorithm"].native
+    names_hash = kind != "rsassa_pss" and named not in ("rsa", "rsassa_pkcs1v15")
+    if names_hash and _HASHES.get(algorithm.hash_algo) is not type(digest):  # sha384_ecdsa
+        raise UnsupportedAlgorithm("the signature algorithm names another digest")
     if isinstance(key, rsa.RSAPublicKey) and kind == "rsassa_pkcs1v15":
         key.verify(signature, data, padding.PKCS1v15(), digest)
     elif isinstance(key, rsa.RSAPublicKey) and kind == "rsassa_pss":

@@ -50,7 +50,7 @@ def test_exported_tsr_verifies_with_openssl_and_notary_verify(tmp_path: Path) ->
             with open_services(settings) as services:
                 heights = {
                     r.notarization.dblock_height
-                    for r in services.store.iter_proofs(collection="stamped")
+                    for r in services.store.proofs.iter_records(collection="stamped")
                 }
                 return all(
                     (services.anchor.timestamps(h) or {}).get("rfc3161")

@@ -252,16 +252,17 @@ def public_url(url: str) -> str:
     return str(httpx.URL(url).copy_with(username=None, password=None))
 
 
-#: A root still without a token after this many failed attempts makes readiness fail.
+#: A root still without a token after this many failed attempts makes the check say degraded.
 STALE_ATTEMPTS = 3
 
 
 def add_timestamp_observability(base: Observability, stamper: TsaRequester) -> None:
     """Add the ``tsa`` readiness check and the ``notary_anchor_tsa_*`` gauges to ``base``.
 
-    ``tsa`` fails while a root has waited ``STALE_ATTEMPTS`` failed attempts or more; its
-    detail counts the stored tokens, the waiting roots and the failures, with the last
-    error. Gauges: ``notary_anchor_tsa_tokens`` (stored), ``..._tsa_waiting`` (rows
+    ``tsa`` stays ok (a TSA that is down must not keep the service, or a restarted stack
+    waiting for readiness, from serving) but says ``degraded`` while a root has waited
+    ``STALE_ATTEMPTS`` failed attempts or more; its detail counts the stored tokens, the
+    waiting roots and the failures, with the last error, and its figures hold the counts. Gauges: ``notary_anchor_tsa_tokens`` (stored), ``..._tsa_waiting`` (rows
     without a token, at most 1,000 counted), ``..._tsa_failures`` (failed attempts since
     the start).
     """
@@ -269,14 +270,15 @@ def add_timestamp_observability(base: Observability, stamper: TsaRequester) -> N
     async def probe() -> CheckResult:
         waiting = stamper.store.waiting()
         stale = [w for w in waiting if w.attempts >= STALE_ATTEMPTS]
-        detail = (
-            f"{stamper.store.count_tokens()} tokens, {len(waiting)} waiting,"
-            f" {stamper.failures} failed attempts"
-        )
+        tokens = stamper.store.count_tokens()
+        detail = f"{tokens} tokens, {len(waiting)} waiting, {stamper.failures} failed attempts"
         errors = [w for w in waiting if w.last_error]
         if errors:
             detail += f"; last error ({public_url(errors[-1].tsa)}): {errors[-1].last_error}"
-        return CheckResult(not stale, detail)
+        if stale:
+            detail = f"degraded: {len(stale)} roots after {STALE_ATTEMPTS}+ failures; {detail}"
+        figures = {"tokens": tokens, "waiting": len(waiting), "stale": len(stale)}
+        return CheckResult(True, detail, figures)
 
     def families() -> Iterable[Metric]:
         rows = (

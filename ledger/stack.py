@@ -113,6 +113,10 @@ class StackSettings(TlsServing):
     #: The API's worker calls the node and the wallet in process (module docstring); False:
     #: over loopback JSON-RPC, as a standalone API does.
     in_process_rpc: bool = True
+    #: RFC 3161 timestamp authorities of the anchoring service (``AnchorSettings.tsa_*``;
+    #: empty: as ``NOTARY_ANCHOR_TSA_URLS`` says).
+    tsa_urls: list[str] = Field(default_factory=list)
+    tsa_ca_file: Path | None = None
 
     def url(self, port: int, path: str, *, tls: bool = False) -> str:
         """``http://host:port/path`` (``https`` when ``tls``)."""
@@ -211,7 +215,12 @@ class Stack:
             **self._rpc_fields("rpc"),
             **self._rpc_fields("node_rpc"),
             **self._tls_fields(),
+            **self._tsa_fields(),
         )
+
+    def _tsa_fields(self) -> dict[str, Any]:
+        s = self.settings
+        return {"tsa_urls": s.tsa_urls, "tsa_ca_file": s.tsa_ca_file} if s.tsa_urls else {}
 
     # -- RPC credentials ------------------------------------------------------------------
 

@@ -18,7 +18,13 @@ def main() -> None:
     secrets = [settings.anchor_secret.get_secret_value(), settings.ec_secret.get_secret_value()]
     secrets += [
         s.get_secret_value()
-        for s in (settings.rpc_password, settings.node_rpc_password, settings.tls_key_password)
+        for s in (
+            settings.rpc_password,
+            settings.node_rpc_password,
+            settings.tls_key_password,
+            settings.tsa_basic_auth,
+            settings.tsa_bearer_token,
+        )
         if s
     ]
     configure_logging(settings.log_format, settings.log_level, secrets=secrets)

@@ -81,6 +81,25 @@ def _rpc_options(
     return options
 
 
+def _tsa_options(urls: list[str] | None, ca_file: Path | None) -> dict[str, Any]:
+    """The ``StackSettings`` fields of ``--tsa`` and ``--tsa-ca`` (only those given).
+
+    Raises:
+        typer.Exit: ``USAGE`` for URLs without a readable CA file of certificates.
+    """
+    if not urls:
+        return {}
+    if ca_file is None:
+        fail("--tsa needs --tsa-ca (the CA its tokens must chain to)", ExitCode.USAGE)
+    from ledger.core.timestamps.tsa_chain import TsaTrust
+
+    try:
+        TsaTrust.from_pem(ca_file.read_bytes(), name=ca_file.name)
+    except (OSError, ValueError) as exc:
+        fail(f"--tsa-ca {ca_file}: {exc}", ExitCode.USAGE)
+    return {"tsa_urls": urls, "tsa_ca_file": ca_file}
+
+
 def up(
     data_dir: DataDir = Path(".notary"),
     block_time: BlockTime = 2.0,
@@ -136,6 +155,19 @@ def up(
             "NOTARY_NODE_TLS_CA_FILE / NOTARY_ANCHOR_TLS_CA_FILE.",
         ),
     ] = None,
+    tsa: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tsa",
+            help="RFC 3161 timestamp authority URL: one token over every anchored directory "
+            "block, checked before it is kept (repeatable; needs --tsa-ca). Or "
+            "NOTARY_ANCHOR_TSA_URLS.",
+        ),
+    ] = None,
+    tsa_ca: Annotated[
+        Path | None,
+        typer.Option("--tsa-ca", help="PEM file of the CA(s) the TSA tokens must chain to."),
+    ] = None,
 ) -> None:
     """Run the bundled node (8088), wallet (8089), publishing API (8090) and anchoring
     service (8091), and a Prefect server (4200), until Ctrl-C."""
@@ -145,6 +177,7 @@ def up(
     tls = {"tls_cert_file": tls_cert_file, "tls_key_file": tls_key_file, "tls_ca_file": tls_ca_file}
     options = _rpc_options(rpc_auth, rpc_user, rpc_password_file)
     options |= {name: value for name, value in tls.items() if value is not None}
+    options |= _tsa_options(tsa, tsa_ca)
     try:
         stack = _stack(data_dir, block_time, host, **options)
         stack.prepare()
@@ -170,6 +203,8 @@ def up(
             f"JSON-RPC services locked: user {escape(credentials.user)}, credentials in "
             f"{stack.rpc_credentials_file}"
         )
+    if s.tsa_urls:
+        console.print(f"RFC 3161 tokens from {len(s.tsa_urls)} TSA(s), trusted by {s.tsa_ca_file}")
     console.print(f"block time {block_time} s. Ctrl-C stops the services.")
     server = None
     if prefect:

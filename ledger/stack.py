@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import threading
 import time
@@ -55,7 +56,7 @@ from ledger.api.accounts import create_account, verify_key
 from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
 from ledger.api.gateway import LedgerRpcClients
-from ledger.api.services import load_callback_secret
+from ledger.api.services import take_stored_callback_secret
 from ledger.api.settings import ApiSettings
 from ledger.backup import StoreSpec
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
@@ -64,12 +65,22 @@ from ledger.jsonrpc.server import JsonRpcEndpoint
 from ledger.long_lived import freeze_long_lived
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
-from ledger.secret_file import write_secret_file
+from ledger.secret_file import (
+    PRIVATE_DIR_MODE,
+    ModeChange,
+    make_private_dir,
+    tighten_tree,
+    write_secret_file,
+)
 from ledger.serving import TlsServing, uvicorn_options
 from ledger.wallet.app import create_app as create_wallet_app
 from ledger.wallet.settings import WalletSettings
 
 _RPC_USER = "notary"  # the RPC user when none is given
+_SERVICE_DIRS = ("node", "wallet", "api", "anchor")
+_SHOWN_CHANGES = 5  # mode changes named in the start-up log line
+
+log = logging.getLogger(__name__)
 
 
 class StackSettings(TlsServing):
@@ -113,6 +124,9 @@ class StackSettings(TlsServing):
     #: The API's worker calls the node and the wallet in process (module docstring); False:
     #: over loopback JSON-RPC, as a standalone API does.
     in_process_rpc: bool = True
+    #: The port of ``notary collect --listen`` (``NOTARY_CALLBACK_PORT`` of the pipeline):
+    #: the one loopback port the API's callbacks may reach (docs/security.md).
+    collector_port: int = Field(default=8092, ge=1, le=65535)
 
     def url(self, port: int, path: str, *, tls: bool = False) -> str:
         """``http://host:port/path`` (``https`` when ``tls``)."""
@@ -177,8 +191,10 @@ class Stack:
         )
 
     def api_settings(self) -> ApiSettings:
+        """The API's settings; its callback key is the one in ``callback_secret_file``
+        unless ``NOTARY_API_CALLBACK_SECRET`` sets one (stored once: ``prepare``)."""
         s = self.settings
-        return ApiSettings(
+        settings = ApiSettings(
             host=s.host,
             port=s.api_port,
             data_dir=s.data_dir / "api",
@@ -191,9 +207,19 @@ class Stack:
             ec_address=devnet.DEV_EC_ADDRESS,
             worker_poll_interval_s=min(0.5, s.block_time_s / 10),
             anchor_poll_interval_s=min(1.0, s.block_time_s / 2),
-            callback_allowed_hosts=["127.0.0.0/8", "::1"],
+            callback_allowed_hosts=self.callback_targets(),
             public_base_url=s.url(s.api_port, ""),
         )
+        if settings.callback_secret is None and self.callback_secret_file.exists():
+            kept = SecretStr(self.callback_secret_file.read_text().strip())
+            settings = settings.model_copy(update={"callback_secret": kept})
+        return settings
+
+    def callback_targets(self) -> list[str]:
+        """The only loopback targets of the API's callbacks: the collector's port
+        (``collector_port``) on 127.0.0.1 and ::1 (``HostPolicy``, docs/security.md)."""
+        port = self.settings.collector_port
+        return [f"127.0.0.1:{port}", f"[::1]:{port}"]
 
     def anchor_settings(self) -> AnchorSettings:
         s = self.settings
@@ -318,11 +344,10 @@ class Stack:
         return self.settings.data_dir / "callback-secret"
 
     def prepare(self) -> str:
-        """Create the data folders, the development API account, the callback secret file
-        (``write_callback_secret``) and the RPC credentials file (module docstring); return
-        the account's key."""
-        for sub in ("node", "wallet", "api"):
-            (self.settings.data_dir / sub).mkdir(parents=True, exist_ok=True)
+        """Create the data folders (owner-only, existing ones tightened: ``secure_data_dir``),
+        the development API account, the callback secret file (``write_callback_secret``)
+        and the RPC credentials file (module docstring); return the account's key."""
+        self.secure_data_dir()
         self._settle_rpc_credentials()
         api = self.api_settings()
         db = Database(api.resolved_database_url())
@@ -334,12 +359,40 @@ class Stack:
         finally:
             db.dispose()
 
+    def secure_data_dir(self) -> list[ModeChange]:
+        """Make the data folder and its service folders owner-only (docs/security.md).
+
+        The data folder and every folder in it become 0700, every file 0600
+        (``ledger.secret_file.tighten_tree``); what was more open is changed and named in
+        one WARNING log line. Returns the changes.
+
+        Raises:
+            OSError: a file or folder is not the caller's to change.
+        """
+        data_dir = self.settings.data_dir
+        changes = make_private_dir(data_dir)
+        for sub in _SERVICE_DIRS:
+            (data_dir / sub).mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+        changes += [c for c in tighten_tree(data_dir) if c not in changes]
+        if changes:
+            shown = ", ".join(str(c) for c in changes[:_SHOWN_CHANGES])
+            more = len(changes) - _SHOWN_CHANGES
+            log.warning(
+                "made the data folder %s owner-only: %d modes changed (%s%s)",
+                data_dir,
+                len(changes),
+                shown,
+                f" and {more} more" if more > 0 else "",
+            )
+        return changes
+
     def write_callback_secret(self) -> Path:
         """Write the publishing API's callback HMAC key to ``callback_secret_file``.
 
-        The key is ``NOTARY_API_CALLBACK_SECRET`` when set, else the random one the API
-        keeps in its database (created now if the API has none yet), so the file always
-        holds the key the running API signs with.
+        The key is ``NOTARY_API_CALLBACK_SECRET`` when set, else the one the file holds,
+        else one the API kept in its database before (moved out of it), else a new random
+        one. The database keeps no copy (removed here), so the key is stored once and the
+        file always holds the key the running API signs with.
 
         Returns:
             the file's path.
@@ -353,7 +406,12 @@ class Stack:
             db.dispose()
 
     def _write_callback_secret(self, db: Database, api: ApiSettings) -> Path:
-        return write_secret_file(self.callback_secret_file, load_callback_secret(db, api))
+        stored = take_stored_callback_secret(db)
+        if api.callback_secret is not None:
+            key = api.callback_secret.get_secret_value().encode("utf-8")
+        else:
+            key = stored if stored is not None else secrets.token_hex(32).encode("ascii")
+        return write_secret_file(self.callback_secret_file, key)
 
     def _ensure_key(self, db: Database) -> str:
         path = self.api_key_file

@@ -75,6 +75,7 @@ from ledger.secret_file import (
 from ledger.serving import TlsServing, uvicorn_options
 from ledger.wallet.app import create_app as create_wallet_app
 from ledger.wallet.settings import WalletSettings
+from ledger.wallet_at_rest import WalletAtRest
 
 _RPC_USER = "notary"  # the RPC user when none is given
 _SERVICE_DIRS = ("node", "wallet", "api", "anchor")
@@ -124,6 +125,12 @@ class StackSettings(TlsServing):
     #: The API's worker calls the node and the wallet in process (module docstring); False:
     #: over loopback JSON-RPC, as a standalone API does.
     in_process_rpc: bool = True
+    #: The wallet at rest (``ledger.wallet_at_rest``): encrypted unless ``wallet_plain``;
+    #: its passphrase from ``wallet_passphrase`` (the environment), ``wallet_passphrase_file``
+    #: or ``<data_dir>/wallet-passphrase`` (generated at the first start, 0600).
+    wallet_plain: bool = False
+    wallet_passphrase: SecretStr | None = None
+    wallet_passphrase_file: Path | None = None
     #: The port of ``notary collect --listen`` (``NOTARY_CALLBACK_PORT`` of the pipeline):
     #: the one loopback port the API's callbacks may reach (docs/security.md).
     collector_port: int = Field(default=8092, ge=1, le=65535)
@@ -188,6 +195,18 @@ class Stack:
             **self._rpc_fields("rpc"),
             **self._rpc_fields("node_rpc"),
             **self._tls_fields(),
+            **self.wallet_at_rest().wallet_fields(),
+        )
+
+    def wallet_at_rest(self) -> WalletAtRest:
+        """How the wallet is kept at rest (``ledger.wallet_at_rest``, docs/security.md)."""
+        s = self.settings
+        return WalletAtRest(
+            data_dir=s.data_dir,
+            wallet_file=s.data_dir / "wallet" / "wallet.sqlite",
+            plain=s.wallet_plain,
+            passphrase=s.wallet_passphrase,
+            passphrase_file=s.wallet_passphrase_file,
         )
 
     def api_settings(self) -> ApiSettings:
@@ -345,9 +364,11 @@ class Stack:
 
     def prepare(self) -> str:
         """Create the data folders (owner-only, existing ones tightened: ``secure_data_dir``),
-        the development API account, the callback secret file (``write_callback_secret``)
+        settle the wallet's encryption at rest (``WalletAtRest.settle``: raises
+        ``WalletAtRestError``), the development API account, the callback secret file (``write_callback_secret``)
         and the RPC credentials file (module docstring); return the account's key."""
         self.secure_data_dir()
+        self.wallet_at_rest().settle()
         self._settle_rpc_credentials()
         api = self.api_settings()
         db = Database(api.resolved_database_url())

@@ -28,6 +28,7 @@ from pydantic import SecretStr, ValidationError
 from rich.markup import escape
 
 from flows.cli.commands.notarize import run_folder_flow
+from flows.cli.commands.wallet import WalletPassphraseFile
 from flows.cli.common import BlockTime, DataDir, console, err, fail
 from flows.cli.exit_codes import ExitCode
 from flows.cli.run_output import run_exit_code
@@ -38,6 +39,15 @@ if TYPE_CHECKING:
     from ledger.stack import Stack
 
 __all__ = ["demo", "register", "up"]
+
+PlainWallet = Annotated[
+    bool,
+    typer.Option(
+        "--plain-wallet",
+        help="Keep the wallet unencrypted at rest (its seed readable by whoever reads the "
+        "file); said at start.",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -136,20 +146,24 @@ def up(
             "NOTARY_NODE_TLS_CA_FILE / NOTARY_ANCHOR_TLS_CA_FILE.",
         ),
     ] = None,
+    wallet_passphrase_file: WalletPassphraseFile = None,
+    plain_wallet: PlainWallet = False,
 ) -> None:
     """Run the bundled node (8088), wallet (8089), publishing API (8090) and anchoring
     service (8091), and a Prefect server (4200), until Ctrl-C."""
     from flows.cli.prefect_server import PrefectServer
     from ledger.jsonrpc.credentials import CredentialsError
+    from ledger.wallet_at_rest import WalletAtRestError
 
     tls = {"tls_cert_file": tls_cert_file, "tls_key_file": tls_key_file, "tls_ca_file": tls_ca_file}
     options = _rpc_options(rpc_auth, rpc_user, rpc_password_file)
     options |= {name: value for name, value in tls.items() if value is not None}
+    options |= _wallet_options(wallet_passphrase_file, plain_wallet)
     try:
         stack = _stack(data_dir, block_time, host, **options)
         stack.prepare()
         credentials = stack.rpc_credentials()
-    except (CredentialsError, ValidationError) as exc:
+    except (CredentialsError, ValidationError, WalletAtRestError) as exc:
         fail(str(exc), ExitCode.USAGE)
     s = stack.settings
     console.print(
@@ -170,6 +184,7 @@ def up(
             f"JSON-RPC services locked: user {escape(credentials.user)}, credentials in "
             f"{stack.rpc_credentials_file}"
         )
+    _say_wallet_at_rest(stack)
     console.print(f"block time {block_time} s. Ctrl-C stops the services.")
     server = None
     if prefect:
@@ -191,6 +206,33 @@ def up(
         if server is not None:
             server.stop()
     console.print("stopped")
+
+
+def _wallet_options(passphrase_file: Path | None, plain: bool) -> dict[str, Any]:
+    """The ``StackSettings`` fields of ``--wallet-passphrase-file`` and ``--plain-wallet``
+    (only those given, so that ``NOTARY_STACK_WALLET_*`` still apply).
+
+    Raises:
+        typer.Exit: ``USAGE`` when both are given.
+    """
+    if plain and passphrase_file is not None:
+        fail("--plain-wallet cannot go with --wallet-passphrase-file", ExitCode.USAGE)
+    options: dict[str, Any] = {"wallet_plain": True} if plain else {}
+    if passphrase_file is not None:
+        options["wallet_passphrase_file"] = passphrase_file
+    return options
+
+
+def _say_wallet_at_rest(stack: Stack) -> None:
+    """The start-up line about the wallet's encryption at rest."""
+    at_rest = stack.wallet_at_rest()
+    if at_rest.plain:
+        err.print(
+            f"[yellow]note:[/yellow] wallet NOT encrypted at rest (--plain-wallet): "
+            f"{at_rest.wallet_file} holds its seed in clear"
+        )
+    else:
+        console.print(f"wallet encrypted at rest; passphrase in {at_rest.source()}")
 
 
 async def _serve_stack(stack: Stack, prefect_server: PrefectServer | None) -> None:
@@ -232,9 +274,13 @@ def demo(
     """Start the bundled stack, notarize FOLDER end to end, wait for the anchors, export
     the proofs and the verification page (DATA_DIR/proofs), show how to check one, stop."""
     from ledger.stack import StackThread
+    from ledger.wallet_at_rest import WalletAtRestError
 
     stack = _stack(data_dir, block_time)
-    stack.prepare()
+    try:
+        stack.prepare()
+    except WalletAtRestError as exc:
+        fail(str(exc), ExitCode.USAGE)
     thread = StackThread(stack)
     console.print(f"starting node, wallet and publishing API (block time {block_time} s)…")
     try:

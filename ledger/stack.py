@@ -59,6 +59,7 @@ from ledger.api.gateway import LedgerRpcClients
 from ledger.api.services import take_stored_callback_secret
 from ledger.api.settings import ApiSettings
 from ledger.backup import StoreSpec
+from ledger.exposure import ExposureError, client_host, exposure_problems
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.jsonrpc.local import LocalJsonRpcClient
 from ledger.jsonrpc.server import JsonRpcEndpoint
@@ -91,10 +92,14 @@ class StackSettings(TlsServing):
     that the whole pipeline completes in seconds; a real network uses 600 s).
 
     ``tls_cert_file`` and ``tls_key_file`` (``ledger.serving.TlsServing``) make the node,
-    the wallet and the anchoring service serve HTTPS only (their URLs become ``https://``;
-    the publishing API stays plain HTTP here, ``python -m ledger.api`` serves it over
-    TLS); ``tls_ca_file`` is the authority the stack's own clients trust for that
-    certificate (default: the system's store).
+    the wallet, the anchoring service and the publishing API serve HTTPS only (their URLs
+    become ``https://``); ``tls_ca_file`` is the authority the stack's own clients trust
+    for that certificate (default: the system's store).
+
+    ``host`` beyond loopback needs the JSON-RPC services locked and a certificate
+    (``ledger.exposure``: ``prepare`` raises ``ExposureError`` otherwise). The URLs
+    (``node_url``, ...) are where the stack's own clients dial: ``dial_host`` when given (the
+    certificate's name), else loopback for a wildcard ``host``, else ``host``.
     """
 
     model_config = SettingsConfigDict(
@@ -103,6 +108,7 @@ class StackSettings(TlsServing):
 
     data_dir: Path = Path(".notary")
     host: str = "127.0.0.1"
+    dial_host: str | None = None
     node_port: int = 8088
     wallet_port: int = 8089
     api_port: int = 8090
@@ -136,8 +142,10 @@ class StackSettings(TlsServing):
     collector_port: int = Field(default=8092, ge=1, le=65535)
 
     def url(self, port: int, path: str, *, tls: bool = False) -> str:
-        """``http://host:port/path`` (``https`` when ``tls``)."""
-        return f"{'https' if tls else 'http'}://{self.host}:{port}{path}"
+        """``http://<dial host>:port/path`` (``https`` when ``tls``; class docstring)."""
+        host = self.dial_host or client_host(self.host)
+        host = f"[{host}]" if ":" in host else host
+        return f"{'https' if tls else 'http'}://{host}:{port}{path}"
 
     @property
     def node_url(self) -> str:
@@ -149,7 +157,7 @@ class StackSettings(TlsServing):
 
     @property
     def api_url(self) -> str:
-        return self.url(self.api_port, "/v1")
+        return self.url(self.api_port, "/v1", tls=self.tls_enabled)
 
     @property
     def anchor_url(self) -> str:
@@ -227,7 +235,8 @@ class Stack:
             worker_poll_interval_s=min(0.5, s.block_time_s / 10),
             anchor_poll_interval_s=min(1.0, s.block_time_s / 2),
             callback_allowed_hosts=self.callback_targets(),
-            public_base_url=s.url(s.api_port, ""),
+            public_base_url=s.url(s.api_port, "", tls=s.tls_enabled),
+            **self._tls_fields(),
         )
         if settings.callback_secret is None and self.callback_secret_file.exists():
             kept = SecretStr(self.callback_secret_file.read_text().strip())
@@ -367,6 +376,7 @@ class Stack:
         settle the wallet's encryption at rest (``WalletAtRest.settle``: raises
         ``WalletAtRestError``), the development API account, the callback secret file (``write_callback_secret``)
         and the RPC credentials file (module docstring); return the account's key."""
+        self.check_exposure()
         self.secure_data_dir()
         self.wallet_at_rest().settle()
         self._settle_rpc_credentials()
@@ -379,6 +389,19 @@ class Stack:
             return key
         finally:
             db.dispose()
+
+    def check_exposure(self) -> None:
+        """Refuse a ``host`` beyond loopback without locked JSON-RPC services and TLS.
+
+        Raises:
+            ExposureError: what is missing (``ledger.exposure``, docs/security.md).
+            CredentialsError: malformed credentials.
+        """
+        s = self.settings
+        locked = s.rpc_auth is True or self.rpc_credentials() is not None
+        missing = exposure_problems(s.host, rpc_locked=locked, tls=s.tls_enabled)
+        if missing:
+            raise ExposureError(s.host, missing)
 
     def secure_data_dir(self) -> list[ModeChange]:
         """Make the data folder and its service folders owner-only (docs/security.md).
@@ -464,11 +487,12 @@ class Stack:
                 node=_local_client("node", node_app.state.jsonrpc, node_server, loop),
                 wallet=_local_client("wallet", wallet_app.state.jsonrpc, wallet_server, loop),
             )
-        api_app = create_api_app(self.api_settings(), rpc_clients=clients)
+        api = self.api_settings()
+        api_app = create_api_app(api, rpc_clients=clients)
         return [
             node_server,
             wallet_server,
-            _server(api_app, {"host": s.host, "port": s.api_port}),
+            _server(api_app, uvicorn_options(api)),
             _server(create_anchor_app(anchor), uvicorn_options(anchor)),
         ]
 
@@ -582,7 +606,7 @@ def wait_until_healthy(
     urls = {
         "node": settings.url(settings.node_port, "/health/ready", tls=tls),
         "wallet": settings.url(settings.wallet_port, "/health/ready", tls=tls),
-        "api": settings.url(settings.api_port, "/health/ready"),
+        "api": settings.url(settings.api_port, "/health/ready", tls=tls),
         "anchor": settings.url(settings.anchor_port, "/health/ready", tls=tls),
     }
     waiting = dict(urls)

@@ -157,13 +157,18 @@ class AuthFailureThrottle:
         more = "" if addresses <= _SHOWN_ADDRESSES else f" and {addresses - _SHOWN_ADDRESSES} more"
         seconds = now - (self._since if self._since is not None else now)
         line = (
-            f"refused {total} requests to {self.what} without valid credentials in "
-            f"{seconds:.0f} s ({self._throttled} of them throttled, 429) from {addresses} "
-            f"addresses: {busiest}{more}"
+            f"refused {_count(total, 'request')} to {self.what} without valid credentials "
+            f"in {seconds:.0f} s ({self._throttled} of them throttled, 429) from "
+            f"{_count(addresses, 'address')}: {busiest}{more}"
         )
         self._refused.clear()
         self._throttled, self._since = 0, None
         return line
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 request``, ``2 requests``, ``2 addresses``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}{'es' if noun.endswith('s') else 's'}"
 
 
 def _address(client: str | None) -> str:

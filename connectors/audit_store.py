@@ -40,6 +40,8 @@ existed (``MigrationError`` when existing tables do not match).
 
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy import text
 
 from connectors import migrations
@@ -68,7 +70,10 @@ from connectors.audit_models import (
 from connectors.audit_proofs import ProofsPart
 from connectors.audit_runs import RunsPart
 from connectors.migrations import MigrationError
+from connectors.store_modes import owner_only_sqlite
 from ledger.core.clock import Clock, SystemClock
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "ALL_STAGES",
@@ -116,6 +121,8 @@ class AuditStore(ProofsPart, CollectionsPart, RunsPart):
     Raises:
         ValueError: a backend other than SQLite or PostgreSQL, or ``schema`` on SQLite.
         MigrationError: the database holds tables that are not a recognisable audit store.
+        StoreExposedError: an SQLite file readable by others that cannot be made
+            owner-only (``connectors.store_modes``: it would expose the collection keys).
     """
 
     def __init__(
@@ -127,6 +134,7 @@ class AuditStore(ProofsPart, CollectionsPart, RunsPart):
         create_tables: bool = True,
         connect_retry_s: float = 30.0,
     ) -> None:
+        _owner_only(url)  # before a collection key is written (connectors.store_modes)
         engine = build_engine(url, schema=schema, connect_retry_s=connect_retry_s)
         super().__init__(engine, clock=clock or SystemClock())
         self._schema = schema
@@ -158,3 +166,13 @@ class AuditStore(ProofsPart, CollectionsPart, RunsPart):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _owner_only(url: str) -> None:
+    """Make an SQLite store owner-only, saying so when it was not (``store_modes``)."""
+    changes = owner_only_sqlite(url)
+    if changes:
+        _log.warning(
+            "made the audit store owner-only (it holds collection keys): %s",
+            ", ".join(str(c) for c in changes),
+        )

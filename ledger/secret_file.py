@@ -10,6 +10,7 @@ The data folder of the bundled stack and the pipeline holds secrets in its datab
 folder is owner-only (docs/security.md): ``make_private_dir`` creates a folder 0700 (or
 tightens an existing one), ``tighten_tree`` makes every folder under it 0700 and every
 file 0600 and returns what it changed (``ModeChange``), so the caller can say so, and
+``create_private_file`` creates a database file 0600 before SQLite does, and
 ``OWNER_ONLY_UMASK`` is the umask under which the ``notary`` command creates files
 (SQLite's ``-wal`` and ``-shm`` files, Prefect's database and logs included).
 
@@ -30,7 +31,9 @@ __all__ = [
     "PRIVATE_DIR_MODE",
     "SECRET_FILE_MODE",
     "ModeChange",
+    "create_private_file",
     "make_private_dir",
+    "tighten_file",
     "tighten_tree",
     "write_secret_file",
 ]
@@ -81,6 +84,23 @@ class ModeChange:
         return f"{self.path} {self.before:04o} -> {self.after:04o}"
 
 
+def create_private_file(path: Path) -> bool:
+    """Create ``path`` empty with mode 0600 unless it exists; True when created.
+
+    For a database about to be created by a library that would use the process's umask
+    (SQLite gives its ``-wal`` and ``-shm`` files the mode of the database file).
+
+    Raises:
+        OSError: the folder is missing or not writable.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, SECRET_FILE_MODE)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
 def make_private_dir(path: Path) -> list[ModeChange]:
     """Create ``path`` (and missing parents) and make ``path`` itself mode 0700.
 
@@ -125,6 +145,18 @@ def tighten_tree(root: Path) -> list[ModeChange]:
             if change is not None:
                 changes.append(change)
     return changes
+
+
+def tighten_file(path: Path, mode: int = SECRET_FILE_MODE) -> ModeChange | None:
+    """Set ``path``'s permission bits to ``mode`` (0600) when they differ.
+
+    Returns:
+        the change made, or None when the bits were already ``mode``.
+
+    Raises:
+        FileNotFoundError: no such file. OSError: not the caller's to change.
+    """
+    return _tighten(path, mode)
 
 
 def _tighten(path: Path, mode: int, info: os.stat_result | None = None) -> ModeChange | None:

@@ -69,6 +69,7 @@ from ledger.node.settings import NodeSettings
 from ledger.secret_file import (
     PRIVATE_DIR_MODE,
     ModeChange,
+    create_private_file,
     make_private_dir,
     tighten_tree,
     write_secret_file,
@@ -380,6 +381,7 @@ class Stack:
         self.secure_data_dir()
         self.wallet_at_rest().settle()
         self._settle_rpc_credentials()
+        self.create_stores({"api"})
         api = self.api_settings()
         db = Database(api.resolved_database_url())
         try:
@@ -408,7 +410,8 @@ class Stack:
 
         The data folder and every folder in it become 0700, every file 0600
         (``ledger.secret_file.tighten_tree``); what was more open is changed and named in
-        one WARNING log line. Returns the changes.
+        one WARNING log line (``create_stores`` makes the stores' files 0600 from the
+        start). Returns the changes.
 
         Raises:
             OSError: a file or folder is not the caller's to change.
@@ -429,6 +432,17 @@ class Stack:
                 f" and {more} more" if more > 0 else "",
             )
         return changes
+
+    def create_stores(self, names: set[str] | None = None) -> None:
+        """Create the SQLite files of the stores ``names`` (default: all) empty with mode
+        0600 when missing, before SQLite creates them with the process's umask; their
+        ``-wal`` and ``-shm`` files then get that mode too (SQLite gives them the
+        database file's). Stores outside the data folder are left to their owner."""
+        data_dir = self.settings.data_dir
+        for store in self.stores():
+            wanted = names is None or store.name in names
+            if wanted and store.path is not None and store.path.is_relative_to(data_dir):
+                create_private_file(store.path)
 
     def write_callback_secret(self) -> Path:
         """Write the publishing API's callback HMAC key to ``callback_secret_file``.
@@ -477,6 +491,7 @@ class Stack:
         without it, over their URLs.
         """
         s = self.settings
+        self.create_stores()
         node, wallet, anchor = self.node_settings(), self.wallet_settings(), self.anchor_settings()
         node_app, wallet_app = create_node_app(node), create_wallet_app(wallet)
         node_server = _server(node_app, uvicorn_options(node))

@@ -137,3 +137,26 @@ def test_an_encrypted_wallet_whose_passphrase_file_is_gone_is_refused(tmp_path: 
     stack.wallet_at_rest().generated_file.unlink()
     with pytest.raises(WalletAtRestError, match="--wallet-passphrase-file"):
         stack.prepare()
+
+
+def test_notary_wallet_encrypt_migrates_on_request_only(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from flows.cli.exit_codes import ExitCode
+
+    data = tmp_path / "data"
+    plain = _stack(data, wallet_plain=True)
+    plain.prepare()
+    publics = _open_wallet(plain)
+    runner = CliRunner()
+    up = runner.invoke(app, ["up", "--data-dir", str(data), "--no-prefect"], env={"COLUMNS": "300"})
+    assert up.exit_code == ExitCode.USAGE  # refused before serving: never silently migrated
+    assert "is not encrypted: run `notary wallet encrypt`" in " ".join(up.output.split())
+    done = runner.invoke(app, ["wallet", "encrypt", "--data-dir", str(data)])
+    assert done.exit_code == ExitCode.OK, done.output
+    assert "encrypted (3 secrets sealed); passphrase in" in done.output
+    assert wallet_file_encrypted(plain.wallet_at_rest().wallet_file) is True
+    assert _open_wallet(_stack(data)) == publics
+    again = runner.invoke(app, ["wallet", "encrypt", "--data-dir", str(data)])
+    assert again.exit_code == ExitCode.USAGE and "not a plain wallet" in again.output

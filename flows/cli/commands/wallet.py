@@ -46,10 +46,10 @@ def encrypt(
     from ledger.stack import Stack, StackSettings
     from ledger.wallet_at_rest import WalletAtRestError
 
-    fields = (
-        {} if wallet_passphrase_file is None else {"wallet_passphrase_file": wallet_passphrase_file}
-    )
-    at_rest = Stack(StackSettings(data_dir=data_dir, **fields)).wallet_at_rest()
+    settings = StackSettings(data_dir=data_dir)
+    if wallet_passphrase_file is not None:  # else NOTARY_STACK_WALLET_PASSPHRASE_FILE holds
+        settings = settings.model_copy(update={"wallet_passphrase_file": wallet_passphrase_file})
+    at_rest = Stack(settings).wallet_at_rest()
     try:
         count = at_rest.encrypt()
     except WalletAtRestError as exc:

@@ -1,6 +1,6 @@
 """The audit store's file is owner-only before it holds collection keys.
 
-Each collection's key (``connectors.audit_collections``) is the secret every document's
+Each collection's key (``connectors.audit.collections``) is the secret every document's
 commitment nonce is derived from; it is kept in the audit store, which is therefore
 owner-only (docs/security.md): on SQLite, ``owner_only_sqlite(url)`` makes the database
 file and its ``-wal``, ``-shm`` and ``-journal`` files mode 0600 when they are more open

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 import connectors.store_modes as store_modes
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from connectors.store_modes import StoreExposedError, owner_only_sqlite
 from flows.cli import app
 from flows.cli.exit_codes import ExitCode
@@ -41,7 +41,7 @@ def umask_022() -> Iterator[None]:
 
 
 def _register(store: AuditStore, name: str = "c") -> bytes:
-    record = store.collection(name, "aggregate", chain_namer=lambda *_: "ab" * 32)
+    record = store.collections.use(name, "aggregate", chain_namer=lambda *_: "ab" * 32)
     return record.key
 
 
@@ -64,9 +64,9 @@ def test_an_open_store_is_tightened_at_open_and_said_so(
     with AuditStore(url) as store:
         key = _register(store)
     path.chmod(0o644)
-    caplog.set_level(logging.WARNING, logger="connectors.audit_store")
+    caplog.set_level(logging.WARNING, logger="connectors.audit.store")
     with AuditStore(url) as store:
-        assert store.collection_key("c") == key
+        assert store.collections.key("c") == key
     assert mode(path) == 0o600
     lines = [r.getMessage() for r in caplog.records]
     assert lines == [
@@ -112,5 +112,5 @@ def test_backup_and_restore_carry_the_keys_owner_only(
     restored = fresh / "audit.sqlite"
     assert mode(restored) == 0o600
     with AuditStore(f"sqlite:///{restored}") as store:
-        restored_key = store.collection_key("c")
+        restored_key = store.collections.key("c")
     assert restored_key is not None and document_nonce(restored_key, DOCUMENT) == nonce

@@ -4,17 +4,18 @@ injected or a proxy is configured."""
 
 from __future__ import annotations
 
-import json
-from http.server import BaseHTTPRequestHandler
-
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from connectors.errors import AuthError, ServiceUnavailable
 from connectors.http_keepalive import KeepAlivePool
 from connectors.publishing import PublishingClient
 from connectors.publishing_transport import HttpxTransport, open_transport
-from tests.harness.servers import HttpServer
+from tests.harness.servers import AppServer
 
 SETTINGS = {"headers": {"user-key": "k"}, "timeout_s": 2.0, "max_connections": 2}
 
@@ -52,41 +53,33 @@ def test_a_proxied_route_gets_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
         transport.close()
 
 
-class _Reads(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    seen: list[tuple[str, str, str | None]] = []
+SEEN: list[tuple[str, str, str | None]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server naming)
-        type(self).seen.append(("GET", self.path, self.headers.get("user-key")))
-        if self.headers.get("user-key") != "k":
-            self._answer(403, {"message": "Authentication Failed"})
-        elif self.path == "/v1/":
-            self._answer(200, {"api_version": "1.0.11", "links": {}})
-        else:
-            self._answer(404, {"error": {"message": "Page Not Found"}})
 
-    def _answer(self, status: int, body: object) -> None:
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+async def _reads(request: Request) -> JSONResponse:
+    """Just enough of the API's reads: ``GET /v1/`` with the right key, else 403 or 404."""
+    raw_path = request.scope["raw_path"].decode()
+    SEEN.append((request.method, raw_path, request.headers.get("user-key")))
+    if request.headers.get("user-key") != "k":
+        return JSONResponse({"message": "Authentication Failed"}, status_code=403)
+    if request.url.path == "/v1/":
+        return JSONResponse({"api_version": "1.0.11", "links": {}})
+    return JSONResponse({"error": {"message": "Page Not Found"}}, status_code=404)
 
-    def log_message(self, *args: object) -> None:
-        pass
+
+READS = Starlette(routes=[Route("/{path:path}", _reads)])
 
 
 def test_reads_go_over_the_lean_pool_with_the_same_answers_and_errors() -> None:
-    _Reads.seen = []
-    with HttpServer(_Reads) as server, PublishingClient(f"{server.url}/v1", "k") as client:
+    SEEN.clear()
+    with AppServer(READS) as server, PublishingClient(f"{server.url}/v1", "k") as client:
         assert isinstance(client._transport, KeepAlivePool)
         assert client.info()["api_version"] == "1.0.11"
         assert client.get_chain("../x") is None  # 404 allowed: absent
         with PublishingClient(f"{server.url}/v1", "wrong") as denied, pytest.raises(AuthError):
             denied.info()
-    assert ("GET", "/v1/", "k") in _Reads.seen
-    assert ("GET", "/v1/chains/..%2Fx", "k") in _Reads.seen  # one quoted path segment
+    assert ("GET", "/v1/", "k") in SEEN
+    assert ("GET", "/v1/chains/..%2Fx", "k") in SEEN  # quoted into one path segment
 
 
 def test_a_refused_read_is_retryable_and_not_sent() -> None:

@@ -21,12 +21,13 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from connectors.audit_store import NotarizationRow
+from connectors.audit import NotarizationRow
 from ledger.core.commitment import document_nonce
 from ledger.core.entry import Entry
 from ledger.core.pow.params import PowParams
 from ledger.core.proof.bundle import Aggregation, ProofBundle, build_bundle
 from ledger.core.proof.verify import verify_bundle
+from ledger.core.timestamps.bundle_part import TimestampsPart
 from tasks.documents import notarization_entry
 
 __all__ = [
@@ -87,17 +88,19 @@ def bundle_for(
     anchor_proof: Mapping[str, Any],
     collection_key: bytes | None = None,
     policy: PowParams | None = None,
+    timestamps: TimestampsPart | None = None,
 ) -> ProofBundle:
     """Build and verify the bundle of the document of ``row``.
 
     Args:
         row: a document's notarization: a clear row (version-1 bundle), a commitment row
             or a batch member (``is_member``; version 2). A batch row itself is no
-            document: pass one of its members (``AuditStore.batch_members``).
+            document: pass one of its members (``AuditStore.batches.members``).
         receipt, dblock_raw, anchor_proof: the notarization's stored receipt, its directory
             block bytes and the anchor proof of that block.
         collection_key: the collection's secret key (private rows: derives the nonce).
         policy: proof-of-work policy of the anchor check (default: the bundled chain's).
+        timestamps: the block's independent timestamps (a version-3 bundle).
 
     Raises:
         ProofError: the parts do not prove the document (names the failing step).
@@ -123,6 +126,7 @@ def bundle_for(
         anchor_proof=anchor_proof,
         commitment_nonce=nonce,
         aggregation=aggregation,
+        timestamps=timestamps,
     )
     verify_bundle(bundle, document_sha256=bytes.fromhex(row.sha256), policy=policy)
     return bundle

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from starlette.applications import Starlette
@@ -28,6 +29,9 @@ from ledger.anchor.rpc import build_registry
 from ledger.anchor.service import AnchorService
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchorState
+from ledger.anchor.timestamp_rpc import register_timestamp_methods
+from ledger.anchor.timestamp_store import TimestampStore
+from ledger.anchor.timestamping import TsaRequester, add_timestamp_observability, tsa_access
 from ledger.anchor.writer import LedgerWriter
 from ledger.core.addresses import seed_from_ec_secret
 from ledger.core.clock import Clock, SystemClock
@@ -54,22 +58,33 @@ class AnchorRuntime:
     node: AsyncJsonRpcClient
     service: AnchorService
     mining: MiningProcess | None = None
+    #: RFC 3161 tokens of the anchored blocks (``ledger.anchor.timestamping``); the
+    #: requester only when TSAs are configured.
+    timestamps: TimestampStore | None = None
+    stamper: TsaRequester | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Mine (the bundled chain) and anchor until ``stop`` is set."""
-        if not isinstance(self.backend, EmbeddedPowBackend):
-            await self.service.run(stop)
-            return
-        miner = self.backend.run_miner(
-            stop,
-            interval_s=self.settings.pow_block_time_s,
-            depth=self.settings.confirmations,
-            idle_interval_s=self.settings.pow_idle_block_time_s,
-        )
-        await asyncio.gather(miner, self.service.run(stop))
+        """Mine (the bundled chain), anchor (and ask the TSAs) until ``stop`` is set."""
+        loops: list[Coroutine[Any, Any, None]] = [self.service.run(stop)]
+        if isinstance(self.backend, EmbeddedPowBackend):  # a Bitcoin node's chain is mined
+            loops.append(
+                self.backend.run_miner(
+                    stop,
+                    interval_s=self.settings.pow_block_time_s,
+                    depth=self.settings.confirmations,
+                    idle_interval_s=self.settings.pow_idle_block_time_s,
+                )
+            )
+        if self.stamper is not None:
+            loops.append(self.stamper.run(stop, interval_s=self.settings.poll_interval_s))
+        await asyncio.gather(*loops)
 
     async def aclose(self) -> None:
         await self.node.aclose()
+        if self.stamper is not None:
+            await self.stamper.aclose()
+        if self.timestamps is not None:
+            self.timestamps.close()
         self.state.close()
         if self.chain is not None:
             self.chain.close()
@@ -134,7 +149,14 @@ def build_runtime(
     service = AnchorService(
         settings, backend=backend, state=state, node=node, writer=writer, signer=signer
     )
-    return AnchorRuntime(settings, chain, backend, state, node, service, mining)
+    timestamps = TimestampStore(settings.state_path, synchronous=settings.sqlite_synchronous)
+    access = tsa_access(settings)
+    stamper = None
+    if access is not None:
+        stamper = TsaRequester(access, anchors=state, store=timestamps, clock=clock)
+    return AnchorRuntime(
+        settings, chain, backend, state, node, service, mining, timestamps, stamper
+    )
 
 
 def create_app(
@@ -166,8 +188,11 @@ def create_app(
 
     observability = Observability.create("anchor", requests_prefix="notary_anchor_http")
     calls = RpcCallMetrics(observability.registry, "notary_anchor")
+    registry = build_registry(runtime.service, runtime.chain)
+    assert runtime.timestamps is not None
+    register_timestamp_methods(registry, runtime.timestamps)
     app = create_jsonrpc_app(
-        ObservedRegistry(build_registry(runtime.service, runtime.chain), calls.observe),
+        ObservedRegistry(registry, calls.observe),
         path="/v2",
         error_http_status=400,
         max_body_bytes=settings.max_body_bytes,
@@ -185,5 +210,7 @@ def create_app(
         state=runtime.state,
         node=runtime.node,
     )
+    if runtime.stamper is not None:
+        add_timestamp_observability(app.state.observability, runtime.stamper)
     app.add_middleware(ObservabilityMiddleware, observability=observability)
     return app

@@ -13,6 +13,28 @@ import pytest
 import ledger.core
 
 EXPECTED = {
+    "ledger.core.timestamps.errors": {"Check", "TimestampError", "TimestampRejected"},
+    "ledger.core.timestamps.rfc3161": {
+        "TimestampVerdict",
+        "build_request",
+        "response_from_token",
+        "token_from_response",
+        "verify_response",
+        "verify_token",
+    },
+    "ledger.core.timestamps.tsa_chain": {
+        "TsaTrust",
+        "check_carried_certificates",
+        "check_signer_certificate",
+    },
+    "ledger.core.timestamps.bundle_part": {
+        "Rfc3161Token",
+        "TimestampCheck",
+        "TimestampsPart",
+        "check_timestamps",
+        "token_certificates",
+        "tokens_from_answer",
+    },
     "ledger.core.errors": {
         "AddressError",
         "DecodeError",
@@ -47,7 +69,12 @@ EXPECTED = {
         "target_to_bits",
     },
     "ledger.core.pow.merkle": {"merkle_path", "merkle_root", "root_from_path"},
-    "ledger.core.pow.params": {"PowParams"},
+    "ledger.core.pow.params": {
+        "DEV_POW_CHAIN_NAME",
+        "DEV_POW_CONFIRMATIONS",
+        "DEV_POW_DIFFICULTY_BITS",
+        "PowParams",
+    },
     "ledger.core.pow.tx": {
         "NULL_TXID",
         "OP_RETURN",

@@ -190,7 +190,6 @@ def up(
             "NOTARY_NODE_TLS_CA_FILE / NOTARY_ANCHOR_TLS_CA_FILE.",
         ),
     ] = None,
-<<<<<<< HEAD
     anchor_chain: Annotated[
         str | None,
         typer.Option(
@@ -228,7 +227,6 @@ def up(
             "--anchor-coin", help="'bitcoin' (default) or 'litecoin': names the chain in proofs."
         ),
     ] = None,
-=======
     tsa: Annotated[
         list[str] | None,
         typer.Option(
@@ -244,7 +242,6 @@ def up(
     ] = None,
     wallet_passphrase_file: WalletPassphraseFile = None,
     plain_wallet: PlainWallet = False,
->>>>>>> main
 ) -> None:
     """Run the bundled node (8088), wallet (8089), publishing API (8090) and anchoring
     service (8091), and a Prefect server (4200), until Ctrl-C."""
@@ -256,7 +253,6 @@ def up(
     tls = {"tls_cert_file": tls_cert_file, "tls_key_file": tls_key_file, "tls_ca_file": tls_ca_file}
     options = _rpc_options(rpc_auth, rpc_user, rpc_password_file)
     options |= {name: value for name, value in tls.items() if value is not None}
-<<<<<<< HEAD
     anchor = {
         "anchor_chain": anchor_chain,
         "anchor_rpc_url": anchor_rpc_url,
@@ -267,21 +263,15 @@ def up(
         "anchor_coin": anchor_coin,
     }
     options |= {name: value for name, value in anchor.items() if value is not None}
-=======
     options |= _tsa_options(tsa, tsa_ca)
     options |= _wallet_options(wallet_passphrase_file, plain_wallet)
     prefect_auth = _prefect_auth(prefect_host, prefect_auth_file) if prefect else None
->>>>>>> main
     try:
         stack = _stack(data_dir, block_time, host, **options)
         stack.prepare()
         credentials = stack.rpc_credentials()
-<<<<<<< HEAD
         stack.anchor_settings().btc_access()  # a bad password file or user: usage error
-    except (CredentialsError, ValidationError, OSError) as exc:
-=======
-    except (CredentialsError, ValidationError, WalletAtRestError, ExposureError) as exc:
->>>>>>> main
+    except (CredentialsError, ValidationError, WalletAtRestError, ExposureError, OSError) as exc:
         fail(str(exc), ExitCode.USAGE)
     s = stack.settings
     console.print(
@@ -305,17 +295,14 @@ def up(
             f"JSON-RPC services locked: user {escape(credentials.user)}, credentials in "
             f"{stack.rpc_credentials_file}"
         )
-<<<<<<< HEAD
     if s.anchor_chain == "bitcoin-rpc":
         node = httpx.URL(s.anchor_rpc_url)  # host and port only: a URL may hold a password
         console.print(
             f"anchoring in the {s.anchor_coin} node at {escape(f'{node.host}:{node.port}')}"
         )
-=======
     if s.tsa_urls:
         console.print(f"RFC 3161 tokens from {len(s.tsa_urls)} TSA(s), trusted by {s.tsa_ca_file}")
     _say_wallet_at_rest(stack)
->>>>>>> main
     console.print(f"block time {block_time} s. Ctrl-C stops the services.")
     server = None
     if prefect:

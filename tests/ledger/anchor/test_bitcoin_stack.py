@@ -76,8 +76,10 @@ class Hook:
 def test_the_stack_anchors_in_litecoin(tmp_path: Path, litecoin_node: LitecoinNode) -> None:
     password_file = tmp_path / "litecoin-password"
     password_file.write_text(litecoin_node.password)
+    hook = Hook()
     settings = stack_settings(
         tmp_path / "data",
+        collector_port=hook.port,  # the one loopback port the API's callbacks may reach
         anchor_confirmations=CONFIRMATIONS,
         anchor_chain="bitcoin-rpc",
         anchor_rpc_url=litecoin_node.url,
@@ -89,7 +91,6 @@ def test_the_stack_anchors_in_litecoin(tmp_path: Path, litecoin_node: LitecoinNo
     )
     stack = Stack(settings)
     key = stack.prepare()
-    hook = Hook()
     thread = StackThread(stack)
     entered_block: dict[str, float] = {}
     anchored_at: dict[str, float] = {}

@@ -146,6 +146,7 @@ def _stream(summary: RunSummary, services: Services, recorder: Recorder, root: P
                 "workers": settings.hash_workers,
                 "root": str(root),
                 "small_files": settings.hash_small_files,
+                "attempts": settings.hash_attempts,
             }
             in_flight.append((window, runner.submit(hash_batch, params)))
             if len(in_flight) >= WINDOWS_IN_FLIGHT:

@@ -155,6 +155,7 @@ def _hash_and_record(
             workers=settings.hash_workers,
             root=str(base),
             small_files=settings.hash_small_files,
+            attempts=settings.hash_attempts,
         ).items
         docs = summary.add_hashed(batch, results)
         recorder.add(docs)

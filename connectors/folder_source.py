@@ -131,8 +131,29 @@ def is_storable_path(relative_path: str) -> bool:
 
 
 def display_path(relative_path: str) -> str:
-    """A printable form of a path for messages: bytes that are not UTF-8 become ``\\xNN``."""
-    return relative_path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """The one printable form of a path, for every message, note and log line that names
+    a file: one line, and each path shown differently.
+
+    A backslash is doubled; a newline, carriage return or tab becomes ``\\n``, ``\\r``,
+    ``\\t``; every other control character becomes ``\\xNN`` (C0, DEL) or ``\\uNNNN`` (C1,
+    the Unicode line and paragraph separators); bytes that are not UTF-8 (lone surrogates
+    from ``os``) become ``\\xNN`` (``\\x80`` to ``\\xff``). Everything else is shown as it
+    is.
+    """
+    shown = _UNPRINTABLE.sub(_escape_char, relative_path)
+    return shown.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+_UNPRINTABLE = re.compile(r"[\\\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
 
 
 def scan(

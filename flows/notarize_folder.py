@@ -20,7 +20,7 @@ from prefect.futures import PrefectFuture
 from prefect.utilities.annotations import quote
 
 from connectors.audit_store import CollectionRecord, RunStatus
-from connectors.folder_source import ScanEntry, display_path, scan, source_name
+from connectors.folder_source import ScanEntry, scan, source_name
 from flows.collector import fewer_collections
 from flows.pipeline import (
     Recorder,
@@ -123,7 +123,7 @@ def _stream(summary: RunSummary, services: Services, recorder: Recorder, root: P
 
     def refused(relative_path: str, reason: str) -> None:
         summary.refused += 1
-        summary.note(f"{display_path(relative_path)}: {reason}")
+        summary.note(f"{relative_path}: {reason}")  # display_path made it printable
 
     settings = services.settings
     in_flight: deque[tuple[list[ScanEntry], PrefectFuture[ResultList[HashResult]]]] = deque()

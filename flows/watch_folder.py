@@ -35,7 +35,12 @@ from connectors.audit_store import (
     DocumentIn,
     RunStatus,
 )
-from connectors.folder_source import DEFAULT_IGNORE_PATTERNS, ScanEntry, source_name
+from connectors.folder_source import (
+    DEFAULT_IGNORE_PATTERNS,
+    ScanEntry,
+    display_path,
+    source_name,
+)
 from connectors.folder_watch import FolderWatcher, ReadyFile, WatchOptions, move_to_done
 from flows.collector import fewer_collections
 from flows.pipeline import (
@@ -132,7 +137,7 @@ def _entries(summary: RunSummary, base: Path, paths: Sequence[str]) -> list[Scan
             st = path.lstat()
         except (ValueError, OSError) as exc:
             summary.hash_errors += 1
-            summary.note(f"{raw}: {exc}")
+            summary.note(f"{display_path(raw)}: {type(exc).__name__}")
             continue
         entries.append(ScanEntry(rel, path, st.st_size, st.st_mtime))
     return entries
@@ -363,8 +368,9 @@ class _BatchHandler:
             if move_to_done(file, done) is not None:
                 self._totals.moved += 1
         except OSError as exc:
-            self._totals.note(f"cannot move {file.path} to {done}: {exc}")
-            logger.warning("cannot move %s to %s: %s", file.path, done, exc)
+            shown = display_path(str(file.path))
+            self._totals.note(f"cannot move {shown} to {display_path(str(done))}: {exc.strerror}")
+            logger.warning("cannot move %s to %s: %s", shown, display_path(str(done)), exc.strerror)
 
 
 def _by_root(batch: Sequence[ReadyFile]) -> dict[Path, list[ReadyFile]]:

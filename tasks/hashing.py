@@ -180,9 +180,7 @@ def _hash_checked(
             pass
         finally:
             os.close(fd)
-    raise FileChangedError(
-        errno.EAGAIN, f"{CHANGED_WHILE_HASHED} ({attempts} attempts)", display
-    )
+    raise FileChangedError(errno.EAGAIN, f"{CHANGED_WHILE_HASHED} ({attempts} attempts)", display)
 
 
 def _buffer() -> memoryview:
@@ -297,15 +295,21 @@ def _hash_below(path: StrPath, folder: _Folder, attempts: int) -> HashResult:
             name=name,
         )
     except OSError as exc:
-        return HashResult(path, error=f"{type(exc).__name__}: {exc}")
+        return HashResult(path, error=_error_text(exc))
     return HashResult(path, sha256=sha, size_bytes=size)
+
+
+def _error_text(exc: OSError) -> str:
+    """``"<ExceptionType>: <reason>"`` of a file that could not be hashed (its path is
+    named by whoever shows the error, ``connectors.folder_source.display_path``)."""
+    return f"{type(exc).__name__}: {exc.strerror or exc}"
 
 
 def _hash_one(path: StrPath, attempts: int) -> HashResult:
     try:
         sha, size = hash_file(path, attempts=attempts)
     except OSError as exc:
-        return HashResult(path, error=f"{type(exc).__name__}: {exc}")
+        return HashResult(path, error=_error_text(exc))
     return HashResult(path, sha256=sha, size_bytes=size)
 
 
@@ -378,7 +382,7 @@ def hash_files(
     try:
         root_fd = open_root(root)
     except OSError as exc:
-        return [HashResult(p, error=f"{type(exc).__name__}: {exc}") for p in paths]
+        return [HashResult(p, error=_error_text(exc)) for p in paths]
     try:
         return _hash_runs(paths, max_workers, root_fd, small=small, attempts=attempts)
     finally:
@@ -406,7 +410,5 @@ def _hash_runs(
         return _pool(1).submit(_hash_run, paths, root_fd, attempts).result()
     size = max(1, min(_RUN_FILES, len(paths) // (4 * workers)))
     runs = [paths[i : i + size] for i in range(0, len(paths), size)]
-    results = _pool(max_workers).map(
-        _hash_run, runs, [root_fd] * len(runs), [attempts] * len(runs)
-    )
+    results = _pool(max_workers).map(_hash_run, runs, [root_fd] * len(runs), [attempts] * len(runs))
     return [result for run in results for result in run]

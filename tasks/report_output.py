@@ -15,6 +15,7 @@ import json
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 from urllib.parse import quote
@@ -40,9 +41,9 @@ class ProofLinks:
     def _href(self, relative: PurePosixPath | str) -> str:
         return quote(str(PurePosixPath(self.base) / relative))
 
-    def bundle(self, collection: str, path: str, sha256: str) -> str:
-        """The URL (relative, percent-encoded) of a document's bundle."""
-        return self._href(bundle_relpath(collection, path, sha256))
+    def bundle(self, collection: str, path: str, sha256: str, notarized_at: datetime) -> str:
+        """The URL (relative, percent-encoded) of a document version's bundle."""
+        return self._href(bundle_relpath(collection, path, sha256, notarized_at))
 
     @property
     def page(self) -> str:
@@ -254,7 +255,7 @@ def _proof_cell(row: Any, proofs: ProofLinks) -> str:
     """Links of an anchored document: its bundle and the page (other stages: nothing)."""
     if row.stage != "anchor":
         return ""
-    bundle = proofs.bundle(row.collection, row.path, row.sha256)
+    bundle = proofs.bundle(row.collection, row.path, row.sha256, row.created_at)
     return f'<a href="{_e(bundle)}">bundle</a> · <a href="{_e(proofs.page)}">verify</a>'
 
 

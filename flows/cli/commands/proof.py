@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from flows.cli.common import DataDir, check_api_key, console, err, fail_unreachable
 from flows.cli.exit_codes import ExitCode
@@ -68,6 +69,10 @@ def proof_export(
     except ConnectorError as exc:
         fail_unreachable(exc)
     console.print(f"wrote {len(outcome.written)} bundles to {out}")
+    if outcome.unchanged:
+        console.print(f"{len(outcome.unchanged)} bundles were there already, unchanged")
+    if outcome.index is not None:
+        console.print(f"index of the bundles: {outcome.index}")
     if outcome.pages:
         console.print(f"wrote {len(outcome.pages)} pages with their bundle built in")
     if outcome.page is not None:
@@ -77,6 +82,10 @@ def proof_export(
             f"{outcome.not_anchored} documents are not anchored yet (run `notary collect`)"
         )
     for message in outcome.failed[:10]:
-        err.print(f"[red]failed:[/red] {message}")
-    incomplete = outcome.failed or outcome.not_anchored
+        err.print(f"[red]failed:[/red] {escape(message)}")
+    for message in outcome.refused[:10]:
+        err.print(f"[red]not overwritten:[/red] {escape(message)}")
+    if len(outcome.refused) > 10:
+        err.print(f"... and {len(outcome.refused) - 10} more not overwritten")
+    incomplete = outcome.failed or outcome.not_anchored or outcome.refused
     raise typer.Exit(ExitCode.INCOMPLETE if incomplete else ExitCode.OK)

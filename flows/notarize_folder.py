@@ -33,6 +33,7 @@ from flows.pipeline import (
     wait_ledger,
     windows,
 )
+from flows.run_heartbeat import RunHeartbeat
 from flows.run_summary import RunSummary, finish_counts, publish_artifact
 from flows.settings import PipelineSettings
 from tasks.hashing import HashResult
@@ -84,13 +85,17 @@ def notarize_folder(
         record = open_collection(services, name)
         summary = RunSummary(str(root), name, record.chain_id)
         run_id = services.store.start_run(
-            "notarize_folder", parameters={"folder": str(root), "collection": name}
+            "notarize_folder",
+            parameters={"folder": str(root), "collection": name},
+            stale_after_s=settings.run_stale_s,
         )
         status: RunStatus = "failed"
+        beat = RunHeartbeat(services.store, run_id, interval_s=settings.run_heartbeat_s)
         try:
             _run(summary, services, record, root=root, wait=wait_for_ledger_stage)
             status = "completed"
         finally:
+            beat.stop()
             finish_counts(summary, services.store)
             services.store.finish_run(run_id, counts=summary.as_dict(), status=status)
     publish_artifact(summary, key="notarize-folder-summary", title=f"Notarization of {root}")

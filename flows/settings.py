@@ -56,6 +56,12 @@ class PipelineSettings(BaseSettings):
             when no mode is set, a registered collection goes on in its own mode.
         aggregate_batch_size: documents per batch entry in ``aggregate`` mode (>= 1).
         hash_workers: threads hashing files at once inside one batch.
+        run_heartbeat_s: seconds between two heartbeats of a running flow run in the audit
+            store (``flows.run_heartbeat``).
+        run_stale_s: a run still ``running`` whose heartbeat is older than this (seconds;
+            several heartbeats) is marked ``crashed`` by the next run or ``collect``; a
+            run of this host whose process is gone is marked at once
+            (``connectors.audit_runs``).
         hash_attempts: passes over a file that changes while it is hashed (its size,
             modification or change time, inode or device move between opening it and
             reading its end) before it is recorded as the per-file error "changed while
@@ -127,6 +133,8 @@ class PipelineSettings(BaseSettings):
     aggregate_batch_size: int = Field(default=10_000, ge=1, le=1_000_000)
     hash_workers: int = Field(default=4, ge=1, le=64)
     hash_attempts: int = Field(default=3, ge=1, le=100)
+    run_heartbeat_s: float = Field(default=30.0, gt=0)
+    run_stale_s: float = Field(default=300.0, gt=0)
     hash_small_files: SmallFilesIn = "process"
     task_runner: TaskRunnerName = "threads"
     dask_address: str | None = None

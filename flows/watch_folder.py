@@ -51,6 +51,7 @@ from flows.pipeline import (
     open_services,
     publish_pending,
 )
+from flows.run_heartbeat import RunHeartbeat
 from flows.run_summary import RunSummary, finish_counts
 from flows.settings import PipelineSettings
 from tasks.publish import ensure_collection_chain
@@ -96,12 +97,15 @@ def notarize_files(
         run_id = services.store.start_run(
             "notarize_files",
             parameters={"root": str(base), "collection": name, "files": len(paths)},
+            stale_after_s=settings.run_stale_s,
         )
         status: RunStatus = "failed"
+        beat = RunHeartbeat(services.store, run_id, interval_s=settings.run_heartbeat_s)
         try:
             stages = _run(summary, services, record, base=base, paths=paths)
             status = "completed"
         finally:
+            beat.stop()
             finish_counts(summary, services.store)
             services.store.finish_run(run_id, counts=summary.as_dict(), status=status)
     return summary.as_dict() | {"file_stages": stages}

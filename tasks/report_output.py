@@ -99,6 +99,7 @@ def _headline(s: Mapping[str, Any]) -> list[tuple[str, Any]]:
         ("re-verification ok", s["reverify_ok"]),
         ("re-verification rejected", s["reverify_rejected"]),
         ("re-verification unavailable", s["reverify_unavailable"]),
+        ("runs crashed", len(s.get("runs_crashed") or ())),
     ]
 
 
@@ -184,6 +185,8 @@ def render_html(report: Report, *, proofs: ProofLinks | None = None) -> str:
         _problems_section(report),
         "<h2>Re-verification of stored receipts against the node</h2>",
         _table(report.reverification, empty="No receipt was re-verified."),
+        "<h2>Runs that crashed</h2>",
+        _crashed_runs(s.get("runs_crashed") or []),
         "<h2>Batches</h2>",
         "<p class=muted>One ledger entry per batch carries the root of its documents' "
         "tree; each document below has the stage of its batch and its own proof.</p>",
@@ -201,12 +204,20 @@ def render_html(report: Report, *, proofs: ProofLinks | None = None) -> str:
     )
 
 
+def _crashed_runs(runs: list[Mapping[str, Any]]) -> str:
+    """The runs found crashed (killed before they finished) that started in the period."""
+    columns = ["id", "flow", "host", "pid", "started_at", "heartbeat_at", "reason"]
+    frame = pd.DataFrame([{c: run.get(c) for c in columns} for run in runs], columns=columns)
+    return _table(frame, empty="No run crashed: every run finished and recorded its counts.")
+
+
 def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
 def _cards(s: Mapping[str, Any]) -> str:
     bad = {"failed", "overdue", "re-verification rejected", "re-verification unavailable"}
+    bad.add("runs crashed")
     items = [(k, v) for k, v in _headline(s)] + [(f"at {k}", v) for k, v in s["stages"].items()]
     cards = [
         f'<div class="card{" bad" if k in bad and v else ""}"><b>{_e(v)}</b>{_e(k)}</div>'

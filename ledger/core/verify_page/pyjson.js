@@ -1,6 +1,6 @@
 /*
  * JSON read as Python's json.loads reads it, and Python's repr() of what it reads: the
- * part of the verification page that makes its step 0 mean what ledger/core/proof.py's
+ * part of the verification page that makes its step 0 mean what ledger/core/proof/bundle.py's
  * does (see verify.js).
  *
  * Values keep Python's types: objects are Maps (duplicate keys: the last wins), integers

@@ -56,7 +56,7 @@
 
   // -- the trust policy ------------------------------------------------------------------------
 
-  /** `PowParams()`: the bundled development chain (ledger/anchor/pow/params.py). */
+  /** `PowParams()`: the bundled development chain (ledger/core/pow/params.py). */
   const DEFAULT_POLICY = Object.freeze({
     chain: "notary-devnet-pow",
     difficultyBits: 16,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.hashing import SMALL_FILE_BYTES, HashResult, hash_file, hash_files
+from tasks.hashing import SMALL_FILE_BYTES, HashResult, hash_file, hash_file_below, hash_files
 from tests.tasks.torn_reads import Race, settle_in_the_past
 
 MIB = 1024 * 1024
@@ -54,13 +54,16 @@ def hashed(tmp_path: Path, path: Path, how: str) -> HashResult:
         (result,) = hash_files([path.name], root=tmp_path, max_workers=1)
         return result
     try:
-        digest, size = hash_file(path)
+        if how == "one below root":
+            digest, size = hash_file_below(tmp_path, path.name)
+        else:
+            digest, size = hash_file(path)
     except OSError as exc:
         return HashResult(path, error=f"{type(exc).__name__}: {exc}")
     return HashResult(path, sha256=digest, size_bytes=size)
 
 
-@pytest.mark.parametrize("how", ["below root", "by path"])
+@pytest.mark.parametrize("how", ["below root", "one below root", "by path"])
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["small", "large"])
 @pytest.mark.parametrize("action", ["rewrite", "append", "truncate"])
 def test_a_file_changed_once_while_hashed_gets_the_hash_of_a_real_version(
@@ -84,7 +87,7 @@ def test_a_file_changed_once_while_hashed_gets_the_hash_of_a_real_version(
     assert result.size_bytes == len(real[result.sha256])
 
 
-@pytest.mark.parametrize("how", ["below root", "by path"])
+@pytest.mark.parametrize("how", ["below root", "one below root", "by path"])
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["small", "large"])
 def test_a_file_that_never_settles_is_an_error_changed_while_hashed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str, size: int

@@ -5,8 +5,13 @@ command line around it. ``--html`` also writes the verification page (``verify.h
 docs/proof-bundle.md) into the folder; ``--html-pages`` also a page per document with its
 bundle built in.
 
+Each version of each document gets a file of its own, never written over another file
+(names and the index ``index.json``: ``flows.cli.proof_export``, README "Export names");
+the count printed is the count of files written.
+
 Exit codes (``ExitCode``): 0 every document has its bundle; 1 documents are not anchored
-yet or a bundle failed verification; 2 no API key; 3 the services could not be reached.
+yet, a bundle failed verification or its name is taken by another file; 2 no API key; 3
+the services could not be reached.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ def proof_export(
         typer.Option(
             "--html-pages",
             help="Also write a page per document with its bundle built in "
-            "(<path>.verify.html beside <path>.proof.json); implies --html.",
+            "(<path>.<version>.verify.html beside its .proof.json); implies --html.",
         ),
     ] = False,
 ) -> None:

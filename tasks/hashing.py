@@ -48,7 +48,6 @@ from connectors.folder_source import (
     open_file_at,
     open_regular,
     open_root,
-    signature_of,
 )
 
 __all__ = [
@@ -174,7 +173,7 @@ def _hash_checked(
         try:
             digest, size = _digest(fd, st.st_size)
             if size == st.st_size:
-                check_unchanged(fd, signature_of(st), display=display, dir_fd=dir_fd, name=name)
+                check_unchanged(fd, st, display=display, dir_fd=dir_fd, name=name)
                 return digest, size
         except FileChangedError:
             pass

@@ -66,14 +66,14 @@ def collect_proofs(
     """
     settings = settings or PipelineSettings()
     with open_services(settings) as services:
-        run_id = services.store.start_run(
+        run_id = services.store.runs.start(
             "collect_proofs",
             parameters={"collection": collection},
             stale_after_s=settings.run_stale_s,
         )
         with RunHeartbeat(services.store, run_id, interval_s=settings.run_heartbeat_s):
             result = _collect(services, collection)
-        services.store.finish_run(run_id, counts=result, status="completed")
+        services.store.runs.finish(run_id, counts=result, status="completed")
     return result
 
 
@@ -92,7 +92,7 @@ def _collect(services: Services, collection: str | None) -> dict[str, Any]:
     except ConnectorError as exc:
         # The ledger sweep's work is recorded; anchors wait for the next sweep.
         anchor = AnchorSweep(errors=[f"anchor stage skipped: {exc}"])
-    counts = services.store.summary(collection)
+    counts = services.store.runs.summary(collection)
     result = {
         "published": published.published_for_other_runs,
         "publish_failed": published.publish_failed,

@@ -29,7 +29,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture
 from pydantic import SecretStr
 
-from connectors.audit_store import CollectionRecord, DocumentIn, RunStatus
+from connectors.audit import CollectionRecord, DocumentIn, RunStatus
 from connectors.table_source import (
     Position,
     RowPage,
@@ -178,7 +178,7 @@ def _run_recorded(
         "key_columns": list(source.key_columns),
     }
     settings = services.settings
-    run_id = services.store.start_run(
+    run_id = services.store.runs.start(
         "notarize_table", parameters=parameters, stale_after_s=settings.run_stale_s
     )
     status: RunStatus = "failed"
@@ -190,7 +190,7 @@ def _run_recorded(
     finally:
         beat.stop()
         finish_counts(summary, services.store)
-        services.store.finish_run(run_id, counts=summary.as_dict(), status=status)
+        services.store.runs.finish(run_id, counts=summary.as_dict(), status=status)
 
 
 def _run(

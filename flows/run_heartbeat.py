@@ -1,7 +1,7 @@
 """A run's heartbeat: a thread that renews the run's ``heartbeat_at`` while it runs.
 
 A run killed with its process stops beating; the next run (or ``collect``) then marks it
-``crashed`` (``connectors.audit_runs``). The thread only writes one row now and then; a
+``crashed`` (``connectors.audit.runs``). The thread only writes one row now and then; a
 failed write is logged and tried again at the next beat (the store may be restarting).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 
 __all__ = ["RunHeartbeat"]
 
@@ -43,7 +43,7 @@ class RunHeartbeat:
     def _beat(self) -> None:
         while not self._stopped.wait(self._interval_s):
             try:
-                self._store.heartbeat(self._run_id)
+                self._store.runs.heartbeat(self._run_id)
             except Exception as exc:  # noqa: BLE001 - a beat missed is retried at the next
                 logger.warning("run %d: heartbeat not recorded (%s)", self._run_id, exc)
 

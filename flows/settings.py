@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from connectors.audit_models import PublishMode
+from connectors.audit import PublishMode
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.observability.logs import LogFormat
 from tasks.hashing import SmallFilesIn
@@ -61,7 +61,7 @@ class PipelineSettings(BaseSettings):
         run_stale_s: a run still ``running`` whose heartbeat is older than this (seconds;
             several heartbeats) is marked ``crashed`` by the next run or ``collect``; a
             run of this host whose process is gone is marked at once
-            (``connectors.audit_runs``).
+            (``connectors.audit.runs``).
         hash_attempts: passes over a file that changes while it is hashed (its size,
             modification or change time, inode or device move between opening it and
             reading its end) before it is recorded as the per-file error "changed while

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from flows.cli.exit_codes import ExitCode
 from flows.cli.run_output import run_exit_code
 from flows.notarize_folder import notarize_folder
@@ -47,5 +47,5 @@ def test_a_file_written_during_every_pass_is_left_for_the_next_run(
     assert (second["queued"], second["skipped_known"], second["hash_errors"]) == (1, 2, 0)
     assert run_exit_code(second) == ExitCode.OK
     with AuditStore(settings.audit_url) as store:
-        hashes = {p.notarization.path: p.notarization.sha256 for p in store.proofs()}
+        hashes = {p.notarization.path: p.notarization.sha256 for p in store.proofs.records()}
     assert hashes["server.log"] == hashlib.sha256(log.read_bytes()).hexdigest()

@@ -7,7 +7,7 @@ Create Date: 2026-12-02
 A run killed (``kill -9``, a machine lost) stayed ``running`` for ever. A run now records
 the host and process id that run it and renews ``heartbeat_at`` while it runs; the next
 run or ``collect`` marks ``crashed`` a run whose process is gone or whose heartbeat is
-stale (``connectors.audit_runs``). Three nullable columns: rows from before keep NULL
+stale (``connectors.audit.runs``). Three nullable columns: rows from before keep NULL
 (such a run, still ``running``, is closed once it is older than the stale limit).
 """
 

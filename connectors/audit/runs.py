@@ -1,11 +1,13 @@
 """The audit store's flow runs and counts: a row per run, stage counts for reports.
 
+``AuditStore.runs`` (``connectors.audit.store``).
+
 A run records the host and process that run it and renews its heartbeat while it runs
 (``heartbeat``, from a thread of the flow: ``flows.run_heartbeat``). A run killed before
 it could finish stays ``running``; the next run to start (any flow, ``collect`` included)
-marks it ``crashed`` (``close_crashed_runs``): on this host, when its process is gone; on
-any host, when its heartbeat (or its start, for a row without one) is older than the
-stale limit. ``crashed_runs`` lists them for reports.
+marks it ``crashed`` (``close_crashed``): on this host, when its process is gone; on any
+host, when its heartbeat (or its start, for a row without one) is older than the stale
+limit. ``crashed`` lists them for reports.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
-from connectors.audit_base import AuditStoreBase
-from connectors.audit_models import ALL_STAGES, RunStatus, Stage
-from connectors.audit_sql import (
+from connectors.audit.records import ALL_STAGES, RunStatus, Stage
+from connectors.audit.repository import Repository
+from connectors.audit.sql import (
     IN_CHUNK,
     aware_utc,
     chunks,
@@ -31,7 +33,7 @@ from connectors.audit_sql import (
     runs_table,
 )
 
-__all__ = ["DEFAULT_RUN_STALE_S", "RunsPart", "process_alive"]
+__all__ = ["DEFAULT_RUN_STALE_S", "Runs", "process_alive"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,19 +53,19 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-class RunsPart(AuditStoreBase):
+class Runs(Repository):
     """Flow runs (start, finish, read back) and counts per stage and of receipts."""
 
-    def start_run(
+    def start(
         self,
         flow: str,
         *,
         parameters: Mapping[str, Any] | None = None,
         stale_after_s: float = DEFAULT_RUN_STALE_S,
     ) -> int:
-        """Close the runs that crashed (``close_crashed_runs``), then record the start of a
+        """Close the runs that crashed (``close_crashed``), then record the start of a
         flow run, by this host and process, with a first heartbeat; returns the run id."""
-        self.close_crashed_runs(stale_after_s=stale_after_s)
+        self.close_crashed(stale_after_s=stale_after_s)
         now = self._now()
         values = {"flow": flow, "status": "running", "started_at": now, "heartbeat_at": now}
         values |= {"host": socket.gethostname()[:255], "pid": os.getpid()}
@@ -75,7 +77,7 @@ class RunsPart(AuditStoreBase):
                 ).scalar_one()
             )
 
-    def finish_run(
+    def finish(
         self, run_id: int, *, counts: Mapping[str, Any], status: RunStatus = "completed"
     ) -> None:
         """Record the end of a run with its counts (JSON object, e.g. ``{"published": 12}``).
@@ -101,7 +103,7 @@ class RunsPart(AuditStoreBase):
                 .values(heartbeat_at=self._now())
             )
 
-    def close_crashed_runs(
+    def close_crashed(
         self,
         *,
         stale_after_s: float = DEFAULT_RUN_STALE_S,
@@ -126,7 +128,7 @@ class RunsPart(AuditStoreBase):
             ).all()
         closed = []
         for row in running:
-            reason = _crash_reason(row, host=host, now=now, stale_after_s=stale_after_s)
+            reason = _crash_reason(row, now=now, stale_after_s=stale_after_s)
             ours = row.host == host and row.pid is not None and row.pid != os.getpid()
             if reason is None and ours and not is_alive(row.pid):
                 reason = f"process {row.pid} on {host} is gone"
@@ -144,7 +146,7 @@ class RunsPart(AuditStoreBase):
             )
         return result.rowcount == 1
 
-    def crashed_runs(
+    def crashed(
         self, *, since: datetime | None = None, until: datetime | None = None
     ) -> list[dict[str, Any]]:
         """The runs marked ``crashed`` that started in ``[since, until)``, oldest first:
@@ -160,7 +162,7 @@ class RunsPart(AuditStoreBase):
             rows = conn.execute(query).all()
         return [_crashed_row(row) for row in rows]
 
-    def run(self, run_id: int) -> dict[str, Any] | None:
+    def get(self, run_id: int) -> dict[str, Any] | None:
         """One run as a dict (id, flow, status, started_at, finished_at, parameters, counts)."""
         with self._engine.connect() as conn:
             row = conn.execute(select(runs_table).where(runs_table.c.id == run_id)).first()
@@ -224,7 +226,7 @@ class RunsPart(AuditStoreBase):
         return out
 
 
-def _crash_reason(row: Any, *, host: str, now: datetime, stale_after_s: float) -> str | None:
+def _crash_reason(row: Any, *, now: datetime, stale_after_s: float) -> str | None:
     """Why a running run is taken for crashed by its heartbeat alone, or ``None``."""
     last = aware_utc(row.heartbeat_at or row.started_at)
     if last is not None and now - last > timedelta(seconds=stale_after_s):

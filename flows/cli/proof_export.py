@@ -8,9 +8,10 @@ bundle, verifies it completely, and writes
 ``<out>/<collection>/<relative path>.<version>.proof.json`` (``tasks.proofs.bundle_relpath``:
 each version of each path has a name of its own). With ``html``, it also writes the
 verification page (``ledger.core.verify_page``) as ``<out>/verify.html``; with ``pages``, a
-page per document with its bundle built in, beside the bundle as ``<...>.verify.html``.
+page per document with its bundle built in, beside the bundle as ``<...>.verify.html``;
+a block's RFC 3161 tokens, as responses beside the bundle (``<bundle>.tsr``).
 
-Nothing is overwritten: a bundle or page is written under a temporary name, then linked to
+Nothing is overwritten: a bundle, page or token is written under a temporary name, then linked to
 its own name only if that name is free; a file already there with the same bytes is left
 as it is (``unchanged``), one with other bytes is left as it is and reported
 (``refused``). ``<out>/index.json`` lists every bundle of the folder, old and new: the
@@ -34,6 +35,8 @@ from connectors.folder_source import display_path
 from flows.pipeline import Services
 from ledger.core.errors import LedgerFormatError
 from ledger.core.proof.bundle import ProofBundle
+from ledger.core.timestamps.bundle_part import Rfc3161Token, TimestampsPart, tokens_from_answer
+from ledger.core.timestamps.rfc3161 import response_from_token
 from ledger.core.verify_page import render_verify_page
 from tasks.proofs import PAGE_NAME, bundle_for, bundle_relpath, page_relpath
 
@@ -61,6 +64,7 @@ class ExportOutcome:
         failed: ``"<path>: <reason>"`` of the bundles that did not verify or could not be
             written.
         entries: this export's lines of the index (``INDEX_NAME``).
+        tokens: the RFC 3161 responses written beside the bundles (``<bundle>.tsr``).
     """
 
     written: list[Path] = field(default_factory=list)
@@ -73,6 +77,7 @@ class ExportOutcome:
     not_anchored: int = 0
     failed: list[str] = field(default_factory=list)
     entries: list[dict[str, Any]] = field(default_factory=list)
+    tokens: list[Path] = field(default_factory=list)
 
 
 def bundle_path(out_dir: Path, row: NotarizationRow) -> Path:
@@ -98,6 +103,7 @@ def export_bundles(
     outcome = ExportOutcome()
     dblocks: dict[int, bytes] = {}
     proofs: dict[int, dict[str, object] | None] = {}
+    stamps: dict[int, TimestampsPart | None] = {}
     keys: dict[str, bytes | None] = {}
     for record in services.store.proofs.iter_records(collection=collection):
         row = record.notarization
@@ -108,6 +114,7 @@ def export_bundles(
         if height not in dblocks:
             dblocks[height] = bytes.fromhex(services.node.dblock_by_height(height)["rawdata"])
             proofs[height] = services.anchor.anchor_proof(height)
+            stamps[height] = _timestamps(services, height)
         anchor_proof = proofs[height]
         if anchor_proof is None:
             outcome.not_anchored += 1
@@ -121,6 +128,7 @@ def export_bundles(
                 dblock_raw=dblocks[height],
                 anchor_proof=anchor_proof,
                 collection_key=keys[row.collection],
+                timestamps=stamps[height],
             )
         except (LedgerFormatError, ValueError) as exc:
             outcome.failed.append(f"{display_path(row.path)}: {exc}")
@@ -149,6 +157,7 @@ def _write_bundle(
         return
     (outcome.written if state == "written" else outcome.unchanged).append(path)
     outcome.sources[path] = row.path
+    _write_tokens(outcome, path, bundle)
     entry: dict[str, Any] = {"collection": row.collection, "path": row.path}
     entry |= {"sha256": row.sha256}
     entry |= {"notarized_at": row.created_at.isoformat(), "bundle": str(relative), "page": None}
@@ -165,12 +174,40 @@ def _write_bundle(
     outcome.entries.append(entry)
 
 
+def _timestamps(services: Services, height: int) -> TimestampsPart | None:
+    """The block's RFC 3161 tokens from the anchoring service, None when it has none."""
+    answer = services.anchor.timestamps(height)
+    tokens = tokens_from_answer(answer)
+    if not tokens:
+        return None
+    return TimestampsPart(
+        bytes.fromhex(str((answer or {}).get("keymr", ""))),
+        tuple(Rfc3161Token.of(t) for t in tokens),
+    )
+
+
+def _write_tokens(outcome: ExportOutcome, bundle_file: Path, bundle: ProofBundle) -> None:
+    """Each RFC 3161 token of ``bundle`` as a response beside it: ``<bundle>.tsr``, then
+    ``<bundle>.2.tsr``, ... (``openssl ts -verify -digest <root hex> -in <file>``), never
+    over another file."""
+    if bundle.timestamps is None:
+        return
+    for i, item in enumerate(bundle.timestamps.rfc3161):
+        name = bundle_file.name + (".tsr" if i == 0 else f".{i + 1}.tsr")
+        token_file = bundle_file.with_name(name)
+        state = _write_new(token_file, response_from_token(item.token))
+        if state == "refused":
+            outcome.refused.append(f"{_shown(token_file)}: another file has its name")
+        elif state == "written":
+            outcome.tokens.append(token_file)
+
+
 def _shown(path: Path) -> str:
     return display_path(str(path))
 
 
-def _write_new(path: Path, text: str) -> str:
-    """Write ``text`` as ``path`` unless that name is taken: ``"written"``, ``"unchanged"``
+def _write_new(path: Path, text: str | bytes) -> str:
+    """Write ``text`` (bytes, or text as UTF-8) as ``path`` unless that name is taken: ``"written"``, ``"unchanged"``
     (a file with these bytes is there) or ``"refused"`` (another file is there). The file
     appears whole or not at all (a temporary file, then a hard link to the name, which
     fails if the name exists: nothing is ever replaced).
@@ -178,7 +215,7 @@ def _write_new(path: Path, text: str) -> str:
     Raises:
         OSError: the folder cannot be made or written.
     """
-    data = text.encode("utf-8")
+    data = text.encode("utf-8") if isinstance(text, str) else text
     if path.exists():
         return "unchanged" if _same_bytes(path, data) else "refused"
     tmp = _temporary(path, data)

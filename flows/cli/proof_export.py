@@ -236,13 +236,13 @@ def _same_bytes(path: Path, data: bytes) -> bool:
 
 
 def _temporary(path: Path, data: bytes) -> Path:
-    """``data`` in a new file beside ``path`` (mode 0644: bundles are for sharing)."""
+    """``data`` in a new file beside ``path``, owner-only (mode 0600, as every file the
+    command line writes: docs/security.md); share a bundle by copying it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=".export-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(name, 0o644)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(name)

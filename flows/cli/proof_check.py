@@ -1,28 +1,37 @@
-"""``notary verify FILE --proof BUNDLE``: check a file against its proof bundle, offline.
+"""``notary verify FILE --proof BUNDLE [--policy NAME|FILE]``: check a file against its
+proof bundle, offline, under a named trust policy.
 
 No service is contacted: the file is hashed here and the bundle is checked with the pure
 verifier ``ledger.core.proof.verify.verify_bundle`` (numbered steps, docs/proof-bundle.md).
-Each step is printed as it passes; the first failing step is printed with its reason.
+Each step is printed as it passes; the first failing step is printed with its reason; a
+bundle that holds ends with the verdict: the policy applied and the date the anchor proves.
+
+The policy (``ledger.core.proof.policy``): ``--policy`` names a shipped one
+(``bitcoin-mainnet``, ``devnet``, ...) or a policy file (JSON). Without it, the shipped
+policy whose chain the bundle names is applied, and the output says plainly that it was
+assumed from the bundle; a bundle whose chain no shipped policy names needs ``--policy``.
 
 Exit codes (``ExitCode``): 0 every step holds; 1 a step failed (a forged, damaged or
-mismatched bundle); 2 bad usage (the file or the bundle cannot be read).
+mismatched bundle); 2 bad usage (the file, the bundle or the policy cannot be read).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
 from flows.cli.exit_codes import ExitCode
-from ledger.core.pow.params import PowParams
 from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.policy import PolicyError, TrustPolicy, policy_for_chain, policy_named
 from ledger.core.proof.steps import ProofError, Step, StepReport
+from ledger.core.proof.verdict import Verdict
 from ledger.core.proof.verify import verify_bundle
 
-__all__ = ["hash_file", "verify_command"]
+__all__ = ["hash_file", "read_policy", "verify_command"]
 
 _CHUNK_BYTES = 1 << 20
 _TITLE_WIDTH = max(len(step.title) for step in Step)
@@ -37,11 +46,29 @@ def hash_file(path: Path) -> bytes:
     return digest.digest()
 
 
+def read_policy(name_or_file: str) -> TrustPolicy:
+    """The shipped policy of that name, else the policy file at that path (JSON,
+    ``TrustPolicy.from_json``'s form).
+
+    Raises:
+        PolicyError: neither a shipped name nor a readable, valid policy file.
+    """
+    path = Path(name_or_file)
+    if not path.is_file():
+        return policy_named(name_or_file)
+    try:
+        return TrustPolicy.from_json(json.loads(path.read_bytes()))
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, PolicyError):
+            raise
+        raise PolicyError(f"policy file {name_or_file}: {exc}") from exc
+
+
 def verify_command(
     file: Path,
     proof: Path,
     *,
-    policy: PowParams | None = None,
+    policy: TrustPolicy | None,
     console: Console | None = None,
 ) -> ExitCode:
     """Verify ``file`` against the bundle in ``proof``, printing numbered steps.
@@ -49,13 +76,13 @@ def verify_command(
     Args:
         file: the document to check.
         proof: its proof bundle (JSON).
-        policy: the anchor chain to trust (default: the bundled development chain's
-            name, difficulty and confirmations).
+        policy: the trust policy to apply; None: the shipped policy the bundle's chain
+            names, printed as assumed (``ExitCode.USAGE`` when none does).
         console: where to print (stdout by default).
 
     Returns:
         ``ExitCode.OK``, ``ExitCode.INCOMPLETE`` (a step failed) or ``ExitCode.USAGE``
-        (the file or the bundle cannot be read).
+        (the file or the bundle cannot be read, or no policy applies).
     """
     out = console or Console()
     try:
@@ -67,14 +94,36 @@ def verify_command(
     out.print(f"Verifying [bold]{escape(str(file))}[/bold] with [bold]{escape(str(proof))}[/bold]")
     try:
         bundle = ProofBundle.loads(text)
-        verify_bundle(
+        if policy is None:
+            policy = _assumed(out, bundle)
+            if policy is None:
+                return ExitCode.USAGE
+        else:
+            out.print(f"Policy [bold]{escape(policy.name)}[/bold] (given with --policy).")
+        verdict = verify_bundle(
             bundle, document_sha256=digest, policy=policy, on_step=lambda r: _passed(out, r)
         )
     except ProofError as exc:
-        _failed(out, exc)
+        _failed(out, exc, policy)
         return ExitCode.INCOMPLETE
-    out.print("[bold green]Verified:[/bold green] every step holds.")
+    _verified(out, verdict)
     return ExitCode.OK
+
+
+def _assumed(out: Console, bundle: ProofBundle) -> TrustPolicy | None:
+    chain = bundle.anchor.chain
+    policy = policy_for_chain(chain)
+    if policy is None:
+        out.print(
+            f"[red]error:[/red] no shipped policy trusts chain {escape(repr(chain))}:"
+            " pass --policy NAME or --policy FILE"
+        )
+        return None
+    out.print(
+        f"Policy [bold]{escape(policy.name)}[/bold]: assumed from the bundle's chain"
+        f" {escape(repr(chain))} (no --policy given)."
+    )
+    return policy
 
 
 def _line(step: Step, mark: str, text: str) -> str:
@@ -86,12 +135,27 @@ def _passed(out: Console, report: StepReport) -> None:
     out.print(_line(report.step, mark, report.detail), soft_wrap=True)
 
 
-def _failed(out: Console, exc: ProofError) -> None:
+def _failed(out: Console, exc: ProofError, policy: TrustPolicy | None) -> None:
     out.print(_line(exc.step, "[red]✗[/red]", exc.reason), soft_wrap=True)
     if exc.expected is not None:
         out.print(f"      expected {exc.expected.hex()}")
     if exc.computed is not None:
         out.print(f"      computed {exc.computed.hex()}")
+    under = "" if policy is None else f" under policy {escape(policy.name)}"
     out.print(
-        f"[bold red]Verification failed[/bold red] at step {int(exc.step)} ({exc.step.title})."
+        f"[bold red]Verification failed[/bold red]{under} at step {int(exc.step)}"
+        f" ({exc.step.title})."
     )
+
+
+def _verified(out: Console, verdict: Verdict) -> None:
+    name = escape(verdict.policy.name)
+    if verdict.independent:
+        out.print(f"[bold green]Verified[/bold green] under policy {name}: every step holds.")
+    else:
+        out.print(
+            f"[bold yellow]Verified[/bold yellow] under policy {name}: every step holds,"
+            " but this chain is not independent evidence."
+        )
+    for line in verdict.lines():
+        out.print(f"  {escape(line)}", soft_wrap=True)

@@ -69,6 +69,7 @@ def export_bundles(
         pages: also write each document's page with its bundle built in (implies ``html``).
     """
     outcome = ExportOutcome()
+    policy = services.settings.policy()
     dblocks: dict[int, bytes] = {}
     proofs: dict[int, dict[str, object] | None] = {}
     keys: dict[str, bytes | None] = {}
@@ -94,6 +95,7 @@ def export_bundles(
                 dblock_raw=dblocks[height],
                 anchor_proof=anchor_proof,
                 collection_key=keys[row.collection],
+                policy=policy,
             )
         except (LedgerFormatError, ValueError) as exc:
             outcome.failed.append(f"{row.path}: {exc}")

@@ -143,8 +143,8 @@ def _failed(out: Console, exc: ProofError, policy: TrustPolicy | None) -> None:
         out.print(f"      computed {exc.computed.hex()}")
     under = "" if policy is None else f" under policy {escape(policy.name)}"
     out.print(
-        f"[bold red]Verification failed[/bold red]{under} at step {int(exc.step)}"
-        f" ({exc.step.title})."
+        f"[bold red]Verification failed[/bold red] at step {int(exc.step)}"
+        f" ({exc.step.title}){under}."
     )
 
 

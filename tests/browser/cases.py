@@ -19,7 +19,7 @@ import hashlib
 import json
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ledger.anchor.chain import mine
@@ -29,7 +29,7 @@ from ledger.core.hashing import sha256d
 from ledger.core.merkle import merkle_branch
 from ledger.core.pow.header import BlockHeader
 from ledger.core.pow.merkle import merkle_path, merkle_root
-from ledger.core.pow.params import PowParams
+from ledger.core.proof.policy import SHIPPED, TrustPolicy
 from ledger.core.pow.tx import anchor_transaction, coinbase_transaction, op_return_script
 from ledger.core.proof.bundle import ProofBundle
 from ledger.core.proof.steps import ProofError, StepReport
@@ -56,7 +56,7 @@ class Case:
     name: str
     text: bytes
     document: bytes | None
-    policy: PowParams
+    policy: TrustPolicy
 
     def to_page(self) -> dict[str, Any]:
         """The case as the page's test hook takes it (hex, so any bytes pass through)."""
@@ -68,12 +68,9 @@ class Case:
         }
 
 
-def policy_json(policy: PowParams) -> dict[str, Any]:
-    return {
-        "chain": policy.chain,
-        "difficultyBits": policy.difficulty_bits,
-        "confirmations": policy.confirmations,
-    }
+def policy_json(policy: TrustPolicy) -> dict[str, Any]:
+    """The policy as the page takes it: its policy-file form."""
+    return policy.to_json()
 
 
 def python_verdict(case: Case) -> dict[str, Any]:
@@ -81,9 +78,12 @@ def python_verdict(case: Case) -> dict[str, Any]:
     steps: list[StepReport] = []
     digest = None if case.document is None else hashlib.sha256(case.document).digest()
     failure = None
+    verdict = None
     try:
         bundle = ProofBundle.loads(case.text)
-        verify_bundle(bundle, document_sha256=digest, policy=case.policy, on_step=steps.append)
+        verdict = verify_bundle(
+            bundle, document_sha256=digest, policy=case.policy, on_step=steps.append
+        ).lines()
     except ProofError as exc:
         failure = {
             "step": int(exc.step),
@@ -96,6 +96,7 @@ def python_verdict(case: Case) -> dict[str, Any]:
         "ok": failure is None,
         "steps": [[int(r.step), r.detail, r.skipped] for r in steps],
         "failure": failure,
+        "verdict": verdict,
     }
 
 
@@ -108,6 +109,7 @@ def page_verdict(result: dict[str, Any]) -> dict[str, Any]:
         "ok": result["ok"],
         "steps": [[s["step"], s["detail"], s["skipped"]] for s in result["steps"]],
         "failure": failure,
+        "verdict": None if result["facts"] is None else result["facts"]["verdict"],
     }
 
 
@@ -190,20 +192,24 @@ def _named_forgeries(forged: Forged, good: dict[str, Any], case: Any) -> Iterato
     yield case("missed target", put(good, ("anchor", "headers", 2), _missed(good)))
     p = forged.policy
     for name, other in [
-        ("harder policy", PowParams(p.chain, p.difficulty_bits + 4, p.confirmations)),
-        ("deeper policy", PowParams(p.chain, p.difficulty_bits, p.confirmations + 1)),
-        ("other chain policy", PowParams("bitcoin-mainnet", p.difficulty_bits, p.confirmations)),
-        ("default policy", PowParams()),
-        ("policy one bit harder", PowParams(p.chain, p.difficulty_bits + 1, p.confirmations)),
-        ("policy one bit easier", PowParams(p.chain, p.difficulty_bits - 1, p.confirmations)),
-        ("policy of the exact depth", PowParams(p.chain, p.difficulty_bits, p.confirmations)),
+        ("harder policy", replace(p, max_target=p.max_target >> 4)),
+        ("deeper policy", replace(p, confirmations=p.confirmations + 1)),
+        ("other chain policy", replace(p, chain="bitcoin-mainnet")),
+        ("policy one bit harder", replace(p, max_target=p.max_target >> 1)),
+        ("policy one bit easier", replace(p, max_target=(p.max_target << 1) | 1)),
+        ("policy of the exact depth", p),
+        ("policy requiring a window", replace(p, require_window=True)),
+        ("policy with a median span", replace(p, median_time_span=3)),
+        *((f"shipped {n}", shipped) for n, shipped in SHIPPED.items()),
     ]:
         yield case(name, good, policy=other)
+    plain_strict = replace(plain.policy, require_window=True)
+    yield Case("no window, policy requires one", _text(plain.bundle.to_json()), DOCUMENT, plain_strict)
     wrong = forge_bundle(anchored_height=2)
     yield Case("anchor names height 2", _text(wrong.bundle.to_json()), DOCUMENT, wrong.policy)
     yield case("receipt height 2", put(good, ("receipt", "directoryblockheight"), 2))
     headers = good["anchor"]["headers"]
-    loose = PowParams(p.chain, p.difficulty_bits, 1)
+    loose = replace(p, confirmations=1)
     gap = put(good, ("anchor", "headers"), [headers[0], headers[2]])
     yield case("header gap", gap, policy=loose)
     reordered = put(good, ("anchor", "headers"), [headers[0], headers[2], headers[1]])
@@ -540,7 +546,7 @@ def codec_cases(forged: Forged) -> Iterator[Case]:
     keymr = forged.bundle.receipt.directory_block_keymr
     payload = encode_anchor_payload(1, keymr)
 
-    def obj(name: str, value: Any, policy: PowParams = p) -> Case:
+    def obj(name: str, value: Any, policy: TrustPolicy = p) -> Case:
         return Case(name, _text(value), DOCUMENT, policy)
 
     def anchored(*scripts: bytes) -> bytes:
@@ -549,7 +555,7 @@ def codec_cases(forged: Forged) -> Iterator[Case]:
     yield obj(
         "contract in header 1",
         rebuilt(forged, contract_header=1),
-        PowParams(p.chain, p.difficulty_bits, 2),
+        replace(p, confirmations=2),
     )
     yield obj("contract in header 1, 3 confirmations", rebuilt(forged, contract_header=1))
     yield obj("header_index = header count", put(good, ("contract", "header_index"), 3))

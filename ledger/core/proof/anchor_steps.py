@@ -48,6 +48,7 @@ __all__ = [
     "check_anchor_inclusion",
     "check_anchor_payload",
     "check_contract",
+    "check_headers",
     "check_links",
     "check_proof_of_work",
     "work_report",
@@ -136,19 +137,26 @@ def check_anchor_inclusion(bundle: ProofBundle) -> StepReport:
 
 
 def check_proof_of_work(bundle: ProofBundle, policy: TrustPolicy) -> list[BlockHeader]:
-    """Step 9: the policy's chain, and every header's work; the parsed headers, in order.
+    """Step 9 on a bundle: ``check_headers`` of its anchor's chain name and headers."""
+    return check_headers(bundle.anchor.chain, bundle.anchor.headers, policy)
+
+
+def check_headers(
+    chain: str, headers: Sequence[bytes], policy: TrustPolicy
+) -> list[BlockHeader]:
+    """Step 9: ``chain`` (a bundle's ``anchor.chain``) is the policy's, and every raw
+    header carries the policy's work; the parsed headers, in order.
 
     Raises:
         ProofError: another chain, a header that does not parse, short work, a hash
             over its target, or another genesis block (``index`` the header).
     """
-    if not policy.names_chain(bundle.anchor.chain):
+    if not policy.names_chain(chain):
         raise ProofError(
             Step.PROOF_OF_WORK,
-            f"anchored in chain {bundle.anchor.chain!r}; policy {policy.name} trusts"
-            f" {policy.chain!r}",
+            f"anchored in chain {chain!r}; policy {policy.name} trusts {policy.chain!r}",
         )
-    return [_checked_header(i, raw, policy) for i, raw in enumerate(bundle.anchor.headers)]
+    return [_checked_header(i, raw, policy) for i, raw in enumerate(headers)]
 
 
 def _checked_header(i: int, raw: bytes, policy: TrustPolicy) -> BlockHeader:

@@ -187,7 +187,7 @@ class ProofBundle:
         if top.get("format") != BUNDLE_FORMAT:
             raise ProofError(Step.FORMAT, f"not a {BUNDLE_FORMAT} document")
         version = top.get("version")
-        if isinstance(version, bool) or version not in BUNDLE_VERSIONS:
+        if type(version) is not int or version not in BUNDLE_VERSIONS:
             raise ProofError(Step.FORMAT, f"unsupported bundle version {version!r}")
         _keys(top, "bundle", _TOP_KEYS[version])
         nonce, aggregation = _private_parts(top) if version == 2 else (None, None)

@@ -181,22 +181,26 @@ class TrustPolicy:
         unknown = sorted(set(obj) - _POLICY_KEYS)
         if unknown:
             raise PolicyError(f"unknown policy keys: {', '.join(unknown)}")
-        try:
-            genesis = obj.get("genesis")
-            return cls(
-                name=_text(obj, "name"),
-                chain=_text(obj, "chain"),
-                genesis_hash=None if genesis is None else _hash(genesis, "genesis")[::-1],
-                pow_function=PowFunction(_text(obj, "pow")),
-                max_target=int.from_bytes(_hash(obj.get("max_target"), "max_target"), "big"),
-                confirmations=_int(obj, "confirmations"),
-                require_window=_flag(obj, "require_window", default=False),
-                independent=_flag(obj, "independent", default=True),
-                median_time_span=_optional_int(obj, "median_time_span"),
-                note=_text(obj, "note") if "note" in obj else "",
-            )
-        except ValueError as exc:  # an unknown proof-of-work name
-            raise PolicyError(f"pow must be one of {[f.value for f in PowFunction]}") from exc
+        genesis = obj.get("genesis")
+        return cls(
+            name=_text(obj, "name"),
+            chain=_text(obj, "chain"),
+            genesis_hash=None if genesis is None else _hash(genesis, "genesis")[::-1],
+            pow_function=_pow(obj),
+            max_target=int.from_bytes(_hash(obj.get("max_target"), "max_target"), "big"),
+            confirmations=_int(obj, "confirmations"),
+            require_window=_flag(obj, "require_window", default=False),
+            independent=_flag(obj, "independent", default=True),
+            median_time_span=_optional_int(obj, "median_time_span"),
+            note=_text(obj, "note") if "note" in obj else "",
+        )
+
+
+def _pow(obj: Mapping[str, Any]) -> PowFunction:
+    name = _text(obj, "pow")
+    if name not in {f.value for f in PowFunction}:
+        raise PolicyError(f"pow must be one of {', '.join(f.value for f in PowFunction)}")
+    return PowFunction(name)
 
 
 def _text(obj: Mapping[str, Any], key: str) -> str:

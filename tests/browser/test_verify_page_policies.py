@@ -1,0 +1,153 @@
+"""The page's trust policies in Chromium: the panel, the assumed policy, and verdicts that
+agree with ``notary verify`` under every shipped policy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.core.proof.policy import DEVNET, SHIPPED
+from ledger.core.proof.verify import verify_bundle
+from ledger.core.verify_page import render_verify_page
+from tests.browser.cases import Case, comparable, page_verdict, python_verdict
+from tests.browser.conftest import write_page
+from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
+
+pytestmark = pytest.mark.timeout(900)  # the first test may install Chromium
+
+
+@pytest.fixture(scope="module")
+def devnet_bundle() -> Forged:
+    """A bundle of the bundled chain, as ``notary demo`` writes them (2 confirmations)."""
+    return forge_bundle(chain=DEVNET.chain, headers=DEVNET.confirmations)
+
+
+def _open(page: Any, url: str) -> None:
+    page.goto(url)
+    page.wait_for_function("() => window.notaryPage !== undefined")
+
+
+def _drop(page: Any, folder: Path, bundle_text: str) -> None:
+    (folder / "report.txt").write_bytes(DOCUMENT)
+    (folder / "report.txt.proof.json").write_text(bundle_text)
+    page.set_input_files("#bundle-input", str(folder / "report.txt.proof.json"))
+    page.set_input_files("#document-input", str(folder / "report.txt"))
+    page.wait_for_selector("#result[data-state=done]")
+
+
+def _shown(page: Any) -> dict[str, str]:
+    return {
+        "verdict": page.get_attribute("#verdict", "data-verdict") or "",
+        "failed": page.get_attribute("#verdict", "data-failed-step") or "",
+        "text": page.inner_text("#verdict-text"),
+        "detail": page.inner_text("#verdict-detail"),
+        "note": page.inner_text("#run-note"),
+        "summary": page.inner_text("#policy-summary"),
+    }
+
+
+def test_a_devnet_bundle_passes_under_devnet_saying_it_is_not_independent(
+    page: Any, tmp_path: Path, devnet_bundle: Forged
+) -> None:
+    _open(page, write_page(tmp_path, render_verify_page()))
+    assert page.input_value("#policy-select") == ""  # nothing chosen: assumed from the bundle
+    _drop(page, tmp_path, devnet_bundle.bundle.dumps())
+    shown = _shown(page)
+    assert shown["verdict"] == "pass"
+    assert shown["text"] == (
+        "Verified under policy devnet: every step holds, but this chain is not independent"
+        " evidence."
+    )
+    verdict = verify_bundle(devnet_bundle.bundle, document_bytes=DOCUMENT, policy=DEVNET)
+    assert " ".join(verdict.lines()) in shown["detail"]
+    assert "the operator's own chain: not independent evidence" in shown["detail"]
+    assert "the confirmations are the operator's own" in shown["detail"]
+    assert "existed no later than" in shown["detail"]
+    assert "Policy applied: devnet, assumed from the bundle's chain" in shown["note"]
+    assert shown["summary"] == "devnet (assumed from the bundle's chain)"
+
+
+def test_the_same_bundle_fails_under_bitcoin_mainnet(
+    page: Any, tmp_path: Path, devnet_bundle: Forged
+) -> None:
+    _open(page, write_page(tmp_path, render_verify_page()))
+    _drop(page, tmp_path, devnet_bundle.bundle.dumps())
+    page.select_option("#policy-select", "bitcoin-mainnet")
+    page.wait_for_function("() => document.getElementById('verdict').dataset.verdict === 'fail'")
+    shown = _shown(page)
+    assert shown["failed"] == "9"
+    assert shown["detail"] == (
+        "anchored in chain 'notary-devnet-pow'; policy bitcoin-mainnet trusts 'bitcoin-mainnet'"
+    )
+    relabelled = devnet_bundle.bundle.to_json()
+    relabelled["anchor"]["chain"] = "bitcoin-mainnet"
+    (tmp_path / "relabelled").mkdir()
+    _open(page, write_page(tmp_path, render_verify_page()))
+    _drop(page, tmp_path / "relabelled", json.dumps(relabelled, indent=2))
+    shown = _shown(page)
+    assert shown["failed"] == "9" and shown["summary"].startswith("bitcoin-mainnet (assumed")
+    assert shown["detail"].startswith("header 0: work is short")
+
+
+def test_a_chain_no_policy_names_asks_for_a_choice(
+    page: Any, tmp_path: Path, devnet_bundle: Forged
+) -> None:
+    _open(page, write_page(tmp_path, render_verify_page()))
+    unknown = devnet_bundle.bundle.to_json()
+    unknown["anchor"]["chain"] = "dogecoin"
+    (tmp_path / "report.txt.proof.json").write_text(json.dumps(unknown))
+    page.set_input_files("#bundle-input", str(tmp_path / "report.txt.proof.json"))
+    assert page.is_visible("#policy-error")
+    assert "No policy here trusts the bundle's chain “dogecoin”" in page.inner_text("#policy-error")
+
+
+RUN_JS = """
+(cases) => {
+  const bytes = (h) => Uint8Array.from(h.match(/../g) || [], (x) => parseInt(x, 16));
+  return cases.map((c) => NotaryVerify.run(bytes(c.text), {
+    documentSha256: NotaryCodecs.sha256(bytes(c.document)), policy: c.policy,
+  }));
+}
+"""
+
+
+def test_every_shipped_policy_gives_the_clis_verdict(
+    page: Any, tmp_path: Path, devnet_bundle: Forged
+) -> None:
+    cases = []
+    text = devnet_bundle.bundle.dumps().encode()
+    for name, policy in SHIPPED.items():
+        cases.append(Case(f"as is, {name}", text, DOCUMENT, policy))
+        relabelled = devnet_bundle.bundle.to_json()
+        relabelled["anchor"]["chain"] = policy.chain
+        cases.append(Case(f"relabelled, {name}", json.dumps(relabelled).encode(), DOCUMENT, policy))
+    _open(page, write_page(tmp_path, render_verify_page()))
+    results = page.evaluate(RUN_JS, [c.to_page() for c in cases])
+    passed = []
+    for case, result in zip(cases, results, strict=True):
+        assert comparable(page_verdict(result)) == comparable(python_verdict(case)), case.name
+        if result["ok"]:
+            passed.append(case.name)
+            assert result["facts"]["independent"] is case.policy.independent
+    # only the bundled chain's own policy, and regtest (no work at all) once relabelled
+    assert passed == ["relabelled, bitcoin-regtest", "as is, devnet", "relabelled, devnet"]
+
+
+def test_the_policy_panel_screenshot(page: Any, tmp_path: Path, devnet_bundle: Forged) -> None:
+    """The panel as a person sees it (written to the test's folder; look at it when the
+    panel changes)."""
+    page.set_viewport_size({"width": 980, "height": 900})
+    _open(page, write_page(tmp_path, render_verify_page()))
+    _drop(page, tmp_path, devnet_bundle.bundle.dumps())
+    page.select_option("#policy-select", "litecoin-mainnet")
+    page.wait_for_function("() => document.getElementById('verdict').dataset.verdict === 'fail'")
+    panel = page.locator("#policy")
+    path = tmp_path / "policy-panel.png"
+    panel.screenshot(path=str(path))
+    assert path.stat().st_size > 1000
+    facts = page.inner_text("#policy-facts")
+    assert "scrypt (N=1024, r=1, p=1)" in facts
+    assert "genesis 12a765e31ffd4059bada1e25190f6e98c99d9714d334efa41a195a7e7e04bfe2" in facts

@@ -24,8 +24,8 @@ from typing import Any
 from connectors.audit_store import NotarizationRow
 from ledger.core.commitment import document_nonce
 from ledger.core.entry import Entry
-from ledger.core.proof.policy import TrustPolicy
 from ledger.core.proof.bundle import Aggregation, ProofBundle, build_bundle
+from ledger.core.proof.policy import TrustPolicy
 from ledger.core.proof.verify import verify_bundle
 from tasks.documents import notarization_entry
 

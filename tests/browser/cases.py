@@ -29,9 +29,9 @@ from ledger.core.hashing import sha256d
 from ledger.core.merkle import merkle_branch
 from ledger.core.pow.header import BlockHeader
 from ledger.core.pow.merkle import merkle_path, merkle_root
-from ledger.core.proof.policy import SHIPPED, TrustPolicy
 from ledger.core.pow.tx import anchor_transaction, coinbase_transaction, op_return_script
 from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.policy import SHIPPED, TrustPolicy
 from ledger.core.proof.steps import ProofError, StepReport
 from ledger.core.proof.verify import verify_bundle
 from tests.ledger.anchor.bundles import (
@@ -203,8 +203,9 @@ def _named_forgeries(forged: Forged, good: dict[str, Any], case: Any) -> Iterato
         *((f"shipped {n}", shipped) for n, shipped in SHIPPED.items()),
     ]:
         yield case(name, good, policy=other)
-    plain_strict = replace(plain.policy, require_window=True)
-    yield Case("no window, policy requires one", _text(plain.bundle.to_json()), DOCUMENT, plain_strict)
+    bare = forge_bundle(with_contract=False)
+    strict = replace(bare.policy, require_window=True)
+    yield Case("no window, policy requires one", _text(bare.bundle.to_json()), DOCUMENT, strict)
     wrong = forge_bundle(anchored_height=2)
     yield Case("anchor names height 2", _text(wrong.bundle.to_json()), DOCUMENT, wrong.policy)
     yield case("receipt height 2", put(good, ("receipt", "directoryblockheight"), 2))

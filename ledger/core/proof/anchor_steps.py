@@ -38,8 +38,8 @@ from ledger.core.hashing import sha256d
 from ledger.core.merkle import MerkleNode, walk_branch
 from ledger.core.pow.header import BlockHeader, bits_to_target
 from ledger.core.pow.merkle import root_from_path
-from ledger.core.pow.work import block_work, meets_target
 from ledger.core.pow.tx import PowTransaction
+from ledger.core.pow.work import block_work, meets_target
 from ledger.core.proof.bundle import ContractPart, ProofBundle, TxProof
 from ledger.core.proof.policy import TrustPolicy
 from ledger.core.proof.steps import ProofError, Step, StepReport
@@ -141,9 +141,7 @@ def check_proof_of_work(bundle: ProofBundle, policy: TrustPolicy) -> list[BlockH
     return check_headers(bundle.anchor.chain, bundle.anchor.headers, policy)
 
 
-def check_headers(
-    chain: str, headers: Sequence[bytes], policy: TrustPolicy
-) -> list[BlockHeader]:
+def check_headers(chain: str, headers: Sequence[bytes], policy: TrustPolicy) -> list[BlockHeader]:
     """Step 9: ``chain`` (a bundle's ``anchor.chain``) is the policy's, and every raw
     header carries the policy's work; the parsed headers, in order.
 

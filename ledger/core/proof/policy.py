@@ -243,8 +243,7 @@ def _display(hex_text: str) -> bytes:
 _DIFFICULTY_1_TARGET = 0x00000000FFFF << 208  # bits 0x1d00ffff: powLimit as headers write it
 _REGTEST_POW_LIMIT = (1 << 255) - 1  # 0x7fff...ff
 _OPERATOR_NOTE = (
-    "the operator's own chain: not independent evidence; the confirmations are the"
-    " operator's own"
+    "the operator's own chain: not independent evidence; the confirmations are the operator's own"
 )
 
 #: The bundled development chain (``ledger.core.pow.params.PowParams`` defaults).
@@ -331,9 +330,7 @@ def policy_named(name: str) -> TrustPolicy:
     try:
         return SHIPPED[name]
     except KeyError:
-        raise PolicyError(
-            f"no policy named {name!r}; shipped: {', '.join(SHIPPED)}"
-        ) from None
+        raise PolicyError(f"no policy named {name!r}; shipped: {', '.join(SHIPPED)}") from None
 
 
 def policy_for_chain(label: str) -> TrustPolicy | None:

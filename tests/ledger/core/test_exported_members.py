@@ -48,6 +48,7 @@ EXPECTED = {
     },
     "ledger.core.pow.merkle": {"merkle_path", "merkle_root", "root_from_path"},
     "ledger.core.pow.params": {"PowParams"},
+    "ledger.core.pow.work": {"PowFunction", "block_work", "meets_target", "pow_hash"},
     "ledger.core.pow.tx": {
         "NULL_TXID",
         "OP_RETURN",
@@ -63,6 +64,7 @@ EXPECTED = {
         "check_anchor_inclusion",
         "check_anchor_payload",
         "check_contract",
+        "check_headers",
         "check_links",
         "check_proof_of_work",
         "work_report",
@@ -90,7 +92,16 @@ EXPECTED = {
         "check_receipt",
         "directory_block_report",
     },
+    "ledger.core.proof.policy": {
+        "DEVNET",
+        "SHIPPED",
+        "PolicyError",
+        "TrustPolicy",
+        "policy_for_chain",
+        "policy_named",
+    },
     "ledger.core.proof.steps": {"ProofError", "Step", "StepReport"},
+    "ledger.core.proof.verdict": {"Verdict", "format_utc"},
     "ledger.core.proof.verify": {"verify_bundle"},
     "ledger.core.receipt": {
         "NodeMemo",

@@ -212,8 +212,9 @@ def test_on_regtest_anyone_mines_the_headers_and_the_verdict_says_so(
     relabelled["anchor"]["chain"] = regtest.chain
     verdict = verify_bundle(relabelled, document_bytes=DOCUMENT, policy=regtest)
     assert not verdict.independent
-    assert "Policy bitcoin-regtest: the operator's own chain: not independent evidence" in (
-        verdict.lines()[0]
+    assert (
+        "Policy bitcoin-regtest: the operator's own chain: not independent evidence"
+        in (verdict.lines()[0])
     )
 
 

@@ -31,7 +31,11 @@ def forged() -> Forged:
 
 
 def failure(
-    obj: Any, forged: Forged, *, document: bytes | None = DOCUMENT, policy: TrustPolicy | None = None
+    obj: Any,
+    forged: Forged,
+    *,
+    document: bytes | None = DOCUMENT,
+    policy: TrustPolicy | None = None,
 ) -> ProofError:
     with pytest.raises(ProofError) as caught:
         verify_bundle(obj, document_bytes=document, policy=policy or forged.policy)

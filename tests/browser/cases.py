@@ -27,7 +27,7 @@ from ledger.core.anchor_record import WindowCommitment, encode_anchor_payload, w
 from ledger.core.entry import Entry
 from ledger.core.hashing import sha256d
 from ledger.core.merkle import merkle_branch
-from ledger.core.pow.header import BlockHeader
+from ledger.core.pow.header import BlockHeader, target_to_bits
 from ledger.core.pow.merkle import merkle_path, merkle_root
 from ledger.core.pow.tx import anchor_transaction, coinbase_transaction, op_return_script
 from ledger.core.proof.bundle import ProofBundle
@@ -519,7 +519,8 @@ def rebuilt(
     prev = sha256d(b"the block before")
     for i, block in enumerate(blocks):
         root = merkle_root([sha256d(tx) for tx in block])
-        header = mine(BlockHeader(1, prev, root, 1_700_000_000 + i, forged.policy.bits, 0))
+        bits = target_to_bits(forged.policy.max_target)
+        header = mine(BlockHeader(1, prev, root, 1_700_000_000 + i, bits, 0))
         headers.append(header.marshal())
         prev = header.hash()
 

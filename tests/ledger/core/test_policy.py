@@ -25,7 +25,7 @@ from ledger.core.proof.policy import (
 from ledger.core.proof.steps import ProofError, Step
 from ledger.core.proof.verify import verify_bundle
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
-from tests.ledger.core._vectors import load
+from tests.ledger.core._vectors import VECTORS_DIR, load
 
 VECTORS = load("chain_headers.json")
 BTC = VECTORS["bitcoin_mainnet"]
@@ -336,3 +336,13 @@ def test_a_non_integer_where_an_integer_is_due_is_refused(forged: Forged, value:
     respelled = text.replace(f'"tx_index": {index},', f'"tx_index": {value},', 1)
     assert respelled != text
     _refused(respelled, forged)
+
+
+def test_the_policy_file_shown_in_the_docs_reads() -> None:
+    docs = (VECTORS_DIR.parents[1] / "docs" / "proof-bundle.md").read_text(encoding="utf-8")
+    example = docs.split("A policy file is the JSON of one policy", 1)[1]
+    text = example.split("```json", 1)[1].split("```", 1)[0]
+    policy = TrustPolicy.from_json(json.loads(text))
+    assert policy.genesis_hash == MAINNET.genesis_hash
+    assert policy.max_target == MAINNET.max_target // 4
+    assert policy.confirmations == 12 and policy.require_window

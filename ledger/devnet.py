@@ -10,8 +10,8 @@ derived from a public string or copied from public Factom test material.
   its public key unless another key is configured. The window contract has a made-up
   20-byte address.
 - The bundled proof-of-work chain: its name, difficulty and confirmation depth are the
-  anchoring service's defaults and the proof verifier's default policy
-  (``ledger.core.pow.params.PowParams()``).
+  anchoring service's defaults (``ledger.core.pow.params.PowParams()``) and the verifier's
+  ``devnet`` trust policy (``ledger.core.proof.policy.DEVNET``).
 
 Derived values are written out rather than computed, so that this module imports nothing
 and every layer, ``ledger.core`` included, may read it; ``tests/ledger/test_devnet.py``

@@ -3,8 +3,8 @@
 The bundled development chain mines every block at ``difficulty_bits`` (about that many
 leading zero bits in every block hash) and counts an anchor as final after
 ``confirmations`` blocks (the anchor's own block included, as Bitcoin counts). The
-verifier reads the same object as its policy: every header must be at least that hard and
-a bundle must carry at least that many headers.
+verifier's ``devnet`` trust policy (``ledger.core.proof.policy.DEVNET``) is made from the
+defaults: every header at least that hard, at least that many headers.
 """
 
 from __future__ import annotations

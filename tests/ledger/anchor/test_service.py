@@ -218,7 +218,9 @@ async def test_proof_bundle_from_the_services_verifies_offline(network: Network)
         anchor_proof=deeper,
     )
     verify_bundle(
-        deep_bundle, document_bytes=data, policy=PowParams(difficulty_bits=8, confirmations=5)
+        deep_bundle,
+        document_bytes=data,
+        policy=policy_of(PowParams(difficulty_bits=8, confirmations=5)),
     )
 
 

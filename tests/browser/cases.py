@@ -354,6 +354,30 @@ def reading_cases(forged: Forged) -> Iterator[Case]:
         "duplicate key, last bad",
         text.replace('"version": 1', '"version": 1, "version": 2').encode(),
     )
+    yield obj("unknown key in the anchor", put(good, ("anchor", "note"), "confirmed"))
+    yield obj("unknown key in a node", put(good, ("receipt", "merklebranch", 0, "side"), "left"))
+    yield obj(
+        "upper-case contract address",
+        put(
+            good,
+            ("contract", "contractaddress"),
+            "0x" + good["contract"]["contractaddress"][2:].upper(),
+        ),
+    )
+    yield obj(
+        "upper-case header",
+        put(good, ("anchor", "headers", 1), good["anchor"]["headers"][1].upper()),
+    )
+    yield obj("tx_index 2.0", put(good, ("anchor", "tx_index"), float(good["anchor"]["tx_index"])))
+    nested = text.replace('"raw": "', '"raw": "00", "raw": "', 1)
+    yield raw("duplicate key in a nested object", nested.encode())
+    yield raw("-Infinity", text.replace('"version": 1', '"version": -Infinity').encode())
+    yield raw(
+        "Infinity as height",
+        text.replace(
+            f'"directoryblockheight": {height}', '"directoryblockheight": Infinity'
+        ).encode(),
+    )
     yield raw("UTF-8 BOM", b"\xef\xbb\xbf" + text.encode())
     yield raw("UTF-16 with BOM", text.encode("utf-16"))
     yield raw("UTF-16-LE", text.encode("utf-16-le"))

@@ -53,7 +53,7 @@ bench: install  ## every benchmark beside its baseline; figures in bench/results
 
 SCALE_FILES ?= 100000
 SCALE_MODES ?= aggregate,entry
-bench-scale: install  ## archive scale (issue 15 goals): hash stage alone, then files to proofs per mode (minutes; not in CI)
+bench-scale: install  ## archive scale: hash stage alone, then files to proofs per mode (minutes; not in CI)
 	$(BIN)/python -m bench.hash_small --files $(SCALE_FILES)
 	$(BIN)/python -m bench.pipeline_scale --files $(SCALE_FILES) --modes $(SCALE_MODES)
 

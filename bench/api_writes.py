@@ -45,299 +45,26 @@ import json
 import os
 import platform
 import random
-import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.common import free_port  # noqa: E402
+from bench.api_load import LoadResult, Request, drive  # noqa: E402
+from bench.api_servers import server  # noqa: E402
+from bench.raw_http import RawConnection  # noqa: E402
+from tests.harness.ports import free_port  # noqa: E402
 
 DEFAULT_OUT = REPO / "bench" / "results" / "api_writes.json"
 KEY_FILE = "bench-key"
-
-
-# -- servers (run in child processes) ----------------------------------------------------
-
-
-def _serve_api(data_dir: Path, port: int) -> None:
-    from ledger.api.app import create_app
-    from ledger.api.memory_gateway import InMemoryLedger
-    from ledger.api.settings import ApiSettings
-
-    settings = ApiSettings(
-        data_dir=data_dir,
-        worker_enabled=False,
-        ec_address="EC2DKSYyRcNWf7RS963VFYgMExo1824HVeCfQ9PGPmNzwrcmgm2r",
-        rate_limit_per_s=1_000_000.0,
-        rate_limit_burst=1_000_000,
-    )
-    app = create_app(settings, gateway=InMemoryLedger())
-    _run_until_terminated(app, port)
-    stats = app.state.services.writer.stats
-    if stats.writes:
-        print(
-            f"  (api writer: {stats.writes} writes in {stats.batches} transactions,"
-            f" {stats.mean_batch:.1f} per transaction)",
-            file=sys.stderr,
-        )
-
-
-def _serve_baseline(data_dir: Path, port: int) -> None:
-    """A bare FastAPI endpoint: one SQLite insert and commit per request (WAL, FULL)."""
-    import threading
-
-    from fastapi import FastAPI
-    from fastapi.responses import JSONResponse
-
-    connection = sqlite3.connect(data_dir / "baseline.sqlite", check_same_thread=False)
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=FULL")
-    connection.execute(
-        "CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY, chain_id TEXT,"
-        " external_ids TEXT, content BLOB)"
-    )
-    connection.commit()
-    lock = threading.Lock()
-    app = FastAPI()
-
-    @app.post("/v1/chains/{chain_id}/entries", status_code=202)
-    def create_entry(chain_id: str, body: BaselineBody) -> JSONResponse:
-        content = base64.b64decode(body.content or "")
-        with lock:
-            cursor = connection.execute(
-                "INSERT INTO entries (chain_id, external_ids, content) VALUES (?, ?, ?)",
-                (chain_id, json.dumps(body.external_ids or []), content),
-            )
-            connection.commit()
-        return JSONResponse({"entry_id": cursor.lastrowid}, status_code=202)
-
-    _run_until_terminated(app, port)
-
-
-def _run_until_terminated(app: Any, port: int) -> None:
-    """Serve ``app`` until SIGTERM, then shut down cleanly and return (no re-raised signal)."""
-    import signal
-
-    import uvicorn
-
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            yield
-
-    server_ = Server(config)
-    signal.signal(signal.SIGTERM, lambda *_: setattr(server_, "should_exit", True))
-    server_.run()
-
-
-class BaselineBody(BaseModel):
-    """Request body of the baseline endpoint (module level so FastAPI resolves it)."""
-
-    external_ids: list[str] | None = None
-    content: str | None = None
-
-
-@contextlib.contextmanager
-def server(kind: str, data_dir: Path) -> Iterator[int]:
-    """Start ``kind`` (``api`` or ``baseline``) in a child process; yield its port."""
-    port = free_port()
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            __file__,
-            "--serve",
-            kind,
-            "--data-dir",
-            str(data_dir),
-            "--port",
-            str(port),
-        ],
-        cwd=REPO,
-    )
-    try:
-        _wait_listening(port, child)
-        yield port
-    finally:
-        child.terminate()
-        try:
-            child.wait(15)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-
-
-def _wait_listening(port: int, child: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if child.poll() is not None:
-            raise RuntimeError(f"server exited with status {child.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        time.sleep(0.05)
-    raise RuntimeError("server did not start listening")
-
-
-# -- a minimal HTTP/1.1 keep-alive client ------------------------------------------------
-
-
-@dataclass
-class Answer:
-    status: int
-    body: bytes
-
-
-class RawConnection:
-    """One keep-alive HTTP/1.1 connection; one request at a time (no pipelining)."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader, self._writer = reader, writer
-
-    @classmethod
-    async def open(cls, port: int) -> RawConnection:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return cls(reader, writer)
-
-    async def request(
-        self, method: str, path: str, headers: dict[str, str], body: bytes = b""
-    ) -> Answer:
-        lines = [f"{method} {path} HTTP/1.1", "host: 127.0.0.1"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
-        if body or method == "POST":
-            lines.append(f"content-length: {len(body)}")
-        self._writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-        head = await self._reader.readuntil(b"\r\n\r\n")
-        status_line, *header_lines = head.decode("latin-1").split("\r\n")
-        length = 0
-        for line in header_lines:
-            name, _, value = line.partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        return Answer(int(status_line.split()[1]), await self._reader.readexactly(length))
-
-    def close(self) -> None:
-        self._writer.close()
-
-
-# -- load ------------------------------------------------------------------------------
-
-Request = tuple[str, str, dict[str, str], bytes]  # method, path, headers, body
-
-
-@dataclass
-class LoadResult:
-    requests: int = 0
-    ok: int = 0
-    seconds: float = 0.0
-    latencies_ms: list[float] = field(default_factory=list)
-    statuses: dict[int, int] = field(default_factory=dict)
-
-    def summary(self) -> dict[str, Any]:
-        lat = sorted(self.latencies_ms)
-        return {
-            "requests": self.requests,
-            "accepted": self.ok,
-            "seconds": round(self.seconds, 3),
-            "per_second": round(self.ok / self.seconds, 1) if self.seconds else 0.0,
-            "p50_ms": _pct(lat, 50),
-            "p90_ms": _pct(lat, 90),
-            "p99_ms": _pct(lat, 99),
-            "max_ms": round(lat[-1], 2) if lat else None,
-            "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
-        }
-
-
-def _pct(values: list[float], pct: float) -> float | None:
-    if not values:
-        return None
-    index = min(len(values) - 1, int(round(pct / 100 * (len(values) - 1))))
-    return round(values[index], 2)
-
-
-WorkerSetup = Callable[[Any, int], Any]  # (session, worker index) -> per-worker state
-
-
-async def drive(
-    port: int,
-    *,
-    client: str,
-    concurrency: int,
-    seconds: float,
-    warmup_s: float,
-    setup: Callable[[Callable[..., Any], int], Any],
-    make_request: Callable[[Any, int], Request],
-    ok_status: int,
-) -> LoadResult:
-    """Run ``concurrency`` workers for ``warmup_s + seconds``; count only after the warm-up.
-
-    ``setup(send, worker)`` prepares a worker's state (``send`` sends one request);
-    ``make_request(state, i)`` gives the i-th request of that worker.
-    """
-    result = LoadResult()
-    start = time.perf_counter()
-    measure_from, stop_at = start + warmup_s, start + warmup_s + seconds
-
-    async def worker(index: int) -> None:
-        send, close = await _sender(client, port)
-        try:
-            state = await setup(send, index)
-            i = 0
-            while True:
-                method, path, headers, body = make_request(state, i)
-                i += 1
-                began = time.perf_counter()
-                if began >= stop_at:
-                    return
-                answer = await send(method, path, headers, body)
-                ended = time.perf_counter()
-                if began >= measure_from:
-                    result.requests += 1
-                    result.statuses[answer.status] = result.statuses.get(answer.status, 0) + 1
-                    result.latencies_ms.append((ended - began) * 1000)
-                    result.ok += answer.status == ok_status
-        finally:
-            await close()
-
-    await asyncio.gather(*(worker(i) for i in range(concurrency)))
-    result.seconds = time.perf_counter() - max(measure_from, start)
-    return result
-
-
-async def _sender(client: str, port: int) -> tuple[Any, Any]:
-    if client == "raw":
-        conn = await RawConnection.open(port)
-
-        async def send_raw(method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
-            return await conn.request(method, path, headers, body)
-
-        async def close_raw() -> None:
-            conn.close()
-
-        return send_raw, close_raw
-    import httpx
-
-    http = httpx.AsyncClient(
-        base_url=f"http://127.0.0.1:{port}", limits=httpx.Limits(max_connections=1), timeout=60
-    )
-
-    async def send_httpx(method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
-        response = await http.request(method, path, headers=headers, content=body or None)
-        return Answer(response.status_code, response.content)
-
-    return send_httpx, http.aclose
 
 
 # -- scenarios -------------------------------------------------------------------------
@@ -631,16 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         "--backlog", type=int, default=3000, help="entries of the worker backlog run (0: skip)"
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--serve", choices=["api", "baseline"], help=argparse.SUPPRESS)
-    parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.serve == "api":
-        _serve_api(args.data_dir, args.port)
-        return 0
-    if args.serve == "baseline":
-        _serve_baseline(args.data_dir, args.port)
-        return 0
     results = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")

@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -177,10 +178,30 @@ def _cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def free_port() -> int:
-    """A TCP port free on loopback right now (the caller binds it soon after)."""
-    import socket
+def rusage_cpu_s(who: int) -> float:
+    """CPU seconds (user + system) of ``resource.RUSAGE_SELF`` or ``RUSAGE_CHILDREN``."""
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+
+def require_free_space(where: Path, need_bytes: int, *, what: str, hint: str) -> None:
+    """Exit with the figures unless ``where`` has ``need_bytes`` free (``what`` says for
+    what, ``hint`` what to do instead)."""
+    free = shutil.disk_usage(where).free
+    if free < need_bytes:
+        raise SystemExit(
+            f"{what} need about {need_bytes / 2**30:.1f} GiB under {where}; "
+            f"{free / 2**30:.1f} GiB free: {hint}"
+        )
+
+
+def warm_up_prefect() -> None:
+    """Run one empty flow, so that Prefect's client and temporary server start before a
+    timing rather than inside it."""
+    from prefect import flow
+
+    flow(name="warm-up")(_nothing)()
+
+
+def _nothing() -> None:
+    """The warm-up flow's body."""

@@ -20,7 +20,7 @@ Each figure is the best of the rounds (the machine is shared: the best round is 
 least disturbed), in wall seconds; the CPU seconds of the same rounds (the process's with
 its living children, so the hashing child counts, or the waited-for children's for
 ``sha256sum``, user + system) are in ``extra``: on a busy machine they
-are steadier than wall time. Goal (issue 15): the hash stage within 1.5 x ``sha256sum``.
+are steadier than wall time. Goal: the hash stage within 1.5 x ``sha256sum``.
 ``--profile`` adds a cProfile of one single-threaded pass, top functions by own time.
 """
 
@@ -40,7 +40,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.common import Figure, peak_rss_mb, print_table, process_cpu_s, write_results
+from bench.common import (
+    Figure,
+    peak_rss_mb,
+    print_table,
+    process_cpu_s,
+    rusage_cpu_s,
+    write_results,
+)
 from connectors.folder_source import ScanEntry, scan
 
 #: Files per hash batch: ``PipelineSettings.batch_size``'s default.
@@ -58,19 +65,14 @@ def make_tree(root: Path, *, files: int, size: int, per_dir: int) -> None:
             handle.write((i.to_bytes(8, "big") + block[8:])[:size])
 
 
-def _cpu_s(who: int) -> float:
-    usage = resource.getrusage(who)
-    return usage.ru_utime + usage.ru_stime
-
-
 def measure(fn: Callable[[], object], *, children: bool = False) -> tuple[float, float]:
     """``(wall seconds, CPU seconds)`` of ``fn()`` (CPU of the waited-for children with
     ``children``, else of this process, all threads, and its living children)."""
 
     def cpu() -> float:
         if children:
-            return _cpu_s(resource.RUSAGE_CHILDREN)
-        return process_cpu_s(os.getpid()) or _cpu_s(resource.RUSAGE_SELF)
+            return rusage_cpu_s(resource.RUSAGE_CHILDREN)
+        return process_cpu_s(os.getpid()) or rusage_cpu_s(resource.RUSAGE_SELF)
 
     before, start = cpu(), time.perf_counter()
     fn()

@@ -65,7 +65,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import free_port  # noqa: E402
 from bench.node_load import (  # noqa: E402
     Pair,
     closed_loop,
@@ -81,6 +80,7 @@ from ledger.core.entry import Entry  # noqa: E402
 from ledger.core.hashing import entry_hash  # noqa: E402
 from ledger.node.rules import INSERT_JOURNAL, KIND_COMMIT, KIND_REVEAL  # noqa: E402
 from ledger.node.store import connect, insert_rows  # noqa: E402
+from tests.harness.ports import free_port  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "node_ingest.json"
 LATENCY_GOAL_MS = 50.0

@@ -9,7 +9,6 @@ installed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import statistics
 import time
@@ -19,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from bench.raw_http import RawConnection
 from ledger import devnet
 from ledger.core.addresses import seed_from_ec_secret
 from ledger.core.commit import CommitChain, CommitEntry
@@ -27,43 +27,6 @@ from ledger.core.keys import SigningKey
 from ledger.jsonrpc.wire import request_object
 
 KEY = SigningKey.from_seed(seed_from_ec_secret(devnet.DEV_EC_SECRET))
-
-
-class HttpConnection:
-    """One keep-alive HTTP/1.1 connection posting JSON bodies to ``/v2`` (kept minimal: the
-    load generator shares the two cores with the node)."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def post(self, body: bytes) -> Any:
-        """POST ``body``; the decoded JSON reply (HTTP 200 or 400 expected)."""
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-        assert self.reader is not None
-        self.writer.write(
-            b"POST /v2 HTTP/1.1\r\nHost: n\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
-        )
-        head = await self.reader.readuntil(b"\r\n\r\n")
-        status = int(head[9:12])
-        length = 0
-        for line in head.split(b"\r\n"):
-            if line[:15].lower() == b"content-length:":
-                length = int(line[15:])
-        data = await self.reader.readexactly(length)
-        if status not in (200, 400):
-            raise RuntimeError(f"HTTP {status}: {data[:200]!r}")
-        return orjson.loads(data)
-
-    async def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
-                await self.writer.wait_closed()
-            self.writer = None
 
 
 @dataclass(frozen=True)
@@ -127,23 +90,24 @@ class Latencies:
 
 
 async def create_chains(port: int, count: int, tag: str) -> list[bytes]:
-    conn = HttpConnection(port)
+    conn = RawConnection(port)
     chains = []
     for i in range(count):
         first = Entry.first_entry([b"bench", tag.encode(), str(i).encode()], b"chain")
         commit = CommitChain.create(KEY, first, timestamp_ms=int(time.time() * 1000))
         check(
-            await conn.post(
+            await conn.post_json(
+                "/v2",
                 orjson.dumps(
                     [
                         request_object(1, "commit-chain", {"message": commit.marshal().hex()}),
                         request_object(2, "reveal-chain", {"entry": first.marshal().hex()}),
                     ]
-                )
+                ),
             )
         )
         chains.append(first.chain_id)
-    await conn.close()
+    conn.close()
     return chains
 
 
@@ -151,9 +115,9 @@ async def open_loop(port: int, pairs: list[Pair], rate: float, paired: bool) -> 
     """Entry ``i`` due at ``start + i / rate``; latency per call (see module doc)."""
     latencies = Latencies()
     slow: list[tuple[float, float]] = []  # (seconds into the phase, latency)
-    pool: asyncio.Queue[HttpConnection] = asyncio.Queue()
+    pool: asyncio.Queue[RawConnection] = asyncio.Queue()
     for _ in range(64):
-        pool.put_nowait(HttpConnection(port))
+        pool.put_nowait(RawConnection(port))
     bodies = [(orjson.dumps([p.commit, p.reveal]), b"") if paired else p.bodies() for p in pairs]
     start = time.perf_counter()
 
@@ -162,12 +126,12 @@ async def open_loop(port: int, pairs: list[Pair], rate: float, paired: bool) -> 
         conn = await pool.get()
         try:
             first, second = bodies[i]
-            check(await conn.post(first))
+            check(await conn.post_json("/v2", first))
             t1 = time.perf_counter()
             latencies.values.append(t1 - due)
             slow.append((due - start, t1 - due))
             if second:
-                check(await conn.post(second))
+                check(await conn.post_json("/v2", second))
                 latencies.values.append(time.perf_counter() - t1)
                 slow.append((t1 - start, latencies.values[-1]))
         finally:
@@ -182,7 +146,7 @@ async def open_loop(port: int, pairs: list[Pair], rate: float, paired: bool) -> 
     await asyncio.gather(*tasks)
     achieved = len(bodies) / (time.perf_counter() - start)
     while not pool.empty():
-        await pool.get_nowait().close()
+        pool.get_nowait().close()
     return {
         "achieved_entries_per_s": round(achieved, 1),
         "latency_per_call": latencies.summary(),
@@ -211,21 +175,21 @@ async def closed_loop(port: int, per_client: list[Iterable[Pair]], batch: int) -
     sent = [0]
 
     async def client(pairs: Iterable[Pair]) -> None:
-        conn = HttpConnection(port)
+        conn = RawConnection(port)
         source = iter(pairs)
         while chunk := list(itertools.islice(source, max(batch, 1))):
             sent[0] += len(chunk)
             if batch > 0:
                 body = orjson.dumps([r for p in chunk for r in (p.commit, p.reveal)])
                 t0 = time.perf_counter()
-                check(await conn.post(body))
+                check(await conn.post_json("/v2", body))
                 latencies.values.append(time.perf_counter() - t0)
                 continue
             for body in chunk[0].bodies():
                 t0 = time.perf_counter()
-                check(await conn.post(body))
+                check(await conn.post_json("/v2", body))
                 latencies.values.append(time.perf_counter() - t0)
-        await conn.close()
+        conn.close()
 
     start = time.perf_counter()
     await asyncio.gather(*(client(p) for p in per_client))
@@ -242,11 +206,13 @@ async def closed_loop(port: int, per_client: list[Iterable[Pair]], batch: int) -
 
 async def heights(port: int) -> Any:
     """The node's ``heights`` result (raises OSError while it does not listen)."""
-    conn = HttpConnection(port)
+    conn = RawConnection(port)
     try:
-        return (await conn.post(orjson.dumps(request_object(1, "heights", {}))))["result"]
+        return (await conn.post_json("/v2", orjson.dumps(request_object(1, "heights", {}))))[
+            "result"
+        ]
     finally:
-        await conn.close()
+        conn.close()
 
 
 def run(coro: Any) -> Any:

@@ -44,14 +44,16 @@ from typing import Any
 
 from bench.common import (
     Figure,
-    free_port,
     peak_rss_mb,
     print_table,
     process_cpu_s,
     process_peak_rss_mb,
+    require_free_space,
     stopwatch,
+    warm_up_prefect,
     write_results,
 )
+from tests.harness.ports import free_port
 
 BLOCK_TIME_S = 2.0
 REPO = Path(__file__).resolve().parent.parent
@@ -162,10 +164,6 @@ def _no_prefect_flag() -> list[str]:
     return ["--no-prefect"] if "prefect" in inspect.signature(up).parameters else []
 
 
-def _nothing() -> None:
-    """The warm-up flow's body: running it starts Prefect's temporary server."""
-
-
 def _listening(port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
         return True
@@ -252,15 +250,6 @@ def _rates(run: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
-def _check_space(root: Path, need: int) -> None:
-    free = shutil.disk_usage(root).free
-    if free < need + (1 << 30):
-        raise SystemExit(
-            f"--large needs {need / 2**30:.1f} GiB and 1 GiB spare under {root}; "
-            f"{free / 2**30:.1f} GiB free: give fewer files (--large) or --dir elsewhere"
-        )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--small", type=int, default=10_000)
@@ -274,16 +263,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         root = Path(tmp)
         if args.large:
-            _check_space(root, args.large * (args.large_mib << 20))
+            require_free_space(
+                root,
+                args.large * (args.large_mib << 20) + (1 << 30),
+                what=f"{args.large} large files and 1 GiB spare",
+                hint="give fewer files (--large) or --dir elsewhere",
+            )
         from flows.settings import quiet_prefect_defaults
 
         quiet_prefect_defaults(root)  # telemetry off, Prefect's home in the temporary folder
         # Prefect gives its temporary server 20 s to start: too little on a busy 2-core machine.
         os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-        from prefect import flow
-
         with stopwatch() as prefect_start:
-            flow(name="warm-up")(_nothing)()
+            warm_up_prefect()
         figures.append(
             Figure("Prefect temporary server start", prefect_start(), "s", higher_is_better=False)
         )

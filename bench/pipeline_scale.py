@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import cProfile
 import io
 import json
 import os
@@ -60,9 +59,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS_DIR, free_port, process_rss_mb, write_json
+from bench.common import (
+    RESULTS_DIR,
+    process_rss_mb,
+    require_free_space,
+    write_json,
+)
 from bench.hash_small import make_tree, measure, sha256sum
 from bench.pipeline_e2e import REPO, StackProcess
+from tests.harness.ports import free_port
 
 BLOCK_TIME_S = 2.0
 #: Room kept free beyond the estimate, bytes.
@@ -102,14 +107,12 @@ def needed_bytes(files: int, size: int) -> int:
 
 def check_space(where: Path, files: int, size: int) -> None:
     """Exit with the figures if ``where`` lacks the room or the inodes for a run."""
-    need = needed_bytes(files, size) + SPARE_BYTES
-    free = shutil.disk_usage(where).free
-    if free < need:
-        raise SystemExit(
-            f"{files:,} files of {size} B need about {need / 2**30:.1f} GiB under {where} "
-            f"(files, data folder and 1 GiB spare); {free / 2**30:.1f} GiB free: "
-            "give fewer --files or a --dir elsewhere"
-        )
+    require_free_space(
+        where,
+        needed_bytes(files, size) + SPARE_BYTES,
+        what=f"{files:,} files of {size} B (files, data folder and 1 GiB spare)",
+        hint="give fewer --files or a --dir elsewhere",
+    )
     inodes = os.statvfs(where).f_favail
     if 0 < inodes < files * 2:  # 0: the file system does not count inodes
         raise SystemExit(
@@ -230,10 +233,10 @@ def run_one(
         credits_before = ec_balance(urls.node_url)
         height_before = directory_height(urls.node_url)
         out = data / "child-result.json"
-        command = [sys.executable, "-m", "bench.pipeline_scale", "--child", str(folder)]
-        command += ["--child-data", str(data), "--child-out", str(out)]
-        command += ["--child-collection", collection, "--child-urls", json.dumps(urls.__dict__)]
-        command += ["--child-profile", str(profile)] if profile else []
+        command = [sys.executable, "-m", "bench.scale_child", str(folder)]
+        command += ["--data", str(data), "--out", str(out)]
+        command += ["--collection", collection, "--urls", json.dumps(urls.__dict__)]
+        command += ["--profile", str(profile)] if profile else []
         env = os.environ | {"NOTARY_PUBLISH_MODE": mode, "PREFECT_API_URL": prefect_url}
         stack_cpu = stack.cpu_s()
         with (
@@ -425,9 +428,6 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    if args.child:
-        child_main(args)
-        return
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     runs: list[Run] = []
     with (
@@ -463,86 +463,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--results", default="pipeline_scale", help="results file: bench/results/<name>.json"
     )
-    # The child process's arguments (set by the parent, not meant for a person).
-    parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--child-data", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--child-collection", help=argparse.SUPPRESS)
-    parser.add_argument("--child-urls", help=argparse.SUPPRESS)
-    parser.add_argument("--child-profile", type=Path, default=None, help=argparse.SUPPRESS)
     return parser
-
-
-# -- the child: one flow run -------------------------------------------------------------
-
-
-def child_main(args: argparse.Namespace) -> None:
-    """Run ``notarize_folder`` once and write ``{summary, wall_s, cpu_s, peak_rss_mb}``."""
-    import resource
-
-    from flows.settings import quiet_prefect_defaults
-
-    quiet_prefect_defaults(args.child_data)
-    from prefect import flow
-
-    from flows.notarize_folder import notarize_folder
-    from flows.settings import PipelineSettings
-
-    flow(name="warm-up")(_nothing)()  # Prefect's client set-up is not part of the run
-    urls = json.loads(args.child_urls)
-    settings = PipelineSettings(data_dir=args.child_data, **urls)
-    profiler = _ThreadProfiles() if args.child_profile else None
-    cpu, start = time.process_time(), time.perf_counter()
-    with profiler or contextlib.nullcontext():
-        summary = notarize_folder(str(args.child), args.child_collection, settings, True)
-    wall = time.perf_counter() - start
-    if profiler is not None:
-        profiler.dump(args.child_profile)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    result = {"summary": summary, "wall_s": wall, "cpu_s": round(time.process_time() - cpu, 2)}
-    args.child_out.write_text(json.dumps(result | {"peak_rss_mb": peak}))
-
-
-def _nothing() -> None:
-    """The warm-up flow's body."""
-
-
-class _ThreadProfiles:
-    """cProfile of this thread and of every thread started while it is active (hash
-    batches, publishing and Prefect's workers run in threads that a plain ``cProfile``
-    of the main thread would not see). Merged by ``dump``."""
-
-    def __init__(self) -> None:
-        self._profiles: list[cProfile.Profile] = []
-        self._lock = threading.Lock()
-        self._run = threading.Thread.run
-
-    def __enter__(self) -> _ThreadProfiles:
-        profiles, lock, run = self._profiles, self._lock, self._run
-
-        def profiled_run(thread: threading.Thread) -> None:
-            profile = cProfile.Profile()
-            with lock:
-                profiles.append(profile)
-            profile.runcall(run, thread)
-
-        threading.Thread.run = profiled_run  # type: ignore[method-assign,assignment]
-        main = cProfile.Profile()
-        self._profiles.append(main)
-        main.enable()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._profiles[0].disable()
-        threading.Thread.run = self._run  # type: ignore[method-assign]
-
-    def dump(self, path: Path) -> None:
-        with self._lock:
-            profiles = list(self._profiles)
-        stats = pstats.Stats(profiles[0])
-        for profile in profiles[1:]:
-            stats.add(profile)  # a thread still running (an idle pool thread) as it stands
-        stats.dump_stats(str(path))
 
 
 if __name__ == "__main__":

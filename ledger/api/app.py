@@ -121,7 +121,7 @@ def create_app(
     app.add_middleware(ObservabilityMiddleware, observability=observability)
     install_error_handlers(app)
     app.include_router(router)
-    app.include_router(verify_page_router)  # GET /verify, no key (issue 18)
+    app.include_router(verify_page_router)  # GET /verify, no key
     return app
 
 

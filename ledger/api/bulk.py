@@ -6,7 +6,7 @@ same Base64, payload, callback and chain checks), and all the items that pass ar
 to the group-commit writer together (``GroupCommitWriter.submit_many``), so they are
 committed in one database transaction, numbered in the order sent. Why: a client with
 thousands of documents paid one HTTP request per entry, and the API spent more CPU on the
-requests than on the writes (issue 15: 100,000 entries took 87 s to post one by one).
+requests than on the writes (100,000 entries took 87 s to post one by one).
 
 The answer is HTTP 202 with one item per entry, in order: the 202 body of operation 6
 (``{"entry_hash", "chain_id", "stage"}``) or the error body that operation 6 would have

@@ -1,4 +1,4 @@
-"""Encryption at rest of wallet secrets (issue #4): argon2id key derivation + SecretBox.
+"""Encryption at rest of wallet secrets: argon2id key derivation + SecretBox.
 
 An encrypted wallet stores its KDF parameters (salt, ops and memory limits) in clear and
 every secret (the mnemonic, each key's 32-byte seed) as ``nonce(24) || ciphertext``

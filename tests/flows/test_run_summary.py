@@ -1,8 +1,8 @@
 """Run summaries add up: every line counts the run's own documents, or says it is a total.
 
 Two ``notarize_folder`` runs of one folder into one collection at the same time, through the
-real node, wallet and publishing API (issue 17: one of them printed "skipped 2000" and
-"published now 500" for a 2,000-file folder), and the summary's partition of documents.
+real node, wallet and publishing API (a run once printed "skipped 2000" and "published
+now 500" for a 2,000-file folder), and the summary's partition of documents.
 """
 
 from __future__ import annotations

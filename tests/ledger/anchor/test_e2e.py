@@ -1,4 +1,4 @@
-"""Done-when of issue 5: the bundled network anchors, bundles are exported, and every bundle
+"""End to end: the bundled network anchors, bundles are exported, and every bundle
 verifies offline after every service has stopped (and a forged one does not).
 
 The real stack runs (node, wallet, publishing API, anchoring service) on free loopback

@@ -1,4 +1,4 @@
-"""Issue 4 "done when": a real node and a real wallet on loopback (uvicorn, free ports).
+"""End to end: a real node and a real wallet on loopback (uvicorn, free ports).
 
 1. Buy entry credits with coins through a named transaction, sent with the composed
    ``coin-submit`` request; the block moves the coins and credits the EC address.

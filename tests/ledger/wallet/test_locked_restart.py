@@ -1,4 +1,4 @@
-"""Issue 4 "done when": a locked wallet, restarted, reveals no secret through any call until
+"""A locked wallet, restarted, reveals no secret through any call until
 it is unlocked; its file holds no secret (nor its named transactions) in clear."""
 
 from __future__ import annotations

@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
+from ledger.core.pow.work import PowFunction, pow_hash
 from ledger.core.proof.policy import DEVNET, SHIPPED
 from ledger.core.proof.verify import verify_bundle
 from ledger.core.verify_page import render_verify_page
 from tests.browser.cases import Case, comparable, page_verdict, python_verdict
 from tests.browser.conftest import write_page
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
+from tests.ledger.core._vectors import load
 
 pytestmark = pytest.mark.timeout(900)  # the first test may install Chromium
 
@@ -151,3 +153,23 @@ def test_the_policy_panel_screenshot(page: Any, tmp_path: Path, devnet_bundle: F
     facts = page.inner_text("#policy-facts")
     assert "scrypt (N=1024, r=1, p=1)" in facts
     assert "genesis 12a765e31ffd4059bada1e25190f6e98c99d9714d334efa41a195a7e7e04bfe2" in facts
+
+
+SCRYPT_JS = """
+(headers) => headers.map((h) => {
+  const raw = Uint8Array.from(h.match(/../g), (x) => parseInt(x, 16));
+  const out = nobleHashes.scrypt(raw, raw, { N: 1024, r: 1, p: 1, dkLen: 32 });
+  return Array.from(out, (b) => b.toString(16).padStart(2, "0")).join("");
+})
+"""
+
+
+def test_the_inlined_scrypt_is_litecoins_on_real_headers(page: Any, tmp_path: Path) -> None:
+    vectors = load("chain_headers.json")
+    headers = [vectors["litecoin_mainnet"]["genesis"]["header"]]
+    headers += vectors["litecoin_regtest"]["headers"]
+    _open(page, write_page(tmp_path, render_verify_page()))
+    in_page = page.evaluate(SCRYPT_JS, headers)
+    assert in_page == [pow_hash(bytes.fromhex(h), PowFunction.SCRYPT).hex() for h in headers]
+    genesis = vectors["litecoin_mainnet"]["genesis"]
+    assert bytes.fromhex(in_page[0])[::-1].hex() == genesis["scrypt_hash"]

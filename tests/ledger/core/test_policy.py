@@ -346,3 +346,18 @@ def test_the_policy_file_shown_in_the_docs_reads() -> None:
     assert policy.genesis_hash == MAINNET.genesis_hash
     assert policy.max_target == MAINNET.max_target // 4
     assert policy.confirmations == 12 and policy.require_window
+
+
+def test_real_litecoin_regtest_headers_carry_scrypt_work() -> None:
+    headers = [bytes.fromhex(h) for h in VECTORS["litecoin_regtest"]["headers"]]
+    regtest = policy_named("litecoin-regtest")
+    parsed = check_headers("litecoin-regtest", headers, regtest)
+    assert parsed[0].hash() == regtest.genesis_hash  # the genesis is checked by its hash
+    assert "4 linked headers" in check_links(parsed, regtest).detail
+    by_sha256d = replace(regtest, pow_function=PowFunction.SHA256D)
+    with pytest.raises(ProofError, match="header 1: sha256d hash does not meet its target"):
+        check_headers("litecoin-regtest", headers, by_sha256d)
+    with pytest.raises(ProofError, match="header 0 is the genesis block of another chain"):
+        check_headers("bitcoin-regtest", headers, policy_named("bitcoin-regtest"))
+    with pytest.raises(ProofError, match="header 0: work is short"):
+        check_headers("litecoin-mainnet", headers, policy_named("litecoin-mainnet"))

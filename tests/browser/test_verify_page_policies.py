@@ -173,3 +173,23 @@ def test_the_inlined_scrypt_is_litecoins_on_real_headers(page: Any, tmp_path: Pa
     assert in_page == [pow_hash(bytes.fromhex(h), PowFunction.SCRYPT).hex() for h in headers]
     genesis = vectors["litecoin_mainnet"]["genesis"]
     assert bytes.fromhex(in_page[0])[::-1].hex() == genesis["scrypt_hash"]
+
+
+def test_a_policy_file_chosen_on_the_page_is_applied(
+    page: Any, tmp_path: Path, devnet_bundle: Forged
+) -> None:
+    _open(page, write_page(tmp_path, render_verify_page()))
+    _drop(page, tmp_path, devnet_bundle.bundle.dumps())
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps(DEVNET.to_json() | {"name": "my-devnet", "confirmations": 3}))
+    page.set_input_files("#policy-file", str(mine))
+    page.wait_for_function("() => document.getElementById('verdict').dataset.failedStep === '10'")
+    assert page.input_value("#policy-select") == "my-devnet"
+    assert "2 confirmations, policy my-devnet needs 3" in page.inner_text("#verdict-detail")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(DEVNET.to_json() | {"trust": "all"}))
+    page.set_input_files("#policy-file", str(bad))
+    page.wait_for_selector("#policy-error:not([hidden])")
+    assert "bad.json is not a policy: unknown policy keys: trust." in page.inner_text(
+        "#policy-error"
+    )

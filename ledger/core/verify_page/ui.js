@@ -23,7 +23,7 @@
   const CHUNK_BYTES = config.chunkBytes || 8 * MIB;
   /** The policies offered (`TrustPolicy.to_json` forms) and the one chosen at first (a
    * name; null: the one the bundle's chain names, stated as assumed). */
-  const POLICIES = config.policies || [];
+  const POLICIES = [...(config.policies || [])];
   const FIRST_POLICY = config.policy || "";
 
   const state = {
@@ -283,11 +283,33 @@
 
   const AUTO = "";
 
-  function fillPolicies() {
+  function fillPolicies(first = FIRST_POLICY) {
     const select = $("policy-select");
     const auto = el("option", { value: AUTO }, "the one the bundle's chain names (assumed)");
     select.replaceChildren(auto, ...POLICIES.map((p) => el("option", { value: p.name }, p.name)));
-    select.value = POLICIES.some((p) => p.name === FIRST_POLICY) ? FIRST_POLICY : AUTO;
+    select.value = POLICIES.some((p) => p.name === first) ? first : AUTO;
+  }
+
+  /** A policy file chosen on the page: checked as `TrustPolicy.from_json` checks it, added to
+   * the list and chosen; a bad one is refused with its reason. */
+  async function addPolicyFile(file) {
+    const error = $("policy-error");
+    let obj;
+    try {
+      obj = JSON.parse(await file.text());
+      V.makePolicy(obj);
+    } catch (exc) {
+      error.textContent = `${file.name} is not a policy: ${exc.message}.`;
+      error.hidden = false;
+      return;
+    }
+    const at = POLICIES.findIndex((p) => p.name === obj.name);
+    if (at >= 0) POLICIES[at] = obj;
+    else POLICIES.push(obj);
+    fillPolicies();
+    $("policy-select").value = obj.name;
+    readPolicy();
+    if ($("result").dataset.state !== "idle") verifyNow();
   }
 
   /** The policy to apply to `input`: {policy (JSON form), assumed}; null (and a message) if none. */
@@ -451,6 +473,10 @@
     fillPolicies();
     readPolicy();
     wireDrops();
+    $("policy-file").addEventListener("change", (event) => {
+      const [file] = event.target.files;
+      if (file) addPolicyFile(file);
+    });
     $("policy-select").addEventListener("change", () => {
       readPolicy();
       if ($("result").dataset.state !== "idle") verifyNow();

@@ -176,6 +176,11 @@ class PipelineSettings(BaseSettings):
                 raise ValueError(f"set both {name}_user and {name}_password, or neither")
         return self
 
+    @model_validator(mode="after")
+    def _known_policy(self) -> Self:
+        self.policy()  # PolicyError (a ValueError) names the shipped policies
+        return self
+
     @property
     def rpc_credentials_file(self) -> Path:
         """Where ``notary up`` keeps the ``user:password`` of its locked JSON-RPC services."""

@@ -67,7 +67,10 @@ def proof_export(
             )
     except ConnectorError as exc:
         fail_unreachable(exc)
-    console.print(f"wrote {len(outcome.written)} bundles to {out}")
+    console.print(
+        f"wrote {len(outcome.written)} bundles to {out}, each verified under trust policy"
+        f" {settings.trust_policy} (NOTARY_TRUST_POLICY)"
+    )
     if outcome.pages:
         console.print(f"wrote {len(outcome.pages)} pages with their bundle built in")
     if outcome.page is not None:

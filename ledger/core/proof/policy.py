@@ -181,7 +181,9 @@ class TrustPolicy:
         unknown = sorted(set(obj) - _POLICY_KEYS)
         if unknown:
             raise PolicyError(f"unknown policy keys: {', '.join(unknown)}")
-        genesis = obj.get("genesis")
+        if "genesis" not in obj:
+            raise PolicyError("genesis must be given (null for a chain with no fixed genesis)")
+        genesis = obj["genesis"]
         return cls(
             name=_text(obj, "name"),
             chain=_text(obj, "chain"),

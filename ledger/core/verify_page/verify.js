@@ -73,7 +73,8 @@
     if (obj === null || typeof obj !== "object") throw new RangeError("a policy must be a JSON object");
     const unknown = Object.keys(obj).filter((k) => !POLICY_KEYS.includes(k)).sort();
     if (unknown.length) throw new RangeError(`unknown policy keys: ${unknown.join(", ")}`);
-    const { name, chain, genesis = null, pow, confirmations } = obj;
+    const { name, chain, genesis, pow, confirmations } = obj;
+    if (genesis === undefined) throw new RangeError("genesis must be given (null for a chain with no fixed genesis)");
     if (typeof name !== "string" || typeof chain !== "string" || !name || !chain) {
       throw new RangeError("a policy needs a name and a chain");
     }

@@ -104,6 +104,9 @@ def test_a_policy_file_round_trips_and_refuses_what_it_does_not_know() -> None:
         TrustPolicy.from_json(obj | {"confirmations": 6.0})
     with pytest.raises(PolicyError, match="confirmations must be at least 1"):
         TrustPolicy.from_json(obj | {"confirmations": 0})
+    without_genesis = {k: v for k, v in obj.items() if k != "genesis"}
+    with pytest.raises(PolicyError, match="genesis must be given"):
+        TrustPolicy.from_json(without_genesis)
 
 
 # -- real Bitcoin and Litecoin mainnet headers --------------------------------------------

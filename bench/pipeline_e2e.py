@@ -209,7 +209,7 @@ def _run(
     entries_published, stack RSS)."""
     from sqlalchemy import text
 
-    from connectors.audit_store import AuditStore
+    from connectors.audit import AuditStore
     from flows.notarize_folder import notarize_folder
     from flows.settings import PipelineSettings
 

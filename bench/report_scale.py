@@ -45,7 +45,7 @@ def _hex(*parts: object) -> str:
 
 def fill(path: Path, docs: int) -> None:
     """An SQLite audit store at ``path`` with ``docs`` notarizations (module docstring)."""
-    from connectors.audit_store import (
+    from connectors.audit import (
         AnchorRecord,
         AuditStore,
         DocumentIn,
@@ -59,11 +59,11 @@ def fill(path: Path, docs: int) -> None:
     with AuditStore(f"sqlite:///{path}", clock=clock) as store:
         for first in range(0, docs, CHUNK):
             numbers = range(first, min(first + CHUNK, docs))
-            doc_ids = store.upsert_documents(
+            doc_ids = store.notarizations.upsert_documents(
                 "folder:/bench",
                 [DocumentIn(f"d/{i // 1000}/{i}.txt", _hex("doc", i), 1000 + i) for i in numbers],
             )
-            ids = store.add_notarizations(
+            ids = store.notarizations.add(
                 [
                     NewNotarization(d, "bench", chain, _hex("doc", i))
                     for d, i in zip(doc_ids, numbers, strict=True)
@@ -71,17 +71,17 @@ def fill(path: Path, docs: int) -> None:
             )
             entries = {n: _hex("entry", i) for n, i in zip(ids, numbers, strict=True)}
             clock.advance(3)
-            store.mark_published(entries)
+            store.notarizations.mark_published(entries)
             failed = {
                 n: "rejected: 422" for n, i in zip(ids, numbers, strict=True) if i % 100 == 99
             }
             if failed:
-                store.mark_failed(failed, retryable=False)
+                store.notarizations.mark_failed(failed, retryable=False)
             height = first // CHUNK
             keymr = _hex("keymr", height)
             in_block = [e for n, e in entries.items() if n not in failed and int(e, 16) % 20]
             clock.advance(7)
-            store.record_ledger({e: (height, keymr) for e in in_block})
+            store.notarizations.record_ledger({e: (height, keymr) for e in in_block})
             verified = datetime.fromtimestamp(clock.now(), UTC)
             receipts = [
                 {
@@ -93,7 +93,7 @@ def fill(path: Path, docs: int) -> None:
                 }
                 for e in in_block
             ]
-            store.save_receipts(
+            store.proofs.save_receipts(
                 [ReceiptRecord.from_node(r, verified_at=verified) for r in receipts]
             )
             if height % 2 == 0:
@@ -107,12 +107,12 @@ def fill(path: Path, docs: int) -> None:
                         "confirmations": 3,
                     },
                 }
-                store.record_anchors([AnchorRecord.from_node(anchor, verified_at=verified)])
+                store.proofs.record_anchors([AnchorRecord.from_node(anchor, verified_at=verified)])
 
 
 def run_report(db: Path, out_dir: Path) -> dict[str, Any]:
     """One report of every collection of ``db`` into ``out_dir``: seconds, CPU, peak RSS."""
-    from connectors.audit_store import AuditStore
+    from connectors.audit import AuditStore
     from tasks import report as rpt
     from tasks import report_output as out
 

@@ -42,8 +42,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from connectors.audit_models import AUDIT_METADATA, STAGE_ORDER
-from connectors.audit_store import AuditStore
+from connectors.audit import STAGE_ORDER, AuditStore
+from connectors.audit.models import AUDIT_METADATA
 from connectors.publishing import CallbackStage
 from connectors.served_app import ServedApp, ServerStartError
 from ledger.core.callback_signature import (

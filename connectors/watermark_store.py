@@ -3,7 +3,7 @@
 The flow saves a position only after the page ending there is recorded in the audit store,
 so a run killed half-way re-reads its last page (those rows are then skipped as already
 notarized) and never skips one. The table is part of the audit schema
-(``connectors.audit_models.TableWatermark``, created by the Alembic migrations that
+(``connectors.audit.models.TableWatermark``, created by the Alembic migrations that
 ``AuditStore`` runs when it opens), so the engine given here must be an opened audit
 store's (``AuditStore.engine``).
 """
@@ -17,7 +17,7 @@ from sqlalchemy import Table, and_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from connectors.audit_models import AUDIT_METADATA
+from connectors.audit.models import AUDIT_METADATA
 from connectors.table_position import Position
 from ledger.core.clock import Clock, SystemClock
 

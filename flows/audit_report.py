@@ -26,7 +26,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from connectors.audit_store import ProofRecord, RunStatus
+from connectors.audit import ProofRecord, RunStatus
 from connectors.errors import RpcError
 from connectors.node import NOT_FOUND_CODES, NodeClient
 from flows.pipeline import open_audit_store
@@ -120,7 +120,7 @@ def audit_report(
     target = Path(out_dir) if out_dir else default_out_dir(settings.data_dir, collection, now)
     parameters = {"collection": collection, "since": str(start), "until": str(end)}
     with open_audit_store(settings) as store:
-        run_id = store.start_run("audit_report", parameters=parameters | {"sample": sample})
+        run_id = store.runs.start("audit_report", parameters=parameters | {"sample": sample})
         counts: dict[str, Any] = {}
         status: RunStatus = "failed"
         try:
@@ -142,7 +142,7 @@ def audit_report(
             paths = write_report_files(report, target, proofs=proof_links(target, proofs_dir))
             counts, status = report.summary, "completed"
         finally:
-            store.finish_run(run_id, counts=counts, status=status)
+            store.runs.finish(run_id, counts=counts, status=status)
     publish_artifacts(report, paths=paths)
     files = {name: str(path) for name, path in paths.items()}
     return report.summary | {"out_dir": str(target), "files": files, "run_id": run_id}

@@ -65,7 +65,7 @@ def collect_proofs(
     """
     settings = settings or PipelineSettings()
     with open_services(settings) as services:
-        run_id = services.store.start_run("collect_proofs", parameters={"collection": collection})
+        run_id = services.store.runs.start("collect_proofs", parameters={"collection": collection})
         published = RunSummary("collect", collection or "", "")
         publish_pending(published, services, collection)
         ledger = sweep_ledger_once(services.store, services.node, collection=collection)
@@ -83,7 +83,7 @@ def collect_proofs(
         except ConnectorError as exc:
             # The ledger sweep's work is recorded; anchors wait for the next sweep.
             anchor = AnchorSweep(errors=[f"anchor stage skipped: {exc}"])
-        counts = services.store.summary(collection)
+        counts = services.store.runs.summary(collection)
         result = {
             "published": published.published_for_other_runs,
             "publish_failed": published.publish_failed,
@@ -98,7 +98,7 @@ def collect_proofs(
             "errors": published.errors + ledger.errors + given_up.errors + anchor.errors,
             "stages": counts,
         }
-        services.store.finish_run(run_id, counts=result, status="completed")
+        services.store.runs.finish(run_id, counts=result, status="completed")
     return result
 
 

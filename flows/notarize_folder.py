@@ -19,7 +19,7 @@ from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.utilities.annotations import quote
 
-from connectors.audit_store import CollectionRecord, RunStatus
+from connectors.audit import CollectionRecord, RunStatus
 from connectors.folder_source import ScanEntry, display_path, scan, source_name
 from flows.collector import fewer_collections
 from flows.pipeline import (
@@ -83,7 +83,7 @@ def notarize_folder(
     with open_services(settings) as services, fewer_collections():
         record = open_collection(services, name)
         summary = RunSummary(str(root), name, record.chain_id)
-        run_id = services.store.start_run(
+        run_id = services.store.runs.start(
             "notarize_folder", parameters={"folder": str(root), "collection": name}
         )
         status: RunStatus = "failed"
@@ -92,7 +92,7 @@ def notarize_folder(
             status = "completed"
         finally:
             finish_counts(summary, services.store)
-            services.store.finish_run(run_id, counts=summary.as_dict(), status=status)
+            services.store.runs.finish(run_id, counts=summary.as_dict(), status=status)
     publish_artifact(summary, key="notarize-folder-summary", title=f"Notarization of {root}")
     return summary.as_dict()
 

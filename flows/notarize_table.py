@@ -29,7 +29,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture
 from pydantic import SecretStr
 
-from connectors.audit_store import CollectionRecord, DocumentIn, RunStatus
+from connectors.audit import CollectionRecord, DocumentIn, RunStatus
 from connectors.table_source import (
     Position,
     RowPage,
@@ -176,7 +176,7 @@ def _run_recorded(
         "watermark": source.watermark_column,
         "key_columns": list(source.key_columns),
     }
-    run_id = services.store.start_run("notarize_table", parameters=parameters)
+    run_id = services.store.runs.start("notarize_table", parameters=parameters)
     status: RunStatus = "failed"
     try:
         last = _run(summary, services, source, collection, wait=wait)
@@ -184,7 +184,7 @@ def _run_recorded(
         return last
     finally:
         finish_counts(summary, services.store)
-        services.store.finish_run(run_id, counts=summary.as_dict(), status=status)
+        services.store.runs.finish(run_id, counts=summary.as_dict(), status=status)
 
 
 def _run(

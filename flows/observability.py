@@ -39,8 +39,7 @@ from prometheus_client import Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily, Metric
 from sqlalchemy import Engine, text
 
-from connectors.audit_backlog import UNANCHORED_STAGES, read_unanchored
-from connectors.audit_store import AuditStore
+from connectors.audit import UNANCHORED_STAGES, AuditStore, read_unanchored
 from connectors.node import NodeClient
 from connectors.publishing import PublishingClient
 from connectors.served_app import ServedApp

@@ -24,7 +24,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from connectors.anchor import AnchorClient
-from connectors.audit_store import (
+from connectors.audit import (
     AuditStore,
     CollectionRecord,
     DocumentIn,
@@ -33,7 +33,7 @@ from connectors.audit_store import (
 )
 from connectors.callback_receiver import CALLBACK_STAGES, callback_url_for
 from connectors.node import NodeClient
-from connectors.publishing import CallbackStage, PublishingClient
+from connectors.publishing import NewEntry, PublishingClient
 from flows.run_summary import RunSummary
 from flows.settings import PipelineSettings
 from ledger.core.entry import Entry
@@ -94,50 +94,41 @@ def open_services(settings: PipelineSettings) -> Iterator[Services]:
 
 
 def _publishing_client(settings: PipelineSettings, key: str) -> PublishingClient:
-    timeout, pool = settings.http_timeout_s, settings.publish_concurrency
-    if settings.callback_enabled:
-        return CallbackPublishingClient(
-            settings.api_url, key, settings.callback_url, timeout_s=timeout, max_connections=pool
-        )
-    return PublishingClient(settings.api_url, key, timeout_s=timeout, max_connections=pool)
+    hook = EntryCallbacks(settings.callback_url) if settings.callback_enabled else None
+    return PublishingClient(
+        settings.api_url,
+        key,
+        timeout_s=settings.http_timeout_s,
+        max_connections=settings.publish_concurrency,
+        entry_body_hook=hook,
+    )
 
 
-class CallbackPublishingClient(PublishingClient):
-    """A publishing client whose entries ask for ``ledger`` and ``anchor`` callbacks.
+class EntryCallbacks:
+    """An ``EntryBodyHook``: every entry asks for its own ``ledger`` and ``anchor`` callbacks.
 
-    Each entry gets its own ``callback_url``: ``callback_base_url`` plus its entry hash
+    Each entry gets its own ``callback_url``: ``base_url`` plus its entry hash
     (``connectors.callback_receiver.callback_url_for``), because the API's ``ledger`` and
     ``anchor`` callbacks name only the block, not the entry. The entry hash is computed
-    from the posted chain ID, external IDs and content (docs/formats.md §1.2), before the POST.
-    Single and bulk posts both build their bodies with ``entry_body``. Chains are created
-    without callbacks (their first entry is not a document).
+    from the posted chain ID, external IDs and content (docs/formats.md §1.2), before the
+    POST. Single and bulk posts both build their bodies through the hook; an entry posted
+    with a callback URL of its own keeps it. Chains are created without callbacks (their
+    first entry is not a document).
+
+    Args:
+        base_url: the callback receiver's URL (``PipelineSettings.callback_url``).
     """
 
-    def __init__(self, base_url: str, api_key: str, callback_base_url: str, **kwargs: Any) -> None:
-        super().__init__(base_url, api_key, **kwargs)
-        self.callback_base_url = callback_base_url
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
 
-    def entry_body(
-        self,
-        chain_id: str,
-        external_ids: Sequence[bytes],
-        content: bytes,
-        *,
-        callback_url: str | None = None,
-        callback_stages: Sequence[CallbackStage] | None = None,
-    ) -> dict[str, Any]:
-        """The body of operation 6 with this entry's own callback URL (unless one is given)."""
-        if callback_url is None:
-            entry = Entry(bytes.fromhex(chain_id), tuple(external_ids), content)
-            callback_url = callback_url_for(self.callback_base_url, entry.hash().hex())
-            callback_stages = callback_stages or CALLBACK_STAGES
-        return super().entry_body(
-            chain_id,
-            external_ids,
-            content,
-            callback_url=callback_url,
-            callback_stages=callback_stages,
-        )
+    def __call__(self, chain_id: str, entry: NewEntry, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` with this entry's own callback URL and stages (unless it has a URL)."""
+        if "callback_url" in body:
+            return body
+        hashed = Entry(bytes.fromhex(chain_id), entry.external_ids, entry.content).hash()
+        body = body | {"callback_url": callback_url_for(self.base_url, hashed.hex())}
+        return body | {"callback_stages": body.get("callback_stages") or list(CALLBACK_STAGES)}
 
 
 def hash_task_runner(settings: PipelineSettings) -> TaskRunner[Any]:
@@ -183,7 +174,7 @@ def open_collection(services: Services, name: str) -> CollectionRecord:
     """
     settings = services.settings
     chosen = "publish_mode" in settings.model_fields_set
-    return services.store.collection(
+    return services.store.collections.use(
         name, settings.publish_mode, chain_namer=chain_for, mode_is_default=not chosen
     )
 
@@ -212,7 +203,9 @@ def record_batch(
         docs=quote(docs),  # not walked by Prefect: 500 records cost ~90 ms of CPU
         kind=kind,
     )
-    notarized = services.store.notarized_at(summary.chain_id, [d.sha256 for d in docs])
+    notarized = services.store.notarizations.notarized_at(
+        summary.chain_id, [d.sha256 for d in docs]
+    )
     summary.add_recorded(docs, ids, notarized)
     return ids
 
@@ -282,7 +275,9 @@ class Recorder:
                 self._waiting[sha] = fresh[sha]
         if known:
             store = self._services.store
-            notarized = store.notarized_at(self._collection.chain_id, [d.sha256 for d in known])
+            notarized = store.notarizations.notarized_at(
+                self._collection.chain_id, [d.sha256 for d in known]
+            )
             self._summary.add_recorded(known, [], notarized)
         size = self._services.settings.aggregate_batch_size
         while len(self._waiting) >= size:
@@ -302,7 +297,7 @@ class Recorder:
         if added is not None and added[1] == len(shas):  # every one is this batch's
             batch_of = dict.fromkeys(shas, added[0])
         else:  # another worker aggregated some first: look up whose batch each is in
-            found = self._services.store.notarized_at(self._collection.chain_id, shas)
+            found = self._services.store.notarizations.notarized_at(self._collection.chain_id, shas)
             batch_of = {sha: nid for sha, (nid, _created_at) in found.items()}
         self._summary.add_batched(copies, batch_id, batch_of)
         if batch_id is not None:
@@ -312,7 +307,9 @@ class Recorder:
         if ids:
             # Only what is still pending: a concurrent run may have published them meanwhile
             # (posting again would only cost entry credits).
-            rows = [r for r in self._services.store.notarizations(ids) if r.stage == "pending"]
+            rows = [
+                r for r in self._services.store.notarizations.by_ids(ids) if r.stage == "pending"
+            ]
             self._summary.timed(
                 "publish", lambda: publish_rows_now(self._summary, self._services, rows)
             )
@@ -367,7 +364,7 @@ def publish_pending(summary: RunSummary, services: Services, collection: str | N
     """
     after_id = 0
     while True:
-        rows = services.store.pending(
+        rows = services.store.notarizations.pending(
             stage_below="published",
             collection=collection,
             limit=services.settings.batch_size,
@@ -397,7 +394,7 @@ def ledger_followed(
         services.node,
         collection=collection.name,
         chain_id=collection.chain_id,
-        after_id=services.store.newest_notarization_id(),
+        after_id=services.store.notarizations.newest_id(),
     )
     with follower:
         yield

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from prefect.artifacts import create_markdown_artifact
 
-from connectors.audit_store import AuditStore, DocumentIn, Stage
+from connectors.audit import AuditStore, DocumentIn, Stage
 from connectors.folder_source import ScanEntry
 from flows.id_tally import IdTally
 from tasks.hashing import HashResult
@@ -121,7 +121,7 @@ class RunSummary:
         *,
         chunk: int = 5_000,
     ) -> None:
-        """Set the ``documents_*`` counts from ``progress_of`` (``AuditStore.progress``),
+        """Set the ``documents_*`` counts from ``progress_of`` (``AuditStore.runs.progress``),
         asked for ``chunk`` of ``notarization_ids()`` at a time: each document counted by
         its notarization's stage. Chunked, the answer for a run of 100,000 documents is
         never in memory at once (it was the run's peak RSS, +40 MB, at its very end)."""
@@ -148,7 +148,7 @@ class RunSummary:
         Args:
             docs: the batch's documents, in order.
             new_ids: ids of the notarizations this run just created for them.
-            notarized: ``AuditStore.notarized_at`` of the documents' hashes (after the
+            notarized: ``AuditStore.notarizations.notarized_at`` of the documents' hashes (after the
                 batch was recorded, so every hash is there).
 
         Raises:
@@ -238,11 +238,11 @@ class RunSummary:
 def finish_counts(summary: RunSummary, store: AuditStore) -> None:
     """Fill the run's documents' stage counts, and the collection's totals, from the audit
     store (the record of truth)."""
-    summary.add_progress(store.progress)
-    counts = store.summary(summary.collection)
+    summary.add_progress(store.runs.progress)
+    counts = store.runs.summary(summary.collection)
     summary.collection_totals = {
         "in_ledger": sum(counts[s] for s in LEDGER_STAGES),
-        "with_receipt": store.receipt_count(summary.collection),
+        "with_receipt": store.runs.receipt_count(summary.collection),
         "waiting": sum(counts[s] for s in WAITING_STAGES),
         "failed": counts["failed"],
     }

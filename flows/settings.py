@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from connectors.audit_models import PublishMode
+from connectors.audit import PublishMode
 from ledger.core.proof.policy import TrustPolicy, policy_named
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.observability.logs import LogFormat

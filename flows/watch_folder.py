@@ -28,7 +28,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from connectors.audit_store import (
+from connectors.audit import (
     STAGE_ORDER,
     AuditStore,
     CollectionRecord,
@@ -88,7 +88,7 @@ def notarize_files(
     with open_services(settings) as services, fewer_collections():
         record = open_collection(services, name)
         summary = RunSummary(str(base), name, record.chain_id)
-        run_id = services.store.start_run(
+        run_id = services.store.runs.start(
             "notarize_files",
             parameters={"root": str(base), "collection": name, "files": len(paths)},
         )
@@ -98,7 +98,7 @@ def notarize_files(
             status = "completed"
         finally:
             finish_counts(summary, services.store)
-            services.store.finish_run(run_id, counts=summary.as_dict(), status=status)
+            services.store.runs.finish(run_id, counts=summary.as_dict(), status=status)
     return summary.as_dict() | {"file_stages": stages}
 
 
@@ -177,7 +177,7 @@ def _sweep_once(summary: RunSummary, services: Services) -> None:
 def _file_stages(store: AuditStore, collection: str, docs: Sequence[DocumentIn]) -> dict[str, str]:
     stage_of: dict[str, str] = {}
     for sha in {d.sha256 for d in docs}:
-        found = store.proofs(collection=collection, sha256=sha, limit=1)
+        found = store.proofs.records(collection=collection, sha256=sha, limit=1)
         if found:
             stage_of[sha] = found[0].notarization.stage
     return {d.path: stage_of[d.sha256] for d in docs if d.sha256 in stage_of}

@@ -1,6 +1,6 @@
 """JSON text for the databases' JSON columns (the audit store, the publishing API's).
 
-Shared by ``connectors.audit_engine`` and ``ledger.api.db``; like ``ledger.sqlite`` it
+Shared by ``connectors.audit.engine`` and ``ledger.api.db``; like ``ledger.sqlite`` it
 imports no service and no pipeline package.
 """
 

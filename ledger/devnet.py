@@ -10,15 +10,22 @@ derived from a public string or copied from public Factom test material.
   its public key unless another key is configured. The window contract has a made-up
   20-byte address.
 - The bundled proof-of-work chain: its name, difficulty and confirmation depth are the
-  anchoring service's defaults (``ledger.core.pow.params.PowParams()``) and the verifier's
-  ``devnet`` trust policy (``ledger.core.proof.policy.DEVNET``).
+  anchoring service's defaults and the verifier's ``devnet`` trust policy
+  (``ledger.core.proof.policy.DEVNET``); they are defined with the chain's parameters
+  (``ledger.core.pow.params``, which imports nothing outside ``ledger.core``) and listed
+  here with the rest.
 
 Derived values are written out rather than computed, so that this module imports nothing
-and every layer, ``ledger.core`` included, may read it; ``tests/ledger/test_devnet.py``
-derives them again.
+but those parameters; ``tests/ledger/test_devnet.py`` derives them again.
 """
 
 from __future__ import annotations
+
+from ledger.core.pow.params import (
+    DEV_POW_CHAIN_NAME,
+    DEV_POW_CONFIRMATIONS,
+    DEV_POW_DIFFICULTY_BITS,
+)
 
 __all__ = [
     "DEV_ANCHOR_PUBLIC_KEY",
@@ -55,11 +62,3 @@ DEV_ANCHOR_PUBLIC_KEY = bytes.fromhex(
 #: The window contract's 20-byte address (hex with ``0x``): the first 20 bytes of
 #: SHA-256 of ``b"notary development window contract"``.
 DEV_CONTRACT_ADDRESS = "0xeacb8ccf032e8fe6a4e0957597f9b2722a1c4aa6"
-
-#: Name of the bundled proof-of-work chain, written in proof bundles (``anchor.chain``).
-DEV_POW_CHAIN_NAME = "notary-devnet-pow"
-#: Leading zero bits of work per block: about 65,000 double SHA-256 per block, tens of
-#: milliseconds in Python.
-DEV_POW_DIFFICULTY_BITS = 16
-#: Blocks, the anchor's own included, before an anchor counts as final.
-DEV_POW_CONFIRMATIONS = 2

@@ -1,6 +1,6 @@
 """One way to open an SQLite database for SQLAlchemy: WAL, busy timeout, durability, foreign keys.
 
-Used by every SQLAlchemy store on SQLite (the audit store, ``connectors.audit_engine``;
+Used by every SQLAlchemy store on SQLite (the audit store, ``connectors.audit.engine``;
 the publishing API's database, ``ledger.api.db``), so they cannot drift apart. Each
 connection gets, in this order:
 

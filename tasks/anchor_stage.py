@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from connectors.anchor import AnchorClient
-from connectors.audit_store import AnchorRecord, AuditStore, NotarizationRow
+from connectors.audit import AnchorRecord, AuditStore, NotarizationRow
 from connectors.node import NodeClient
 from ledger.core.errors import LedgerFormatError
 from ledger.core.proof.policy import TrustPolicy
@@ -50,7 +50,7 @@ def sweep_anchor(
     """
     outcome = AnchorSweep()
     samples = _one_row_per_block(store, collection)
-    for height, keymr in store.awaiting_anchor_blocks(collection=collection):
+    for height, keymr in store.proofs.awaiting_anchor_blocks(collection=collection):
         info = node.anchors(height=height)
         pow_part = None if info is None else info.get("anchor_pow")
         proof = anchor.anchor_proof(height) if isinstance(pow_part, dict) else None
@@ -66,7 +66,9 @@ def sweep_anchor(
             continue
         assert info is not None
         record = AnchorRecord.from_node(info, verified_at=datetime.now(UTC))
-        outcome.notarizations_anchored += store.record_anchors([record], collection=collection)
+        outcome.notarizations_anchored += store.proofs.record_anchors(
+            [record], collection=collection
+        )
         outcome.blocks_anchored += 1
     return outcome
 
@@ -75,7 +77,7 @@ def _one_row_per_block(store: AuditStore, collection: str | None) -> dict[int, N
     samples: dict[int, NotarizationRow] = {}
     after_id = 0
     while True:
-        rows = store.awaiting_anchor(collection=collection, limit=1000, after_id=after_id)
+        rows = store.proofs.awaiting_anchor(collection=collection, limit=1000, after_id=after_id)
         if not rows:
             return samples
         after_id = rows[-1].id
@@ -93,15 +95,15 @@ def _verify_block(
     policy: TrustPolicy,
 ) -> None:
     if row.kind == "batch":  # a batch's first member stands for it (same entry, receipt)
-        stored = store.proofs(batch_id=row.id, limit=1)
+        stored = store.proofs.records(batch_id=row.id, limit=1)
     else:
-        stored = store.proofs(sha256=row.sha256, collection=row.collection, limit=1)
+        stored = store.proofs.records(sha256=row.sha256, collection=row.collection, limit=1)
     receipt = stored[0].receipt if stored else None
     if receipt is None:
         raise ValueError("no verified receipt stored for the sample document")
     assert row.dblock_height is not None
     dblock_raw = bytes.fromhex(node.dblock_by_height(row.dblock_height)["rawdata"])
-    key = None if row.kind == "document" else store.collection_key(row.collection)
+    key = None if row.kind == "document" else store.collections.key(row.collection)
     bundle_for(
         stored[0].notarization,
         receipt=receipt.raw,

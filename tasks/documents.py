@@ -1,6 +1,6 @@
 """How a document and a collection are written on the ledger (the pipeline's entry formats).
 
-Three publish modes (``connectors.audit_models.PublishMode``) use two formats. The private
+Three publish modes (``connectors.audit.models.PublishMode``) use two formats. The private
 modes, ``aggregate`` and ``entry``, use version 2 (``ledger.core.notary_entry``): the
 collection's chain is named by its identifier, a document is published as a commitment
 (``ledger.core.commitment``) in an entry of its own (``entry``) or as a leaf of a batch's
@@ -25,8 +25,14 @@ from dataclasses import dataclass
 
 import rfc8785
 
-from connectors.audit_paths import batch_tree, commitment_of
-from connectors.audit_store import CollectionRecord, NewMember, NotarizationRow, PublishMode
+from connectors.audit import (
+    CollectionRecord,
+    NewMember,
+    NotarizationRow,
+    PublishMode,
+    batch_tree,
+    commitment_of,
+)
 from ledger.core.aggregation import AggregationTree
 from ledger.core.entry import MAX_ENTRY_PAYLOAD_BYTES, Entry, chain_id_from_external_ids
 from ledger.core.notary_entry import batch_entry, collection_first_entry, commitment_entry
@@ -93,7 +99,7 @@ def collection_entry(collection: CollectionRecord) -> LedgerEntry:
 
 
 def chain_for(name: str, identifier: bytes, mode: PublishMode) -> str:
-    """Hex chain id of a collection (``connectors.audit_store.ChainNamer``): the version-1
+    """Hex chain id of a collection (``connectors.audit.store.ChainNamer``): the version-1
     chain of ``name`` for ``clear``, the chain named by ``identifier`` otherwise."""
     if mode == "clear":
         return collection_chain_id(name)
@@ -102,7 +108,7 @@ def chain_for(name: str, identifier: bytes, mode: PublishMode) -> str:
 
 def aggregation_tree(collection_key: bytes, sha256s: Sequence[str]) -> AggregationTree:
     """The aggregation tree of a batch: leaf ``i`` is the commitment of ``sha256s[i]``
-    (``connectors.audit_paths.batch_tree``, which the audit store rebuilds paths with).
+    (``connectors.audit.paths.batch_tree``, which the audit store rebuilds paths with).
 
     Raises:
         LimitError: no hashes.

@@ -7,7 +7,7 @@ the ``ledger`` sweep would wait for it until it is overdue. ``sweep_failed_write
 the API, per chain with notarizations waiting for ``ledger``, for its failed entries (one
 listing, operation 7 with ``stage=failed``), reads each one that the audit store is
 waiting for (operation 11), and moves those notarizations to the terminal stage
-``failed`` with the API's reason (``AuditStore.mark_failed``), which ``notary report``
+``failed`` with the API's reason (``AuditStore.notarizations.mark_failed``), which ``notary report``
 lists in ``problems.csv`` and the HTML. Writes still on their way are left alone.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from connectors.audit_store import AuditStore, NotarizationRow
+from connectors.audit import AuditStore, NotarizationRow
 from connectors.errors import ConnectorError, RequestRejected
 from connectors.publishing import PublishingClient, WriteFailure, write_failure
 
@@ -70,7 +70,7 @@ def sweep_failed_writes(
             if failure is not None:  # every notarization the entry carries
                 errors.update(dict.fromkeys(waiting[entry_hash], failure_message(failure)))
         if errors:
-            store.mark_failed(errors, retryable=False)
+            store.notarizations.mark_failed(errors, retryable=False)
             outcome.marked += len(errors)
             outcome.errors.extend(list(errors.values())[: max(0, 20 - len(outcome.errors))])
     return outcome
@@ -104,7 +104,7 @@ def _waiting(
 ) -> Iterator[NotarizationRow]:
     after_id = 0
     while True:
-        rows = store.pending(
+        rows = store.notarizations.pending(
             stage_from="published",
             stage_below="ledger",
             collection=collection,

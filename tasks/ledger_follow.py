@@ -23,7 +23,7 @@ import logging
 import threading
 from types import TracebackType
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from connectors.node import NodeClient
 from tasks.block_index import BlockIndex
 from tasks.ledger_stage import SweepOutcome, newest_height, sweep_ledger
@@ -44,7 +44,7 @@ class LedgerFollower:
         collection: the collection's name.
         chain_id: the collection's chain ID, 64 hex characters.
         after_id: only rows with a greater notarization id (the run's rows:
-            ``AuditStore.newest_notarization_id()`` read before the run records any).
+            ``AuditStore.notarizations.newest_id()`` read before the run records any).
         poll_s: pause between two ``heights`` calls while no block comes, seconds (> 0).
 
     Attributes:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from connectors.audit_store import AuditStore, ReceiptRecord
+from connectors.audit import AuditStore, ReceiptRecord
 from connectors.node import NodeClient
 from ledger.core.clock import Clock, SystemClock
 from ledger.core.proof.steps import Step
@@ -144,7 +144,7 @@ def sweep_ledger(
     index.forget_missing()
 
     def page(after_id: int) -> list[tuple[int, str | None]]:
-        return store.pending_entries(
+        return store.notarizations.pending_entries(
             stage_from="published",
             stage_below="ledger",
             collection=collection,
@@ -253,9 +253,9 @@ def _sweep_batch(
         # One transaction: a row never reaches ``ledger`` without its receipt (no sweep
         # looks at it again), and a run killed before the commit leaves the rows below
         # ``ledger`` for the next sweep.
-        store.record_receipts(verified)
+        store.proofs.record_receipts(verified)
     if rejected:
-        store.mark_failed(rejected, retryable=False)
+        store.notarizations.mark_failed(rejected, retryable=False)
     outcome.recorded += len(verified)
     outcome.rejected += len(rejected)
     outcome.errors.extend(list(rejected.values())[:5])

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from connectors.audit_store import NotarizationRow
+from connectors.audit import NotarizationRow
 from ledger.core.commitment import document_nonce
 from ledger.core.entry import Entry
 from ledger.core.proof.bundle import Aggregation, ProofBundle, build_bundle
@@ -93,7 +93,7 @@ def bundle_for(
     Args:
         row: a document's notarization: a clear row (version-1 bundle), a commitment row
             or a batch member (``is_member``; version 2). A batch row itself is no
-            document: pass one of its members (``AuditStore.batch_members``).
+            document: pass one of its members (``AuditStore.batches.members``).
         receipt, dblock_raw, anchor_proof: the notarization's stored receipt, its directory
             block bytes and the anchor proof of that block.
         collection_key: the collection's secret key (private rows: derives the nonce).

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from connectors.audit_store import AuditStore, CollectionRecord, NotarizationRow
+from connectors.audit import AuditStore, CollectionRecord, NotarizationRow
 from connectors.errors import ConnectorError
 from connectors.publishing import NewEntry, PublishingClient
 from tasks.documents import EntryTooLarge, LedgerEntry, collection_entry, notarization_entry
@@ -88,7 +88,7 @@ def publish_rows(
     keys: dict[str, bytes | None] = {}
     for row in rows:
         if row.kind == "commitment" and row.collection not in keys:
-            keys[row.collection] = store.collection_key(row.collection)
+            keys[row.collection] = store.collections.key(row.collection)
         try:
             entries[row.id] = notarization_entry(row, collection_key=keys.get(row.collection))
         except (EntryTooLarge, ValueError) as exc:
@@ -105,7 +105,7 @@ def publish_rows(
         for rid, result in zip(ids, results, strict=True):
             _classify(rid, result, entries[rid], accepted=accepted, retry=retry, fatal=fatal)
     _record(store, accepted, retry=retry, fatal=fatal)
-    members = store.member_counts([r.id for r in rows if r.kind == "batch"])
+    members = store.batches.member_counts([r.id for r in rows if r.kind == "batch"])
 
     def documents(ids: Iterable[int]) -> int:
         return sum(members.get(i, 1) for i in ids)
@@ -157,8 +157,8 @@ def _record(
     store: AuditStore, accepted: dict[int, str], *, retry: dict[int, str], fatal: dict[int, str]
 ) -> None:
     if accepted:
-        store.mark_published(accepted, then="multi_az")
+        store.notarizations.mark_published(accepted, then="multi_az")
     if retry:
-        store.mark_failed(retry, retryable=True)
+        store.notarizations.mark_failed(retry, retryable=True)
     if fatal:
-        store.mark_failed(fatal, retryable=False)
+        store.notarizations.mark_failed(fatal, retryable=False)

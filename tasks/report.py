@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from connectors.audit_store import (
+from connectors.audit import (
     ALL_STAGES,
     STAGE_ORDER,
     AnchorRecord,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timedelta
 
-from connectors.audit_store import (
+from connectors.audit import (
     AnchorRecord,
     AuditStore,
     BatchRecord,
@@ -86,13 +86,13 @@ def load_report_data(
 ) -> ReportData:
     """Notarizations created in ``[since, until)`` (of ``collection``) with their receipts,
     stage events and anchors."""
-    proofs = store.proofs(collection=collection, since=since, until=until)
+    proofs = store.proofs.records(collection=collection, since=since, until=until)
     ids = [p.notarization.id for p in proofs]
     batch_ids = {p.notarization.id for p in proofs if p.notarization.is_member}
     return ReportData(
         proofs=proofs,
-        events=store.stage_events(ids),
-        anchors=store.stored_anchors(notarization_ids=ids),
+        events=store.notarizations.stage_events(ids),
+        anchors=store.proofs.anchors(notarization_ids=ids),
         batches=[b for b in all_batches(store, collection) if b.id in batch_ids],
         collection=collection,
         since=since,
@@ -103,7 +103,7 @@ def load_report_data(
 def all_batches(store: AuditStore, collection: str | None) -> list[BatchRecord]:
     """Every batch (of ``collection``; ``None``: all), by id, read a page at a time."""
     out: list[BatchRecord] = []
-    while page := store.batches(collection=collection, after_id=out[-1].id if out else 0):
+    while page := store.batches.read(collection=collection, after_id=out[-1].id if out else 0):
         out += page
     return out
 

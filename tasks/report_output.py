@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from connectors.audit_store import ALL_STAGES
+from connectors.audit import ALL_STAGES
 from tasks.proofs import PAGE_NAME, bundle_relpath
 from tasks.report import REPORT_FILES, STAGES, Report, iso_utc, plain_number
 

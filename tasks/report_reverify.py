@@ -15,8 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from connectors.audit_proofs import proof_order
-from connectors.audit_store import NotarizationRow, ProofRecord
+from connectors.audit import NotarizationRow, ProofRecord, proof_order
 from ledger.core.proof.steps import Step
 from tasks.verify import ReceiptRejected, verify_node_receipt
 

@@ -1,7 +1,7 @@
 """The audit report of a whole archive in bounded memory: the store read page by page.
 
 ``stream_report`` reads the notarizations of a period ``page_size`` at a time
-(``AuditStore.iter_proofs``) with each page's stage events and anchors, feeds the page to
+(``AuditStore.proofs.iter_records``) with each page's stage events and anchors, feeds the page to
 a ``tasks.report.ReportBuilder`` and appends the page's rows to ``documents.csv`` and
 ``problems.csv``; what stays in memory is the builder's (counts, 8 bytes per document and
 stage for the latency quantiles, the first ``HTML_TABLE_ROWS`` documents and problems,
@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from connectors.audit_proofs import PROOF_PAGE_ROWS
-from connectors.audit_store import AuditStore, BatchRecord, ProofRecord
+from connectors.audit import PROOF_PAGE_ROWS, AuditStore, BatchRecord, ProofRecord
 from tasks.report import (
     PROBLEM_COLUMNS,
     REPORT_FILES,
@@ -100,7 +99,7 @@ def stream_report(
 
     Raises:
         ValueError: ``page_size`` < 1.
-        AuditPathError: a batch's tree cannot be rebuilt (``AuditStore.iter_proofs``).
+        AuditPathError: a batch's tree cannot be rebuilt (``AuditStore.proofs.iter_records``).
     """
     builder = ReportBuilder(
         now=now, thresholds=thresholds, keep_rows=HTML_TABLE_ROWS, sample=sample, seed=seed
@@ -109,7 +108,9 @@ def stream_report(
     target = out_dir / REPORT_FILES["documents"]
     partial = _part(target)
     problems = _part(out_dir / REPORT_FILES["problems"])
-    found = store.iter_proofs(collection=collection, since=since, until=until, page_size=page_size)
+    found = store.proofs.iter_records(
+        collection=collection, since=since, until=until, page_size=page_size
+    )
     with (
         partial.open("w", newline="", encoding="utf-8") as documents_file,
         problems.open("w", newline="", encoding="utf-8") as problems_file,
@@ -133,5 +134,5 @@ def _part(path: Path) -> Path:
 
 def _add_page(store: AuditStore, builder: ReportBuilder, records: Sequence[ProofRecord]) -> Page:
     ids = {p.notarization.id for p in records}
-    anchors = store.stored_anchors(notarization_ids=ids)
-    return builder.add(records, store.stage_events(ids), anchors)
+    anchors = store.proofs.anchors(notarization_ids=ids)
+    return builder.add(records, store.notarizations.stage_events(ids), anchors)

@@ -45,7 +45,7 @@ from uuid import UUID
 
 import rfc8785
 
-from connectors.audit_models import DocumentIn
+from connectors.audit import DocumentIn
 
 __all__ = [
     "MAX_SAFE_INTEGER",

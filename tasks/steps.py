@@ -16,7 +16,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from connectors.anchor import AnchorClient
-from connectors.audit_store import (
+from connectors.audit import (
     AuditStore,
     CollectionRecord,
     DocumentIn,
@@ -112,7 +112,7 @@ def record_documents(
     """
     new, skipped = _new_documents(store, source=source, chain_id=chain_id, docs=docs)
     rows = [NewNotarization(doc_id, collection, chain_id, sha, kind) for doc_id, sha in new]
-    return store.add_notarizations(rows), skipped
+    return store.notarizations.add(rows), skipped
 
 
 @task(name="record-new-documents", cache_policy=NO_CACHE, retries=3, retry_delay_seconds=1)
@@ -131,8 +131,8 @@ def record_new_documents(
 def _new_documents(
     store: AuditStore, *, source: str, chain_id: str, docs: Sequence[DocumentIn]
 ) -> tuple[list[tuple[int, str]], int]:
-    doc_ids = store.upsert_documents(source, docs)
-    known = store.known_hashes(chain_id, [d.sha256 for d in docs])
+    doc_ids = store.notarizations.upsert_documents(source, docs)
+    known = store.notarizations.known_hashes(chain_id, [d.sha256 for d in docs])
     new: dict[str, int] = {}
     for doc_id, doc in zip(doc_ids, docs, strict=True):
         if doc.sha256 not in known and doc.sha256 not in new:
@@ -155,7 +155,7 @@ def record_aggregate(
         nothing was recorded.
     """
     root, members = batch_members(collection.key, docs)
-    return store.add_batch(
+    return store.batches.record(
         collection=collection.name,
         chain_id=collection.chain_id,
         root=root,

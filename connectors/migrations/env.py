@@ -21,7 +21,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
-from connectors.audit_models import AUDIT_METADATA
+from connectors.audit.models import AUDIT_METADATA
 from connectors.migrations import VERSION_TABLE
 
 config = context.config

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
-from connectors.audit_models import PublishMode
+from connectors.audit import PublishMode
 from flows.cli.exit_codes import ExitCode
 from flows.settings import MissingApiKey, PipelineSettings, TaskRunnerUnavailable
 

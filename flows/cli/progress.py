@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 
 #: Every stage a notarization can be at; a bar's total is the count over all of them.
 _ALL = ("pending", "published", "multi_az", "ledger", "anchor", "failed")
@@ -59,7 +59,7 @@ def watch_collection(
     def poll() -> None:
         while not stop.wait(interval_s):
             try:
-                counts = store.summary(collection)
+                counts = store.runs.summary(collection)
             except Exception:  # the display must never break the run
                 continue
             total = sum(counts.get(s, 0) for s in _ALL)

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from connectors.audit_store import NotarizationRow
+from connectors.audit import NotarizationRow
 from flows.pipeline import Services
 from ledger.core.errors import LedgerFormatError
 from ledger.core.proof.bundle import ProofBundle
@@ -73,7 +73,7 @@ def export_bundles(
     dblocks: dict[int, bytes] = {}
     proofs: dict[int, dict[str, object] | None] = {}
     keys: dict[str, bytes | None] = {}
-    for record in services.store.iter_proofs(collection=collection):
+    for record in services.store.proofs.iter_records(collection=collection):
         row = record.notarization
         if row.stage != "anchor" or record.receipt is None or row.dblock_height is None:
             outcome.not_anchored += row.stage != "failed"
@@ -87,7 +87,7 @@ def export_bundles(
             outcome.not_anchored += 1
             continue
         if row.collection not in keys:
-            keys[row.collection] = services.store.collection_key(row.collection)
+            keys[row.collection] = services.store.collections.key(row.collection)
         try:
             bundle = bundle_for(
                 row,

@@ -9,5 +9,6 @@ Everything here works on raw ``bytes``; hex, base58 and JSON appear only in the
 ``to_*`` / ``from_*`` helpers at the edges, hex always through ``ledger.core.hexbytes``.
 Every error raised is a ``ledger.core.errors.LedgerFormatError``. Nothing here imports a
 service package (``ledger.node``, ``ledger.wallet``, ``ledger.api``, ``ledger.anchor``,
-``ledger.jsonrpc``); only ``ledger.devnet``'s plain constants.
+``ledger.jsonrpc``) nor ``ledger.devnet``: the development chain's proof-of-work
+parameters are defined here (``ledger.core.pow.params``) and ``ledger.devnet`` lists them.
 """

@@ -10,9 +10,13 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import create_engine, text
 
-from connectors.audit_backlog import UNANCHORED_STAGES, read_unanchored
-from connectors.audit_models import DocumentIn, NewNotarization
-from connectors.audit_store import AuditStore
+from connectors.audit import (
+    UNANCHORED_STAGES,
+    AuditStore,
+    DocumentIn,
+    NewNotarization,
+    read_unanchored,
+)
 from ledger.core.clock import ManualClock
 from tests.harness.postgres import PG_URL
 
@@ -47,9 +51,9 @@ def clock() -> ManualClock:
 
 def notarize(store: AuditStore, labels: list[str]) -> list[int]:
     docs = [DocumentIn(f"{x}.pdf", h(x), len(x)) for x in labels]
-    ids = store.upsert_documents("folder:/drop", docs)
+    ids = store.notarizations.upsert_documents("folder:/drop", docs)
     rows = [NewNotarization(d, "c1", CHAIN, h(x)) for d, x in zip(ids, labels, strict=True)]
-    return store.add_notarizations(rows)
+    return store.notarizations.add(rows)
 
 
 def test_empty_store_waits_for_nothing(store: AuditStore) -> None:
@@ -65,8 +69,8 @@ def test_counts_by_stage_and_the_oldest_until_anchored(
     first = notarize(store, ["a", "b"])
     clock.advance(100.0)
     later = notarize(store, ["c"])
-    store.mark_published({first[0]: h("entry-a"), later[0]: h("entry-c")})
-    store.record_ledger({h("entry-a"): (5, h("keymr"))})
+    store.notarizations.mark_published({first[0]: h("entry-a"), later[0]: h("entry-c")})
+    store.notarizations.record_ledger({h("entry-a"): (5, h("keymr"))})
     unanchored = read_unanchored(store.engine)
     assert unanchored.waiting == {
         "pending": 1,
@@ -77,8 +81,10 @@ def test_counts_by_stage_and_the_oldest_until_anchored(
     assert unanchored.total == 3
     at = datetime.fromtimestamp(START_S + 250.0, tz=UTC)
     assert unanchored.oldest_age_s(at) == pytest.approx(250.0)
-    store.mark_failed({first[1]: "gone"}, retryable=False)  # failed ones wait for nothing
-    store.mark_stage([h("entry-a")], "anchor")
+    store.notarizations.mark_failed(
+        {first[1]: "gone"}, retryable=False
+    )  # failed ones wait for nothing
+    store.notarizations.mark_stage([h("entry-a")], "anchor")
     unanchored = read_unanchored(store.engine)
     assert unanchored.total == 1
     assert unanchored.oldest_age_s(at) == pytest.approx(150.0)  # only "c" waits now

@@ -11,10 +11,9 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import text
 
-from connectors.audit_paths import AuditPathError
-from connectors.audit_sql import hex64, hex64_all
-from connectors.audit_store import (
+from connectors.audit import (
     AnchorRecord,
+    AuditPathError,
     AuditStore,
     CollectionModeError,
     DocumentIn,
@@ -22,6 +21,7 @@ from connectors.audit_store import (
     NewNotarization,
     PublishMode,
 )
+from connectors.audit.sql import hex64, hex64_all
 from tasks.documents import aggregation_tree, batch_members, chain_for, collection_chain_id
 from tasks.steps import record_aggregate, record_new_documents
 
@@ -41,7 +41,7 @@ def store(backend: dict) -> Iterator[AuditStore]:
 
 
 def collection(store: AuditStore, name: str, mode: PublishMode = "aggregate"):  # noqa: ANN201
-    return store.collection(name, mode, chain_namer=chain_for)
+    return store.collections.use(name, mode, chain_namer=chain_for)
 
 
 def hex_paths(key: bytes, sha256s: list[str]) -> list[tuple[str, ...]]:
@@ -81,17 +81,17 @@ def test_aggregate_and_entry_share_the_chain_clear_is_refused(store: AuditStore)
 
 
 def test_a_collection_with_v1_notarizations_is_registered_clear(store: AuditStore) -> None:
-    (doc_id,) = store.upsert_documents("folder:/old", docs("a"))
+    (doc_id,) = store.notarizations.upsert_documents("folder:/old", docs("a"))
     legacy_chain = collection_chain_id("old")
-    store.add_notarizations([NewNotarization(doc_id, "old", legacy_chain, h("a"))])
+    store.notarizations.add([NewNotarization(doc_id, "old", legacy_chain, h("a"))])
     with pytest.raises(CollectionModeError):
         collection(store, "old", "aggregate")
     record = collection(store, "old", "clear")
     assert (record.mode, record.chain_id) == ("clear", legacy_chain)
     # a run that chose no mode goes on in the collection's own
-    default = store.collection("old", "aggregate", chain_namer=chain_for, mode_is_default=True)
+    default = store.collections.use("old", "aggregate", chain_namer=chain_for, mode_is_default=True)
     assert default == record
-    fresh = store.collection("new", "aggregate", chain_namer=chain_for, mode_is_default=True)
+    fresh = store.collections.use("new", "aggregate", chain_namer=chain_for, mode_is_default=True)
     assert fresh.mode == "aggregate"
 
 
@@ -112,7 +112,7 @@ def test_concurrent_first_uses_get_the_same_collection(backend: dict) -> None:
 
 def add_batch(store: AuditStore, labels: str, *, name: str = "c") -> tuple[int, int] | None:
     record = collection(store, name)
-    ids = store.upsert_documents("folder:/drop", docs(labels))
+    ids = store.notarizations.upsert_documents("folder:/drop", docs(labels))
     return record_aggregate.fn(store, record, list(zip(ids, [h(x) for x in labels], strict=True)))
 
 
@@ -121,13 +121,18 @@ def test_a_batch_is_one_notarization_and_its_documents_are_members(store: AuditS
     assert added is not None
     batch_id, claimed = added
     assert claimed == 3
-    (row,) = store.pending(stage_below="published")
+    (row,) = store.notarizations.pending(stage_below="published")
     assert (row.id, row.kind, row.batch_size, row.source) == (batch_id, "batch", 3, "batch:c")
     record = collection(store, "c")
-    assert store.known_hashes(record.chain_id, [h("a"), h("b"), h("z")]) == {h("a"), h("b")}
-    assert store.known_hashes(record.chain_id, [row.sha256]) == set()  # a root is no document
-    assert store.summary("c")["pending"] == 3
-    proofs = store.proofs(collection="c")
+    assert store.notarizations.known_hashes(record.chain_id, [h("a"), h("b"), h("z")]) == {
+        h("a"),
+        h("b"),
+    }
+    assert (
+        store.notarizations.known_hashes(record.chain_id, [row.sha256]) == set()
+    )  # a root is no document
+    assert store.runs.summary("c")["pending"] == 3
+    proofs = store.proofs.records(collection="c")
     assert [p.notarization.path for p in proofs] == ["secret/a.pdf", "secret/b.pdf", "secret/c.pdf"]
     assert all(p.notarization.is_member and p.notarization.id == batch_id for p in proofs)
     assert [p.notarization.leaf_index for p in proofs] == [0, 1, 2]
@@ -135,50 +140,54 @@ def test_a_batch_is_one_notarization_and_its_documents_are_members(store: AuditS
     root, _members = batch_members(record.key, [(0, h("a")), (1, h("b")), (2, h("c"))])
     assert root == row.sha256
     assert proofs[2].notarization.audit_path == hex_paths(record.key, [h("a"), h("b"), h("c")])[2]
-    (batch,) = store.batches(collection="c")
+    (batch,) = store.batches.read(collection="c")
     assert (batch.size, batch.members, batch.stage) == (3, 3, "pending")
-    assert [m.path for m in store.batch_members(batch_id)] == [p.notarization.path for p in proofs]
-    assert store.member_counts([batch_id]) == {batch_id: 3}
+    assert [m.path for m in store.batches.members(batch_id)] == [
+        p.notarization.path for p in proofs
+    ]
+    assert store.batches.member_counts([batch_id]) == {batch_id: 3}
 
-    store.mark_published({batch_id: h("entry")})
-    store.record_ledger({h("entry"): (7, h("dblock"))})
-    assert store.summary("c")["ledger"] == 3
-    assert {p.notarization.stage for p in store.proofs(sha256=h("b"))} == {"ledger"}
+    store.notarizations.mark_published({batch_id: h("entry")})
+    store.notarizations.record_ledger({h("entry"): (7, h("dblock"))})
+    assert store.runs.summary("c")["ledger"] == 3
+    assert {p.notarization.stage for p in store.proofs.records(sha256=h("b"))} == {"ledger"}
     raw = {
         "directoryblockheight": 7,
         "directoryblockkeymr": h("dblock"),
         "anchor_pow": {"transactionhash": h("tx"), "blockhash": h("blk")},
     }
     anchor = AnchorRecord.from_node(raw, verified_at=datetime(2024, 1, 1, tzinfo=UTC))
-    assert store.record_anchors([anchor]) == 1  # one batch row moves, its 3 documents with it
-    assert store.summary("c")["anchor"] == 3
-    assert len(store.stored_anchors(collection="c")) == 1  # stored once, for the batch
-    parts = store.document_proof("c", h("c"))
+    assert (
+        store.proofs.record_anchors([anchor]) == 1
+    )  # one batch row moves, its 3 documents with it
+    assert store.runs.summary("c")["anchor"] == 3
+    assert len(store.proofs.anchors(collection="c")) == 1  # stored once, for the batch
+    parts = store.proofs.of_document("c", h("c"))
     assert parts is not None
     member, stored_anchor = parts
     assert (member.notarization.path, member.notarization.leaf_index) == ("secret/c.pdf", 2)
     assert stored_anchor is not None and stored_anchor.transaction_id == h("tx")
-    assert store.document_proof("c", h("nope")) is None
+    assert store.proofs.of_document("c", h("nope")) is None
 
 
 def test_a_batch_of_several_insert_pages_keeps_every_path_and_audit_path(
     store: AuditStore,
 ) -> None:
-    # More members than one statement carries (audit_bulk.MEMBERS_PER_INSERT), with names
+    # More members than one statement carries (dialect.MEMBERS_PER_INSERT), with names
     # that JSON escapes or that are not ASCII: each comes back as it went in.
     names = [f'dossier "{i}"/été\\{i}\n✓.pdf' for i in range(2500)]
     listed = [DocumentIn(name, h(name), i) for i, name in enumerate(names)]
-    ids = store.upsert_documents("folder:/drop", listed)
-    assert store.upsert_documents("folder:/drop", listed) == ids
+    ids = store.notarizations.upsert_documents("folder:/drop", listed)
+    assert store.notarizations.upsert_documents("folder:/drop", listed) == ids
     record = collection(store, "c")
     root, members = batch_members(
         record.key, [(i, d.sha256) for i, d in zip(ids, listed, strict=True)]
     )
-    added = store.add_batch(
+    added = store.batches.record(
         collection="c", chain_id=record.chain_id, root=root, size=len(members), members=members
     )
     assert added is not None and added[1] == 2500
-    stored = store.batch_members(added[0])
+    stored = store.batches.members(added[0])
     assert [m.path for m in stored] == names
     assert [m.audit_path for m in stored] == hex_paths(record.key, [d.sha256 for d in listed])
     assert [m.size_bytes for m in stored] == list(range(2500))
@@ -188,19 +197,19 @@ def test_a_batch_whose_documents_were_all_taken_is_not_recorded(store: AuditStor
     assert add_batch(store, "ab") is not None
     assert add_batch(store, "ab") is None  # same batch, same root: nothing new
     record = collection(store, "c")
-    ids = store.upsert_documents("folder:/drop", docs("ab"))
+    ids = store.notarizations.upsert_documents("folder:/drop", docs("ab"))
     # another tree over the same documents: every member is taken, so nothing is written
     other = [NewMember(i, h(x), 0) for i, x in zip(ids, "ab", strict=True)]
     assert (
-        store.add_batch(
+        store.batches.record(
             collection="c", chain_id=record.chain_id, root=h("other"), size=2, members=other
         )
         is None
     )
-    assert len(store.batches(collection="c")) == 1
+    assert len(store.batches.read(collection="c")) == 1
     added = add_batch(store, "abx")  # one new document: kept, with only that member
     assert added is not None and added[1] == 1
-    assert store.summary("c")["pending"] == 3
+    assert store.runs.summary("c")["pending"] == 3
 
 
 def stored_paths(store: AuditStore) -> int:
@@ -216,10 +225,10 @@ def test_a_whole_batch_stores_no_audit_path_and_reads_it_rebuilt(store: AuditSto
     assert stored_paths(store) == 0  # recomputed from the leaves when read
     record = collection(store, "c")
     expected = hex_paths(record.key, [h(x) for x in labels])
-    read = [p.notarization for p in store.proofs(collection="c")]
+    read = [p.notarization for p in store.proofs.records(collection="c")]
     assert [r.audit_path for r in read] == expected
-    assert [m.audit_path for m in store.batch_members(added[0])] == expected
-    (one,) = store.proofs(sha256=h("f"))
+    assert [m.audit_path for m in store.batches.members(added[0])] == expected
+    (one,) = store.proofs.records(sha256=h("f"))
     assert one.notarization.audit_path == expected[5]
 
 
@@ -230,7 +239,7 @@ def test_a_batch_that_lost_leaves_keeps_its_members_paths(store: AuditStore) -> 
     record = collection(store, "c")
     expected = hex_paths(record.key, [h("a"), h("b"), h("x")])
     assert stored_paths(store) == 1  # the tree of a, b, x cannot be rebuilt from its rows
-    (x,) = store.proofs(sha256=h("x"))
+    (x,) = store.proofs.records(sha256=h("x"))
     assert (x.notarization.leaf_index, x.notarization.batch_size) == (2, 3)
     assert x.notarization.audit_path == expected[2]
 
@@ -243,7 +252,7 @@ def test_a_member_changed_in_the_database_is_refused_not_served(store: AuditStor
             text("UPDATE batch_members SET sha256 = :h WHERE leaf_index = 1"), {"h": h("z")}
         )
     with pytest.raises(AuditPathError, match="rebuilt root") as refused:
-        store.proofs(collection="c")
+        store.proofs.records(collection="c")
     assert refused.value.batch_id == added[0]
 
 
@@ -270,10 +279,10 @@ def test_two_recorders_on_the_same_documents_aggregate_each_once(backend: dict) 
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(worker, [0, 15]))
     with open_store(backend) as check:
-        members = [p.notarization.sha256 for p in check.proofs(collection="race")]
+        members = [p.notarization.sha256 for p in check.proofs.records(collection="race")]
         assert sorted(members) == sorted(h(x) for x in labels)  # each document exactly once
-        assert check.summary("race")["pending"] == 60
-        batches = check.batches(collection="race")
+        assert check.runs.summary("race")["pending"] == 60
+        batches = check.batches.read(collection="race")
         assert sum(b.members for b in batches) == 60
 
 
@@ -283,34 +292,36 @@ def test_proofs_are_read_page_by_page_in_the_order_of_one_read(store: AuditStore
     add_batch(store, "abcde")
 
     def own(labels: str) -> None:
-        ids = store.upsert_documents("folder:/own", docs(labels, source="folder:/own"))
+        ids = store.notarizations.upsert_documents(
+            "folder:/own", docs(labels, source="folder:/own")
+        )
         rows = [
             NewNotarization(i, "c", record.chain_id, h(x)) for i, x in zip(ids, labels, strict=True)
         ]
-        store.add_notarizations(rows)
+        store.notarizations.add(rows)
 
     own("pq")
     add_batch(store, "fgh")
     own("r")
     add_batch(store, "xyz", name="other")
-    whole = store.proofs(collection="c")
+    whole = store.proofs.records(collection="c")
     order = [(p.notarization.id, p.notarization.leaf_index) for p in whole]
     assert len(whole) == 11 and order == sorted(order, key=lambda o: (o[0], o[1] or 0))
     for size in (1, 2, 3, 1000):
-        assert list(store.iter_proofs(collection="c", page_size=size)) == whole
-    assert store.proofs(collection="c", limit=4) == whole[:4]
-    everything = list(store.iter_proofs(page_size=2))
+        assert list(store.proofs.iter_records(collection="c", page_size=size)) == whole
+    assert store.proofs.records(collection="c", limit=4) == whole[:4]
+    everything = list(store.proofs.iter_records(page_size=2))
     assert len(everything) == 14 and whole == [
         p for p in everything if p.notarization.collection == "c"
     ]
-    (g,) = store.iter_proofs(sha256=h("g"), page_size=1)
+    (g,) = store.proofs.iter_records(sha256=h("g"), page_size=1)
     assert (g.notarization.path, g.notarization.leaf_index) == ("secret/g.pdf", 1)
-    (q,) = store.iter_proofs(sha256=h("q"), collection="c")
+    (q,) = store.proofs.iter_records(sha256=h("q"), collection="c")
     assert q.notarization.path == "secret/q.pdf" and not q.notarization.is_member
     first_batch = whole[0].notarization.id
-    assert list(store.iter_proofs(batch_id=first_batch, page_size=2)) == whole[:5]
+    assert list(store.proofs.iter_records(batch_id=first_batch, page_size=2)) == whole[:5]
     with pytest.raises(ValueError, match="page_size"):
-        next(store.iter_proofs(page_size=0))
+        next(store.proofs.iter_records(page_size=0))
 
 
 def test_hashes_are_checked_all_at_once_as_one_by_one() -> None:

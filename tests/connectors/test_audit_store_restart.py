@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from connectors.audit_store import AuditStore, DocumentIn
+from connectors.audit import AuditStore, DocumentIn
 from tests.connectors.test_audit_store import h
 from tests.harness.ports import free_port
 from tests.harness.postgres import PG_URL
@@ -96,7 +96,9 @@ def test_store_waits_for_a_server_that_is_restarting(forwarded) -> None:
     start = time.monotonic()
     with AuditStore(url, schema=schema, connect_retry_s=20) as store:
         assert time.monotonic() - start >= 1.4
-        [doc_id] = store.upsert_documents("folder:/x", [DocumentIn("a.pdf", h("a"), 1)])
+        [doc_id] = store.notarizations.upsert_documents(
+            "folder:/x", [DocumentIn("a.pdf", h("a"), 1)]
+        )
         assert doc_id > 0
 
 
@@ -104,12 +106,12 @@ def test_store_rides_through_a_restart_between_calls(forwarded) -> None:
     forwarder, url, schema = forwarded
     forwarder.start()
     with AuditStore(url, schema=schema, connect_retry_s=20) as store:
-        store.upsert_documents("folder:/x", [DocumentIn("a.pdf", h("a"), 1)])
+        store.notarizations.upsert_documents("folder:/x", [DocumentIn("a.pdf", h("a"), 1)])
         forwarder.stop()  # the server goes down: pooled connections die, new ones refused
         threading.Timer(1.0, forwarder.start).start()
-        ids = store.upsert_documents("folder:/x", [DocumentIn("b.pdf", h("b"), 2)])
+        ids = store.notarizations.upsert_documents("folder:/x", [DocumentIn("b.pdf", h("b"), 2)])
         assert len(ids) == 1 and ids[0] > 0
-        assert store.summary()["pending"] == 0
+        assert store.runs.summary()["pending"] == 0
 
 
 def test_without_retry_a_refused_connection_fails_at_once(forwarded) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from connectors.audit_store import AuditStore, DocumentIn, NewNotarization
+from connectors.audit import AuditStore, DocumentIn, NewNotarization
 from connectors.callback_receiver import (
     CALLBACK_EVENT,
     CallbackEvent,
@@ -46,10 +46,10 @@ def store(tmp_path: Path) -> AuditStore:
 
 def published(store: AuditStore, entry_hash: str, *, sha: str = "a" * 64) -> int:
     """One notarization at ``multi_az`` with ``entry_hash``; returns its id."""
-    (doc_id,) = store.upsert_documents("folder:/x", [DocumentIn("a.txt", sha, 3)])
-    (nid,) = store.add_notarizations([NewNotarization(doc_id, "col", CHAIN, sha)])
-    store.mark_published({nid: entry_hash})
-    store.mark_stage([entry_hash], "multi_az")
+    (doc_id,) = store.notarizations.upsert_documents("folder:/x", [DocumentIn("a.txt", sha, 3)])
+    (nid,) = store.notarizations.add([NewNotarization(doc_id, "col", CHAIN, sha)])
+    store.notarizations.mark_published({nid: entry_hash})
+    store.notarizations.mark_stage([entry_hash], "multi_az")
     return nid
 
 
@@ -83,7 +83,9 @@ def make_client(store: AuditStore, woken: list[CallbackEvent]) -> TestClient:
 
 
 def callback_events(store: AuditStore, nid: int) -> list[dict[str, object]]:
-    return [dict(e.details or {}) for e in store.events(nid) if e.stage == CALLBACK_EVENT]
+    return [
+        dict(e.details or {}) for e in store.notarizations.events(nid) if e.stage == CALLBACK_EVENT
+    ]
 
 
 def test_signature_rule_matches_the_publishing_api() -> None:
@@ -135,22 +137,22 @@ def test_signed_ledger_callback_is_recorded_once_and_wakes_the_collector(
     ]
     assert woken == [CallbackEvent(entry_hash, "ledger", {"dblock_keymr": KEYMR})]
     # A callback is an announcement: the stage moves only when the sweep verified it.
-    (row,) = store.pending(stage_from="multi_az", stage_below="ledger")
+    (row,) = store.notarizations.pending(stage_from="multi_az", stage_below="ledger")
     assert row.id == nid and row.stage == "multi_az" and row.ledger_at is None
 
 
 def test_late_callback_and_unknown_entry_change_nothing(store: AuditStore) -> None:
     entry_hash = "e" * 64
     nid = published(store, entry_hash)
-    store.record_ledger({entry_hash: (5, KEYMR)})  # the sweep got there first
+    store.notarizations.record_ledger({entry_hash: (5, KEYMR)})  # the sweep got there first
     woken: list[CallbackEvent] = []
     client = make_client(store, woken)
-    before = store.events(nid)
+    before = store.notarizations.events(nid)
 
     assert api_post(client, ledger_callback(entry_hash)) == 200
     assert api_post(client, ledger_callback("f" * 64)) == 200  # not ours: stop retrying
 
-    assert store.events(nid) == before and woken == []
+    assert store.notarizations.events(nid) == before and woken == []
 
 
 @pytest.mark.parametrize("forgery", ["wrong secret", "stale", "no signature", "other url"])
@@ -162,7 +164,7 @@ def test_forged_callback_is_refused_with_401_and_records_nothing(
     woken: list[CallbackEvent] = []
     client = make_client(store, woken)
     url = ledger_callback(entry_hash)
-    before = store.events(nid)
+    before = store.notarizations.events(nid)
 
     if forgery == "wrong secret":
         status = api_post(client, url, secret=b"guessed")
@@ -176,13 +178,13 @@ def test_forged_callback_is_refused_with_401_and_records_nothing(
         status = client.post(url, content=b"{}", headers=headers).status_code
 
     assert status == 401
-    assert store.events(nid) == before and woken == []
+    assert store.notarizations.events(nid) == before and woken == []
 
 
 def test_anchor_callback_after_ledger_is_recorded(store: AuditStore) -> None:
     entry_hash = "e" * 64
     nid = published(store, entry_hash)
-    store.record_ledger({entry_hash: (5, KEYMR)})
+    store.notarizations.record_ledger({entry_hash: (5, KEYMR)})
     client = make_client(store, [])
     url = callback_target(
         callback_url_for(BASE, entry_hash), {"anchor_block_hash": "b" * 64, "stage": "anchor"}
@@ -210,7 +212,7 @@ def test_failed_callback_is_recorded_with_its_reason_and_wakes_the_collector(
     assert callback_events(store, nid) == [{"stage": "failed", "reason": reason, "verified": False}]
     assert woken == [CallbackEvent(entry_hash, "failed", {"reason": reason})]
     # an announcement only: the sweep reads the failure from the API before failing it
-    (row,) = store.pending(stage_from="multi_az", stage_below="ledger")
+    (row,) = store.notarizations.pending(stage_from="multi_az", stage_below="ledger")
     assert row.id == nid and row.stage == "multi_az"
 
 
@@ -219,13 +221,13 @@ def test_failed_callback_for_an_entry_already_in_a_block_changes_nothing(
 ) -> None:
     entry_hash = "e" * 64
     nid = published(store, entry_hash)
-    store.record_ledger({entry_hash: (5, KEYMR)})
+    store.notarizations.record_ledger({entry_hash: (5, KEYMR)})
     client = make_client(store, [])
-    before = store.events(nid)
+    before = store.notarizations.events(nid)
     url = callback_target(
         callback_url_for(BASE, entry_hash), {"reason": "x" * 900, "stage": "failed"}
     )
     assert api_post(client, url) == 200
-    assert store.events(nid) == before
+    assert store.notarizations.events(nid) == before
     assert parse_callback({"stage": "failed", "entry_hash": entry_hash, "reason": "x" * 900})
     assert len(parse_callback({"stage": "failed", "entry_hash": entry_hash}).details["reason"]) == 0

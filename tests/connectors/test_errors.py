@@ -71,9 +71,12 @@ def test_from_transport_error(exc: Exception, sent: bool) -> None:
     [
         "connectors.errors",
         "connectors.publishing",
+        "connectors.publishing_bulk",
+        "connectors.publishing_transport",
         "connectors.node",
         "connectors.folder_source",
-        "connectors.audit_store",
+        "connectors.audit",
+        "connectors.audit.store",
         "tasks.hashing",
     ],
 )

@@ -34,14 +34,14 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from connectors import migrations
-from connectors.audit_models import AUDIT_METADATA
-from connectors.audit_store import (
+from connectors.audit import (
     AnchorRecord,
     AuditStore,
     DocumentIn,
     NewNotarization,
     ReceiptRecord,
 )
+from connectors.audit.models import AUDIT_METADATA
 from connectors.migrations import (
     ANCHORS_REVISION,
     BATCHES_REVISION,
@@ -125,12 +125,14 @@ def legacy_metadata() -> MetaData:
 
 def fill(store: AuditStore) -> list[int]:
     """Two notarizations, one of them in a directory block with a receipt."""
-    docs = store.upsert_documents("folder:/d", [DocumentIn(f"{x}.txt", h(x), 1) for x in "ab"])
-    ids = store.add_notarizations(
+    docs = store.notarizations.upsert_documents(
+        "folder:/d", [DocumentIn(f"{x}.txt", h(x), 1) for x in "ab"]
+    )
+    ids = store.notarizations.add(
         [NewNotarization(d, "c", h("chain"), h(x)) for d, x in zip(docs, "ab", strict=True)]
     )
-    store.mark_published({ids[0]: h("ea")})
-    store.record_ledger({h("ea"): (3, h("db3"))})
+    store.notarizations.mark_published({ids[0]: h("ea")})
+    store.notarizations.record_ledger({h("ea"): (3, h("db3"))})
     return ids
 
 
@@ -226,15 +228,15 @@ def test_database_made_by_create_all_is_stamped_and_upgraded_with_its_data(backe
         legacy_metadata().create_all(conn)
     ids = fill_legacy(engine)
     with AuditStore(backend["url"], schema=backend["schema"], create_tables=False) as old:
-        old_events = old.stage_events(ids)
+        old_events = old.notarizations.stage_events(ids)
     assert migrations.current_revision(engine) is None
 
     with open_store(backend) as store:
         assert store.schema_revision() == HEAD_REVISION
-        assert store.stage_events(ids) == old_events
-        assert store.summary("c")["ledger"] == 1
-        assert store.record_anchors([anchor(3)]) == 1
-        assert [p.notarization.stage for p in store.proofs()] == ["anchor", "pending"]
+        assert store.notarizations.stage_events(ids) == old_events
+        assert store.runs.summary("c")["ledger"] == 1
+        assert store.proofs.record_anchors([anchor(3)]) == 1
+        assert [p.notarization.stage for p in store.proofs.records()] == ["anchor", "pending"]
         with pytest.raises(IntegrityError), store.engine.begin() as conn:
             conn.execute(text("UPDATE notarizations SET stage = 'bogus'"))
     assert schema_diff(engine) == []
@@ -277,7 +279,7 @@ def test_unrecognised_tables_are_refused_not_stamped(backend: dict) -> None:
 def test_downgrade_and_upgrade_round_trip_keeps_the_older_data(backend: dict) -> None:
     with open_store(backend) as store:
         ids = fill(store)
-        store.record_anchors([anchor(3)])
+        store.proofs.record_anchors([anchor(3)])
     engine = raw_engine(backend)
     assert migrations.downgrade(engine, INITIAL_REVISION) == INITIAL_REVISION
     assert tables(engine) == INITIAL_TABLES
@@ -288,10 +290,10 @@ def test_downgrade_and_upgrade_round_trip_keeps_the_older_data(backend: dict) ->
         )
     assert migrations.upgrade(engine) == HEAD_REVISION
     with open_store(backend) as store:
-        assert store.stored_anchors() == {}
-        assert [p.notarization.stage for p in store.proofs()] == ["anchor", "pending"]
-        assert store.record_anchors([anchor(3)]) == 0  # already at anchor: row refreshed
-        assert set(store.stored_anchors()) == {ids[0]}
+        assert store.proofs.anchors() == {}
+        assert [p.notarization.stage for p in store.proofs.records()] == ["anchor", "pending"]
+        assert store.proofs.record_anchors([anchor(3)]) == 0  # already at anchor: row refreshed
+        assert set(store.proofs.anchors()) == {ids[0]}
     assert migrations.downgrade(engine, "base") is None
     assert tables(engine) == set()
     assert migrations.upgrade(engine) == HEAD_REVISION
@@ -441,7 +443,7 @@ def test_store_at_0003_gets_collections_and_batches_and_keeps_v1_rows(backend: d
     assert {"collections", "batch_members"} <= tables(engine)
     assert schema_diff(engine) == []
     with open_store(backend) as store:
-        (row,) = store.pending(stage_below="published")
+        (row,) = store.notarizations.pending(stage_below="published")
         assert (row.kind, row.batch_size, row.is_member) == ("document", None, False)
     assert migrations.downgrade(engine, WATERMARKS_REVISION) == WATERMARKS_REVISION
     assert not {"collections", "batch_members"} & tables(engine)
@@ -452,9 +454,11 @@ def test_0005_downgrade_stores_the_rebuilt_member_paths_and_upgrade_keeps_them(
     backend: dict,
 ) -> None:
     with open_store(backend) as store:
-        record = store.collection("c", "aggregate", chain_namer=chain_for)
+        record = store.collections.use("c", "aggregate", chain_namer=chain_for)
         labels = [f"doc-{i}" for i in range(7)]
-        ids = store.upsert_documents("folder:/d", [DocumentIn(f"{x}.txt", h(x), 1) for x in labels])
+        ids = store.notarizations.upsert_documents(
+            "folder:/d", [DocumentIn(f"{x}.txt", h(x), 1) for x in labels]
+        )
         docs = list(zip(ids, [h(x) for x in labels], strict=True))
         added = record_aggregate.fn(store, record, docs)
         assert added is not None
@@ -470,7 +474,7 @@ def test_0005_downgrade_stores_the_rebuilt_member_paths_and_upgrade_keeps_them(
     assert {"ix_documents_sha256", "ix_documents_source"} <= indexes
     with open_store(backend) as store:  # upgraded again: stored paths are read as they are
         assert store.schema_revision() == HEAD_REVISION
-        read = [p.notarization.audit_path for p in store.proofs(collection="c")]
+        read = [p.notarization.audit_path for p in store.proofs.records(collection="c")]
         assert read == expected
     assert schema_diff(engine) == []
     engine.dispose()
@@ -496,16 +500,20 @@ def test_0006_stores_the_branch_once_and_downgrade_puts_it_back(backend: dict) -
 
     received = [node_receipt(h("ea")), node_receipt(h("eb"))]
     with open_store(backend) as store:
-        ids = store.add_notarizations(
+        ids = store.notarizations.add(
             [
                 NewNotarization(d, "c", h("chain"), h(x))
-                for d, x in zip(store.upsert_documents("s", docs_for("a", "b")), "ab", strict=True)
+                for d, x in zip(
+                    store.notarizations.upsert_documents("s", docs_for("a", "b")), "ab", strict=True
+                )
             ]
         )
-        store.mark_published({ids[0]: h("ea"), ids[1]: h("eb")})
+        store.notarizations.mark_published({ids[0]: h("ea"), ids[1]: h("eb")})
         at = datetime(2024, 1, 1, tzinfo=UTC)
-        assert store.record_receipts([ReceiptRecord.from_node(r, verified_at=at) for r in received])
-        assert [p.receipt.raw for p in store.proofs() if p.receipt] == received
+        assert store.proofs.record_receipts(
+            [ReceiptRecord.from_node(r, verified_at=at) for r in received]
+        )
+        assert [p.receipt.raw for p in store.proofs.records() if p.receipt] == received
     engine = raw_engine(backend)
     compact = stored_raws(engine)
     assert [r["merklebranch"] for r in compact] == [
@@ -534,7 +542,7 @@ def test_0006_stores_the_branch_once_and_downgrade_puts_it_back(backend: dict) -
     with open_store(backend) as store:  # upgraded again: whole rows are compacted
         assert store.schema_revision() == HEAD_REVISION
         assert stored_raws(engine) == compact
-        raws = [p.receipt.raw for p in store.proofs() if p.receipt]
+        raws = [p.receipt.raw for p in store.proofs.records() if p.receipt]
         assert raws[0] == received[0]
         assert raws[1]["merklebranch"] == compact[1]["merklebranch"]  # the report flags it
     assert schema_diff(engine) == []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -179,28 +179,15 @@ def test_outage_is_captured_per_entry_and_not_sent() -> None:
     assert all(r.error.retryable and r.error.request_sent is False for r in results)  # type: ignore[union-attr]
 
 
-class _TaggingClient(PublishingClient):
+def _tag(chain_id: str, entry: NewEntry, body: dict[str, Any]) -> dict[str, Any]:
     """Adds a field to every entry body through the documented hook."""
-
-    def entry_body(self, chain_id: str, external_ids: Sequence[bytes], content: bytes, **kw: Any):
-        return super().entry_body(chain_id, external_ids, content, **kw) | {"callback_url": "x"}
+    return body | {"callback_url": "x"}
 
 
-class _SinglePostClient(PublishingClient):
-    """Customises single posts: every post of a batch must still go through it."""
-
-    calls = 0
-
-    def create_entry(self, chain_id: str, external_ids: Sequence[bytes], content: bytes, **kw: Any):
-        type(self).calls += 1
-        return super().create_entry(chain_id, external_ids, content, **kw)
-
-
-def test_subclass_hooks_are_honoured_by_bulk_posts() -> None:
+def test_the_entry_body_hook_is_honoured_by_bulk_and_single_posts() -> None:
     with api() as (url, bodies):
-        with _TaggingClient(url, KEY) as tagging:
-            tagging.create_entries(CHAIN, [NewEntry((), b"a"), NewEntry((), b"b")])
-        assert [b["callback_url"] for b in bodies] == ["x", "x"]
-        with _SinglePostClient(url, KEY) as single:
-            results = single.create_entries(CHAIN, [NewEntry((), b"a"), NewEntry((), b"b")])
-    assert all(r.ok for r in results) and _SinglePostClient.calls == 2
+        with PublishingClient(url, KEY, entry_body_hook=_tag) as tagging:
+            results = tagging.create_entries(CHAIN, [NewEntry((), b"a"), NewEntry((), b"b")])
+            tagging.create_entry(CHAIN, [], b"c")
+        assert [b["callback_url"] for b in bodies] == ["x", "x", "x"]
+    assert all(r.ok for r in results)

@@ -102,7 +102,7 @@ def test_a_bulk_above_the_apis_limits_is_posted_entry_by_entry(
         entries = _entries(60, b"lim")
         results = client.create_entries(chain_id, entries)
         assert [r.entry_hash for r in results] == [_hash(chain_id, e) for e in entries]
-        assert client._bulk_route  # still used for the next batch
+        assert client._bulk.use_route  # still used for the next batch
 
 
 class _OldApi:

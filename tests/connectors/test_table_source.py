@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from connectors.table_source import (
     Position,
     SourceConfigError,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from flows.cli.proof_check import verify_command
 from flows.cli.proof_export import export_bundles
 from flows.collect_proofs import collect_proofs
@@ -71,8 +71,8 @@ def test_collect_moves_documents_to_anchor_and_bundles_verify_offline(
         assert json.loads(embedded.split("</script>", 1)[0]) == json.loads(bundle.read_text())
 
     store = AuditStore(settings.audit_url)
-    assert len(store.stored_anchors(collection=collection)) == anchors_stored
-    assert store.receipt_count(collection) == 4
+    assert len(store.proofs.anchors(collection=collection)) == anchors_stored
+    assert store.runs.receipt_count(collection) == 4
     store.close()
 
     # offline: every bundle checks against its file; a forged document does not

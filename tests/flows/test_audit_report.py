@@ -21,7 +21,7 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from flows.audit_report import audit_report, slug
 from flows.cli.commands.report import register
 from flows.notarize_folder import notarize_folder
@@ -73,10 +73,10 @@ def test_flow_writes_files_and_artifacts_matching_the_store(
     )
     summary = state.result()
     with AuditStore(known_settings.audit_url) as store:
-        assert summary["stages"] == store.summary("c1")
-        assert summary["receipts_stored"] == store.receipt_count("c1") == 2
-        assert summary["documents"] == len(store.proofs(collection="c1")) == 5
-        run = store.run(summary["run_id"])
+        assert summary["stages"] == store.runs.summary("c1")
+        assert summary["receipts_stored"] == store.runs.receipt_count("c1") == 2
+        assert summary["documents"] == len(store.proofs.records(collection="c1")) == 5
+        run = store.runs.get(summary["run_id"])
     assert run is not None
     assert run["flow"] == "audit_report" and run["status"] == "completed"
     assert run["counts"]["stages"] == summary["stages"]
@@ -202,9 +202,9 @@ def test_receipts_of_a_real_run_verify_again_and_tampering_is_flagged(
         "report-e2e", settings=pipeline_settings, sample=10, out_dir=str(tmp_path / "r1")
     )
     with AuditStore(pipeline_settings.audit_url) as store:
-        assert summary["stages"] == store.summary("report-e2e")
+        assert summary["stages"] == store.runs.summary("report-e2e")
         assert (summary["reverified"], summary["reverify_ok"]) == (4, 4)
-        victim = store.proofs(collection="report-e2e")[1].notarization.id
+        victim = store.proofs.records(collection="report-e2e")[1].notarization.id
         tamper_receipt(store, victim, column_too=True)
 
     again = audit_report(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from flows.cli import app
 from flows.cli.exit_codes import ExitCode
 from ledger.backup import MANIFEST_NAME

@@ -8,8 +8,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-from connectors.publishing import NewEntry
-from flows.pipeline import CallbackPublishingClient, open_services
+from connectors.publishing import NewEntry, PublishingClient
+from flows.pipeline import EntryCallbacks, open_services
 from flows.settings import PipelineSettings
 from tasks.documents import collection_chain_id, document_entry
 
@@ -26,11 +26,11 @@ def test_each_entry_carries_a_callback_url_naming_its_entry_hash() -> None:
 
     chain = collection_chain_id("c")
     docs = [document_entry(chain, sha256=f"{i:064x}", size_bytes=i, path=f"f{i}") for i in range(3)]
-    client = CallbackPublishingClient(
+    client = PublishingClient(
         "http://api.test/v1",
         "key",
-        "http://127.0.0.1:8092/callbacks?tenant=7",
         transport=httpx.MockTransport(api),
+        entry_body_hook=EntryCallbacks("http://127.0.0.1:8092/callbacks?tenant=7"),
     )
     with client:
         client.create_entries(chain, [NewEntry(d.external_ids, d.content) for d in docs])
@@ -48,8 +48,9 @@ def test_each_entry_carries_a_callback_url_naming_its_entry_hash() -> None:
 def test_publishing_client_is_plain_unless_callbacks_are_enabled(tmp_path: Path) -> None:
     (tmp_path / "api-key").write_text("key\n")
     with open_services(PipelineSettings(data_dir=tmp_path)) as services:
-        assert not isinstance(services.api, CallbackPublishingClient)
+        assert services.api.entry_body_hook is None
     enabled = PipelineSettings(data_dir=tmp_path, callback_enabled=True, callback_port=9999)
     with open_services(enabled) as services:
-        assert isinstance(services.api, CallbackPublishingClient)
-        assert services.api.callback_base_url == "http://127.0.0.1:9999/callbacks"
+        hook = services.api.entry_body_hook
+        assert isinstance(hook, EntryCallbacks)
+        assert hook.base_url == "http://127.0.0.1:9999/callbacks"

@@ -85,7 +85,7 @@ def test_mode_option_reaches_the_flow_and_a_refused_switch_is_a_usage_error(
     import flows.cli.prefect_server as prefect_server
     import flows.cli.progress as progress
     import flows.notarize_folder as notarize_module
-    from connectors.audit_store import CollectionModeError
+    from connectors.audit import CollectionModeError
 
     seen: list[str] = []
 

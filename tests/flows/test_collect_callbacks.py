@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from connectors.callback_receiver import CALLBACK_EVENT, callback_url_for
 from connectors.node import NodeClient
 from flows.collect_proofs import CollectTotals, collect_until_stopped, receive_callbacks
@@ -86,7 +86,7 @@ def wait_for_ledger(store: AuditStore, collection: str, count: int, timeout_s: f
 
     def recorded() -> bool:
         counts.clear()
-        counts.update(store.summary(collection))
+        counts.update(store.runs.summary(collection))
         return counts.get("ledger", 0) + counts.get("anchor", 0) >= count
 
     wait_until(recorded, timeout_s, what=lambda: f"{count} at ledger; stages: {counts}")
@@ -115,7 +115,7 @@ def callback_settings(
 
 def latencies(store: AuditStore, collection: str, blocks: BlockTimes) -> list[float]:
     """Seconds from each entry's directory block appearing to its ``ledger`` stage."""
-    rows = [p.notarization for p in store.proofs(collection=collection)]
+    rows = [p.notarization for p in store.proofs.records(collection=collection)]
     return [
         _ts(r.ledger_at) - blocks.seen[r.dblock_height]
         for r in rows
@@ -140,7 +140,7 @@ def test_callbacks_wake_the_collector_and_forged_ones_are_refused(
         assert summary["published"] == 6 and summary["documents_in_ledger"] == 0
         wait_for_ledger(store, "cb", 6, timeout_s=60)
 
-        proofs = store.proofs(collection="cb")
+        proofs = store.proofs.records(collection="cb")
         target = proofs[0].notarization.entry_hash
         assert target is not None
         forged_block = "0" * 64
@@ -152,7 +152,7 @@ def test_callbacks_wake_the_collector_and_forged_ones_are_refused(
         signature = sign_callback(b"not the secret", timestamp=stamp, url=url, body=b"{}")
         headers = {TIMESTAMP_HEADER: str(stamp), SIGNATURE_HEADER: signature}
         assert httpx.post(url, content=b"{}", headers=headers).status_code == 401
-        events = store.stage_events(p.notarization.id for p in proofs)
+        events = store.notarizations.stage_events(p.notarization.id for p in proofs)
 
     assert totals.woken_by_callback >= 1
     assert all(p.receipt is not None for p in proofs), "the sweep verified every receipt"

@@ -42,7 +42,7 @@ import pytest
 from prefect.client.orchestration import SyncPrefectClient
 from prefect.client.schemas.objects import FlowRun, StateType
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from connectors.node import NodeClient
 from deployments.definitions import DEPLOYMENTS, WORK_POOL, env_name
 from flows.cli.prefect_server import PrefectServer
@@ -94,12 +94,12 @@ def assert_notarized_once(
     changes this function.
     """
     chain_id = first_entry(store, collection).chain_id
-    proofs = store.proofs(collection=collection)
+    proofs = store.proofs.records(collection=collection)
     hashes = [p.notarization.sha256 for p in proofs]
     assert len(hashes) == len(set(hashes)), "a document is notarized twice"
     assert set(hashes) == sha256s
-    assert store.known_hashes(chain_id, sha256s) == sha256s
-    counts = store.summary(collection)
+    assert store.notarizations.known_hashes(chain_id, sha256s) == sha256s
+    counts = store.runs.summary(collection)
     assert counts["ledger"] + counts["anchor"] == len(sha256s), counts
     keymrs: dict[int, bytes] = {}
     for proof in proofs:
@@ -112,7 +112,7 @@ def assert_notarized_once(
         receipt = Receipt.from_json(proof.receipt.raw)
         assert receipt.entry_hash.hex() == row.entry_hash
         verify_receipt(receipt, trusted_directory_block_keymr=keymrs[row.dblock_height])
-    events = store.stage_events(p.notarization.id for p in proofs)
+    events = store.notarizations.stage_events(p.notarization.id for p in proofs)
     twice = {i: [e.stage for e in ev] for i, ev in events.items() if _repeats(ev)}
     assert not twice, f"stages logged twice: {twice}"
     return {p.notarization.entry_hash for p in proofs if p.notarization.entry_hash}
@@ -263,7 +263,7 @@ def worker_env(settings: PipelineSettings, tmp_path: Path, folder: Path) -> dict
 
 def first_entry(store: AuditStore, collection: str) -> LedgerEntry:
     """The first entry of the collection's chain (named by its identifier when private)."""
-    record = store.find_collection(collection)
+    record = store.collections.find(collection)
     assert record is not None, f"collection {collection!r} is not registered"
     return collection_entry(record)
 
@@ -327,7 +327,7 @@ def test_two_workers_notarize_overlapping_folders_once(
         NodeClient(settings.node_url) as node,
     ):
         # The runs' own records first: a run that left documents behind says which, why.
-        records = [store.run(i) for i in (1, 2, 3)]  # a fresh database: the two runs only
+        records = [store.runs.get(i) for i in (1, 2, 3)]  # a fresh database: the two runs only
         assert records[0] and records[1] and records[2] is None, records
         counts = [r["counts"] for r in records[:2] if r and r["status"] == "completed"]
         assert len(counts) == 2, records

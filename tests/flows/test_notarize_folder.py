@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import (
+from connectors.audit import (
     AuditStore,
     CollectionModeError,
     DocumentIn,
     NewNotarization,
     Stage,
 )
+from connectors.audit.batches import Batches
+from connectors.audit.notarizations import Notarizations
 from connectors.node import NodeClient
 from flows.cli.commands.notarize import _print_summary
 from flows.notarize_folder import notarize_folder
@@ -54,7 +56,7 @@ def test_folder_is_notarized_with_verified_receipts_and_rerun_publishes_nothing(
     assert summary["documents_waiting"] == 0 and summary["documents_failed"] == 0
     chain_id = collection_chain_id("e2e")
     store = AuditStore(pipeline_settings.audit_url)
-    proofs = store.proofs(collection="e2e")
+    proofs = store.proofs.records(collection="e2e")
     assert len(proofs) == 20
     node = NodeClient(pipeline_settings.node_url)
     for proof in proofs:
@@ -77,7 +79,7 @@ def test_folder_is_notarized_with_verified_receipts_and_rerun_publishes_nothing(
     again = notarize_folder(str(folder), "e2e", pipeline_settings, True)
     assert again["published"] == 0 and again["queued"] == 0
     assert again["skipped_known"] == 20 and again["documents_with_receipt"] == 20
-    assert len(store.proofs(collection="e2e")) == 20
+    assert len(store.proofs.records(collection="e2e")) == 20
 
 
 def test_changed_file_is_notarized_again(
@@ -106,20 +108,20 @@ def test_run_killed_after_posting_is_finished_by_rerun_without_duplicates(
     folder = tmp_path / "docs"
     make_files(folder, 12)
     calls = {"n": 0}
-    original = AuditStore.mark_published
+    original = Notarizations.mark_published
 
     def crash_on_second_batch(
-        self: AuditStore, entry_hashes: dict[int, str], **then: Stage | None
+        self: Notarizations, entry_hashes: dict[int, str], **then: Stage | None
     ) -> int:
         calls["n"] += 1
         if calls["n"] >= 2:
             raise RuntimeError("killed after the API accepted the batch")
         return original(self, entry_hashes, **then)
 
-    monkeypatch.setattr(AuditStore, "mark_published", crash_on_second_batch)
+    monkeypatch.setattr(Notarizations, "mark_published", crash_on_second_batch)
     with pytest.raises(Exception, match="killed"):
         notarize_folder(str(folder), "crash", settings, True)
-    monkeypatch.setattr(AuditStore, "mark_published", original)
+    monkeypatch.setattr(Notarizations, "mark_published", original)
 
     summary = notarize_folder(str(folder), "crash", settings, True)
     assert summary["documents_with_receipt"] == 12
@@ -142,25 +144,25 @@ def test_run_killed_between_batch_and_publish_is_finished_once(
     settings = pipeline_settings.model_copy(update={"aggregate_batch_size": 5})
     folder = tmp_path / "docs"
     make_files(folder, 8)
-    original = AuditStore.add_batch
+    original = Batches.record
 
-    def crash_after_first_batch(self: AuditStore, **kwargs: object) -> object:
+    def crash_after_first_batch(self: Batches, **kwargs: object) -> object:
         original(self, **kwargs)  # type: ignore[arg-type]
         raise KeyboardInterrupt("killed after the batch was recorded")
 
-    monkeypatch.setattr(AuditStore, "add_batch", crash_after_first_batch)
+    monkeypatch.setattr(Batches, "record", crash_after_first_batch)
     with pytest.raises(KeyboardInterrupt):
         notarize_folder(str(folder), "crash-batch", settings, True)
-    monkeypatch.setattr(AuditStore, "add_batch", original)
+    monkeypatch.setattr(Batches, "record", original)
     store = AuditStore(settings.audit_url)
-    (batch,) = store.batches(collection="crash-batch")
+    (batch,) = store.batches.read(collection="crash-batch")
     assert (batch.stage, batch.size, batch.members) == ("pending", 5, 5)
 
     summary = notarize_folder(str(folder), "crash-batch", settings, True)
     assert summary["queued"] == 3 and summary["published"] == 3
     assert summary["skipped_known"] == 5 and summary["published_for_other_runs"] == 5
     assert summary["documents_with_receipt"] == 8 and summary["documents_waiting"] == 0
-    assert [(b.size, b.stage) for b in store.batches(collection="crash-batch")] == [
+    assert [(b.size, b.stage) for b in store.batches.read(collection="crash-batch")] == [
         (5, "ledger"),
         (3, "ledger"),
     ]
@@ -175,7 +177,7 @@ def chain_entry_hashes(settings: PipelineSettings, collection: str) -> int:
     from connectors.publishing import PublishingClient
 
     store = AuditStore(settings.audit_url)
-    record = store.find_collection(collection)
+    record = store.collections.find(collection)
     store.close()
     assert record is not None
     with PublishingClient(settings.api_url, settings.resolve_api_key()) as api:
@@ -211,12 +213,12 @@ def test_a_collection_of_an_older_store_goes_on_in_clear_without_a_mode(
     files = make_files(folder, 3)
     old_path = "sub0/file-0.txt"
     store = AuditStore(pipeline_settings.audit_url)
-    (doc_id,) = store.upsert_documents(
+    (doc_id,) = store.notarizations.upsert_documents(
         f"folder:{folder}",
         [DocumentIn(old_path, hashlib.sha256(files[old_path]).hexdigest(), len(files[old_path]))],
     )
     chain_id = collection_chain_id("legacy")
-    store.add_notarizations(
+    store.notarizations.add(
         [NewNotarization(doc_id, "legacy", chain_id, hashlib.sha256(files[old_path]).hexdigest())]
     )
     assert "publish_mode" not in pipeline_settings.model_fields_set
@@ -225,9 +227,9 @@ def test_a_collection_of_an_older_store_goes_on_in_clear_without_a_mode(
     assert summary["chain_id"] == chain_id
     assert (summary["queued"], summary["published"], summary["documents_with_receipt"]) == (2, 2, 3)
     assert (summary["skipped_known"], summary["published_for_other_runs"]) == (1, 1)
-    record = store.find_collection("legacy")
+    record = store.collections.find("legacy")
     assert record is not None and record.mode == "clear"
-    for proof in store.proofs(collection="legacy"):
+    for proof in store.proofs.records(collection="legacy"):
         row = proof.notarization
         expected = document_entry(
             chain_id, sha256=row.sha256, size_bytes=row.size_bytes, path=row.path

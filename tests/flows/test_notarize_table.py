@@ -15,7 +15,7 @@ import typer
 from prefect import flow
 from typer.testing import CliRunner
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from connectors.node import NodeClient
 from connectors.table_source import TableSource
 from connectors.watermark_store import WatermarkStore
@@ -111,8 +111,8 @@ def assert_verified_in_ledger(settings: PipelineSettings, collection: str, src: 
     (its entry: a batch's, or its own, as the collection's mode made it)."""
     node = NodeClient(settings.node_url)
     with AuditStore(settings.audit_url) as store:
-        proofs = store.proofs(collection=collection)
-        record = store.find_collection(collection)
+        proofs = store.proofs.records(collection=collection)
+        record = store.collections.find(collection)
     assert record is not None
     chain_id = record.chain_id
     latest = {(p.notarization.path, p.notarization.sha256) for p in proofs}
@@ -155,7 +155,7 @@ def test_rows_reach_ledger_and_only_new_or_changed_rows_are_notarized_again(
     assert changed["collection_totals"]["with_receipt"] == 13
     assert_verified_in_ledger(pipeline_settings, "orders", source)
     with AuditStore(pipeline_settings.audit_url) as store:
-        paths = [p.notarization.path for p in store.proofs(collection="orders")]
+        paths = [p.notarization.path for p in store.proofs.records(collection="orders")]
     assert paths.count("id=2") == 2 and paths.count("id=8") == 2 and paths.count("id=10") == 1
 
 
@@ -196,10 +196,10 @@ def test_killed_run_is_finished_by_the_rerun_without_duplicates(
     monkeypatch.undo()
 
     with AuditStore(pipeline_settings.audit_url) as store:
-        counts = store.summary("killed")  # the first page's 7, published as it was recorded
+        counts = store.runs.summary("killed")  # the first page's 7, published as it was recorded
         assert counts["multi_az"] + counts["published"] + counts["pending"] == 7
         marks = WatermarkStore(store.engine)
-        source_name = store.proofs(collection="killed")[0].notarization.source
+        source_name = store.proofs.records(collection="killed")[0].notarization.source
         saved = marks.load(source_name, "killed", watermark_column="updated_at", key_columns=["id"])
     assert (saved is None) == (kill_point == "after_record")
 
@@ -223,7 +223,7 @@ def test_killed_run_is_finished_by_the_rerun_without_duplicates(
     }
     assert_verified_in_ledger(pipeline_settings, "killed", src)
     with AuditStore(pipeline_settings.audit_url) as store:
-        proofs = store.proofs(collection="killed")
+        proofs = store.proofs.records(collection="killed")
         with store.engine.connect() as conn:
             documents = conn.execute(sa.text("SELECT count(*) FROM documents")).scalar_one()
             runs = conn.execute(sa.text("SELECT status FROM runs ORDER BY id")).scalars().all()
@@ -253,10 +253,10 @@ def test_aggregated_rows_not_yet_batched_are_read_again_after_a_kill(
         run(src, settings, "killed-aggregate")
     monkeypatch.undo()
     with AuditStore(settings.audit_url) as store:
-        assert [(b.size, b.stage) for b in store.batches(collection="killed-aggregate")] == [
+        assert [(b.size, b.stage) for b in store.batches.read(collection="killed-aggregate")] == [
             (10, "multi_az")
         ]
-        source_name = store.proofs(collection="killed-aggregate")[0].notarization.source
+        source_name = store.proofs.records(collection="killed-aggregate")[0].notarization.source
         marks = WatermarkStore(store.engine)
         columns = {"watermark_column": "updated_at", "key_columns": ["id"]}
         assert marks.load(source_name, "killed-aggregate", **columns) is None
@@ -266,7 +266,7 @@ def test_aggregated_rows_not_yet_batched_are_read_again_after_a_kill(
     assert rerun["published"] == 6 and rerun["documents_with_receipt"] == 16
     assert_verified_in_ledger(settings, "killed-aggregate", src)
     with AuditStore(settings.audit_url) as store:
-        assert [b.size for b in store.batches(collection="killed-aggregate")] == [10, 6]
+        assert [b.size for b in store.batches.read(collection="killed-aggregate")] == [10, 6]
         assert marks.load(source_name, "killed-aggregate", **columns) is not None
 
 
@@ -301,7 +301,7 @@ def test_cli_notarizes_a_table_and_exits_zero(
     assert result.exit_code == 0, result.output
     assert "rows read (new or changed)" in result.output
     with AuditStore(PipelineSettings(data_dir=s.data_dir).audit_url) as store:
-        assert store.summary("cli")["ledger"] == 4 and store.receipt_count("cli") == 4
+        assert store.runs.summary("cli")["ledger"] == 4 and store.runs.receipt_count("cli") == 4
 
     again = invoke([*args, "--collection", "cli", "--data-dir", str(s.data_dir), "--no-wait"])
     assert again.exit_code == 0 and "No new or changed rows" in again.output

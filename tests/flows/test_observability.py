@@ -16,8 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from connectors.audit_models import DocumentIn, NewNotarization
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore, DocumentIn, NewNotarization
 from connectors.served_app import ServerStartError
 from flows.observability import pipeline_metrics
 from flows.settings import PipelineSettings
@@ -69,8 +68,8 @@ def add_waiting(tmp_path: Path, *, age_s: float, count: int) -> None:
     with AuditStore(f"sqlite:///{tmp_path / 'audit.sqlite'}", clock=clock) as store:
         labels = [f"doc-{i}" for i in range(count)]
         docs = [DocumentIn(x, hashlib.sha256(x.encode()).hexdigest(), 1) for x in labels]
-        ids = store.upsert_documents("folder:/drop", docs)
-        store.add_notarizations(
+        ids = store.notarizations.upsert_documents("folder:/drop", docs)
+        store.notarizations.add(
             [
                 NewNotarization(d, "c", "ab" * 32, doc.sha256)
                 for d, doc in zip(ids, docs, strict=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from connectors.node import NodeClient
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
@@ -89,7 +89,7 @@ def test_private_modes_publish_no_path_name_size_or_hash(
     assert summary["published"] == 3 and summary["documents_waiting"] == 0
 
     store = AuditStore(settings.audit_url)
-    record = store.find_collection(collection)
+    record = store.collections.find(collection)
     store.close()
     assert record is not None and record.mode == mode
     node = NodeClient(settings.node_url)
@@ -113,7 +113,7 @@ def test_clear_mode_publishes_what_the_scan_looks_for(
     settings = pipeline_settings.model_copy(update={"publish_mode": "clear"})
     notarize_folder(str(folder), collection, settings, True)
     store = AuditStore(settings.audit_url)
-    record = store.find_collection(collection)
+    record = store.collections.find(collection)
     store.close()
     assert record is not None
     node = NodeClient(settings.node_url)

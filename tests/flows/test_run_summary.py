@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import flows.notarize_folder as notarize_folder_module
-from connectors.audit_store import AuditStore, DocumentIn
+from connectors.audit import AuditStore, DocumentIn
 from flows.cli.commands.notarize import _print_summary
 from flows.notarize_folder import notarize_folder
 from flows.pipeline import Recorder
@@ -130,7 +130,7 @@ def test_a_run_counts_rows_another_run_queued_and_published_apart(
             "failed": 0,
         }
     with AuditStore(pipeline_settings.audit_url) as store:
-        assert len(store.proofs(collection="twice")) == FILES
+        assert len(store.proofs.records(collection="twice")) == FILES
 
     _print_summary(b | {"wall_seconds": 1.0})
     shown = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
@@ -185,12 +185,14 @@ def test_each_recorded_document_is_counted_once(tmp_path: Path) -> None:
             DocumentIn("copy-of-new.txt", sha["c"], 1),
             DocumentIn("second.txt", sha["d"], 1),
         ]
-        summary.add_recorded(docs, record(docs), store.notarized_at(chain, sha.values()))
+        summary.add_recorded(
+            docs, record(docs), store.notarizations.notarized_at(chain, sha.values())
+        )
         counts = summary.as_dict()
         assert counts["skipped_known"] == 1 and counts["queued_by_other_runs"] == 1
         assert counts["queued"] == 2 and counts["repeated_in_run"] == 1
         assert partition(counts) == len(docs)
         assert len(summary.notarization_ids()) == 4
-        summary.add_progress(store.progress, chunk=3)  # two chunks
+        summary.add_progress(store.runs.progress, chunk=3)  # two chunks
         assert summary.documents_waiting == len(docs) and summary.documents_in_ledger == 0
         assert not any(key.startswith("_") for key in counts)

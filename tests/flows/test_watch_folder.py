@@ -16,7 +16,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from flows.cli.commands.watch import register
 from flows.collect_proofs import collect_proofs
 from flows.settings import PipelineSettings
@@ -83,7 +83,10 @@ def sessions() -> Iterator[list[Session]]:
 
 
 def stages(store: AuditStore, collection: str) -> dict[str, str]:
-    return {p.notarization.path: p.notarization.stage for p in store.proofs(collection=collection)}
+    return {
+        p.notarization.path: p.notarization.stage
+        for p in store.proofs.records(collection=collection)
+    }
 
 
 @pytest.mark.e2e
@@ -116,7 +119,7 @@ def test_dropped_files_are_notarized_moved_to_done_and_reach_the_ledger(
         what="the dropped files to be moved to done/",
     )
 
-    rows = {p.notarization.path: p.notarization for p in store.proofs(collection="drop")}
+    rows = {p.notarization.path: p.notarization for p in store.proofs.records(collection="drop")}
     assert set(rows) == set(contents)
     for path, data in contents.items():
         assert rows[path].sha256 == hashlib.sha256(data).hexdigest()
@@ -130,7 +133,7 @@ def test_dropped_files_are_notarized_moved_to_done_and_reach_the_ledger(
         return set(stages(store, "drop").values()) <= {"ledger", "anchor"}
 
     wait_until(in_ledger, DEADLINE_S, 0.5, what="the entries to reach a directory block")
-    assert len([p for p in store.proofs(collection="drop") if p.receipt is not None]) == 3
+    assert len([p for p in store.proofs.records(collection="drop") if p.receipt is not None]) == 3
 
     totals = session.finish()
     assert totals["published"] == 3 and totals["moved"] == 3
@@ -162,7 +165,7 @@ def test_restart_rescans_and_publishes_known_documents_only_once(
     wait_until(lambda: second.files_done() == 4, DEADLINE_S, what="the rescan after a restart")
     again = second.finish()
     assert again["published"] == 0 and again["skipped_known"] == 4
-    assert len(store.proofs(collection="restart")) == 3
+    assert len(store.proofs.records(collection="restart")) == 3
     assert sorted(p.name for p in inbox.iterdir()) == [
         "copy.txt",
         "doc-0.txt",

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from flows.settings import PipelineSettings
 from ledger.anchor.app import create_app as create_anchor_app
 from ledger.api.app import create_app as create_api_app
@@ -213,8 +213,8 @@ def assert_collection_on_ledger(
        nothing else but the chain's first entry).
     """
     with AuditStore(settings.audit_url) as store:
-        proofs = store.proofs(collection=collection)
-        record = store.find_collection(collection)
+        proofs = store.proofs.records(collection=collection)
+        record = store.collections.find(collection)
     assert record is not None
     chain = collection_entry(record)
     by_path = {p.notarization.path: p for p in proofs}
@@ -248,6 +248,6 @@ def collection_chain(settings: PipelineSettings, collection: str) -> LedgerEntry
     """The first entry (``chain_id``, ``entry_hash``) of ``collection``'s chain, as the
     audit store registered the collection."""
     with AuditStore(settings.audit_url) as store:
-        record = store.find_collection(collection)
+        record = store.collections.find(collection)
     assert record is not None, f"collection {collection!r} is not registered"
     return collection_entry(record)

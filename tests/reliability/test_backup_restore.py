@@ -35,7 +35,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from ledger.core.entry import Entry
 from ledger.jsonrpc.credentials import BasicCredentials
 from tests.harness.processes import child_env

@@ -54,8 +54,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from connectors.audit_models import Document, ProofRecord
-from connectors.audit_store import BATCH_SOURCE_PREFIX, AuditStore
+from connectors.audit import BATCH_SOURCE_PREFIX, AuditStore, ProofRecord
+from connectors.audit.models import Document
 from ledger.core.entry import Entry
 from tasks.documents import notarization_entry
 from tasks.verify import ReceiptRejected, verify_node_receipt
@@ -569,7 +569,7 @@ def kill_run(
 def collection_chain(audit_url: str) -> str:
     """Hex chain id of the test collection (registered by the first run)."""
     with AuditStore(audit_url) as store:
-        record = store.find_collection(COLLECTION)
+        record = store.collections.find(COLLECTION)
     assert record is not None
     return record.chain_id
 
@@ -583,15 +583,15 @@ def check_audit_store(audit_url: str, audit: LedgerAudit, contents: dict[str, by
             at the wrong height, or not verifying).
     """
     with AuditStore(audit_url) as store:
-        record = store.find_collection(COLLECTION)
+        record = store.collections.find(COLLECTION)
         assert record is not None, "the collection was never registered"
         with store.engine.connect() as conn:
             path = col(Document.path)
             own = col(Document.source).not_like(f"{BATCH_SOURCE_PREFIX}%")  # not batch roots
             query = select(path, func.count()).where(own).group_by(path)
             per_path = Counter({path: count for path, count in conn.execute(query)})
-        proofs = store.proofs(collection=COLLECTION)
-        batches = store.batches(collection=COLLECTION, limit=10**6)
+        proofs = store.proofs.records(collection=COLLECTION)
+        batches = store.batches.read(collection=COLLECTION, limit=10**6)
     chain_id = record.chain_id
     chain = audit.chains.get(bytes.fromhex(chain_id), [])
     in_chain = Counter(chain)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import flows.notarize_folder as notarize_folder_module
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from flows.collect_proofs import collect_proofs
 from flows.notarize_folder import notarize_folder
 from tasks.steps import publish_batch
@@ -55,7 +55,7 @@ def test_documents_a_run_could_not_publish_are_published_by_collect(
         assert second["publish_failed"] == 12 and second["errors"], second
         assert second["documents_waiting"] == 10, second  # the first run's wait in blocks
         with AuditStore(settings.audit_url) as store:
-            assert store.summary(collection)["pending"] == 6
+            assert store.runs.summary(collection)["pending"] == 6
 
         monkeypatch.undo()
         fs.start_api()

@@ -28,8 +28,9 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-from connectors.audit_models import AUDIT_METADATA
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
+from connectors.audit.models import AUDIT_METADATA
+from connectors.audit.proofs import Proofs
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
 from tests.harness.postgres import conninfo
@@ -153,7 +154,7 @@ def test_audit_store_connections_dropped_during_a_run_lose_and_duplicate_nothing
     assert summary is not None, outcomes
     assert summary["documents_waiting"] == 0
     with AuditStore(audit_db_url, create_tables=False) as store:
-        unproven = [row.path for row in store.missing_receipts(collection=collection)]
+        unproven = [row.path for row in store.proofs.missing_receipts(collection=collection)]
     assert unproven == [], f"at stage ledger without a stored receipt: {unproven}"
     assert_collection_on_ledger(settings, collection, files)
     assert _document_duplicates(audit_db_url) == 0
@@ -178,9 +179,9 @@ def test_connection_lost_at_the_ledger_stage_write_leaves_no_row_unproven(
     files = make_files(folder, 12, tag=f"between-{written}")
     collection = f"audit-db-between-{written}"
     calls: list[str] = []
-    original = AuditStore.record_receipts
+    original = Proofs.record_receipts
 
-    def failing_first(self: AuditStore, *args: Any, **kwargs: Any) -> Any:
+    def failing_first(self: Proofs, *args: Any, **kwargs: Any) -> Any:
         calls.append("record_receipts")
         if len(calls) == 1:
             if written:
@@ -188,7 +189,7 @@ def test_connection_lost_at_the_ledger_stage_write_leaves_no_row_unproven(
             raise OperationalError("COMMIT", {}, Exception("server closed the connection"))
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(AuditStore, "record_receipts", failing_first)
+    monkeypatch.setattr(Proofs, "record_receipts", failing_first)
     outcomes: list[str] = []
     for _ in range(2):
         try:
@@ -201,7 +202,10 @@ def test_connection_lost_at_the_ledger_stage_write_leaves_no_row_unproven(
     # rolled back: the write was made again; committed: nothing was left to write
     assert len(calls) >= (1 if written else 2), calls
     with AuditStore(pipeline_settings.audit_url) as store:
-        unproven = [row.path for row in store.missing_receipts(collection=collection)]
-        assert store.summary(collection)["ledger"] + store.summary(collection)["anchor"] == 12
+        unproven = [row.path for row in store.proofs.missing_receipts(collection=collection)]
+        assert (
+            store.runs.summary(collection)["ledger"] + store.runs.summary(collection)["anchor"]
+            == 12
+        )
     assert unproven == [], f"at stage ledger without a stored receipt: {unproven} ({outcomes})"
     assert_collection_on_ledger(pipeline_settings, collection, files)

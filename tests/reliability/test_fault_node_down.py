@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from connectors.errors import ConnectorError
 from flows.collect_proofs import collect_proofs
 from flows.notarize_folder import notarize_folder
@@ -86,7 +86,7 @@ class NodeOutage(threading.Thread):
 
     def _counts(self) -> dict[str, int]:
         with AuditStore(self._settings.audit_url, create_tables=False) as store:
-            return store.summary(self._collection)
+            return store.runs.summary(self._collection)
 
     def run(self) -> None:
         try:
@@ -196,7 +196,7 @@ def test_node_down_longer_than_the_run_waits_collect_finishes(tmp_path: Path) ->
                 ended = f"returned with {summary['documents_waiting']} still waiting"
             assert outage.restarted_at == 0.0, "the node came back before the run ended"
             with AuditStore(settings.audit_url) as store:
-                counts = store.summary(collection)
+                counts = store.runs.summary(collection)
             assert counts["pending"] == counts["failed"] == 0  # all published, none given up
             assert counts["ledger"] + counts["anchor"] < FILES
             outage.finish(timeout_s=60)

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from connectors.callback_receiver import CallbackEvent
 from flows.audit_report import audit_report
 from flows.collect_proofs import collect_proofs, receive_callbacks
@@ -148,7 +148,7 @@ def test_a_write_the_node_refuses_is_failed_everywhere_the_caller_looks(tmp_path
         with AuditStore(settings.audit_url) as store:
             rows = {
                 p.notarization.entry_hash: p.notarization
-                for p in store.proofs(collection=collection)
+                for p in store.proofs.records(collection=collection)
             }
         assert rows[refused].stage == "failed"
         assert rows[refused].error is not None and reason in rows[refused].error
@@ -186,7 +186,7 @@ def test_notarize_stops_waiting_for_a_write_the_api_gave_up(tmp_path: Path) -> N
         elapsed = time.monotonic() - start
         (refused,) = gateways[0].forged
         with AuditStore(settings.audit_url) as store:
-            stages = {p.notarization.entry_hash: p.notarization for p in store.proofs()}
+            stages = {p.notarization.entry_hash: p.notarization for p in store.proofs.records()}
     print(f"\nnotarize with a given-up write returned after {elapsed:.1f} s (wait {wait_s} s)")
     assert elapsed < 60, f"waited {elapsed:.1f} s for a write the API gave up"
     assert summary["documents_failed"] == 1 and summary["documents_waiting"] == 0

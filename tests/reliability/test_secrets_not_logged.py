@@ -18,7 +18,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from connectors.errors import AuthError
 from connectors.node import NodeClient
 from flows.notarize_folder import notarize_folder
@@ -76,7 +76,7 @@ def test_full_run_logs_no_secret_and_api_keys_are_stored_hashed(
     logs = caplog.text + captured.out + captured.err + json_lines.getvalue() + probes
     callback_secret = stack.callback_secret_file.read_text().strip()
     with AuditStore(pipeline_settings.audit_url) as store:
-        collection = store.find_collection("secrets")
+        collection = store.collections.find("secrets")
     assert collection is not None and collection.private
     collection_key = collection.key.hex()  # the secret every document's nonce comes from
     secrets = (api_key, devnet.DEV_EC_SECRET, devnet.DEV_FCT_SECRET, callback_secret)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.audit_store import AuditStore, DocumentIn, NewNotarization
+from connectors.audit import AuditStore, DocumentIn, NewNotarization
 from connectors.publishing import PublishingClient, WriteFailure, write_failure
 from ledger.api.accounts import create_account
 from ledger.api.app import create_app, services_of
@@ -68,9 +68,11 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         for name in ("a.txt", "b.txt", "c.txt"):
             sha = name.encode().hex().ljust(64, "0")
             entry_hash = client.create_entry(chain_id, [name.encode()], b"doc")
-            (doc_id,) = store.upsert_documents("folder:/docs", [DocumentIn(name, sha, 3)])
-            (nid,) = store.add_notarizations([NewNotarization(doc_id, "docs", chain_id, sha)])
-            store.mark_published({nid: entry_hash})
+            (doc_id,) = store.notarizations.upsert_documents(
+                "folder:/docs", [DocumentIn(name, sha, 3)]
+            )
+            (nid,) = store.notarizations.add([NewNotarization(doc_id, "docs", chain_id, sha)])
+            store.notarizations.mark_published({nid: entry_hash})
             ids[entry_hash] = nid
         try:
             yield Setup(client, ledger, svc.worker, store, chain_id, ids)
@@ -100,10 +102,11 @@ def test_a_given_up_write_is_failed_in_the_audit_store_and_listed_by_the_report(
     )
     assert outcome.errors == [expected] and failure_message(failure) == expected
     rows = {
-        r.entry_hash: r for r in setup.store.pending(stage_from="published", stage_below="ledger")
+        r.entry_hash: r
+        for r in setup.store.notarizations.pending(stage_from="published", stage_below="ledger")
     }
     assert set(rows) == set(setup.ids) - {refused}  # the others still wait
-    events = setup.store.events(setup.ids[refused])
+    events = setup.store.notarizations.events(setup.ids[refused])
     assert events[-1].stage == "failed" and events[-1].details == {
         "error": expected,
         "retryable": False,
@@ -127,7 +130,7 @@ def test_writes_not_given_up_are_left_alone(setup: Setup) -> None:
     setup.worker.run_once()  # every write revealed, none failed
     outcome = sweep_failed_writes(setup.store, setup.client)
     assert (outcome.marked, outcome.errors) == (0, [])
-    waiting = setup.store.pending(stage_from="published", stage_below="ledger")
+    waiting = setup.store.notarizations.pending(stage_from="published", stage_below="ledger")
     assert len(waiting) == 3
 
 

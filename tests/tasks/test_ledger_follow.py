@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from connectors.audit_store import AuditStore
+from connectors.audit import AuditStore
 from connectors.node import NodeClient
 from tasks.block_index import BlockIndex
 from tasks.ledger_follow import LedgerFollower
@@ -30,7 +30,7 @@ def client_of(node: FakeNode) -> NodeClient:
 def stored_receipts(store: AuditStore) -> dict[str, object]:
     return {
         p.notarization.entry_hash: p.receipt.raw
-        for p in store.proofs(collection=COLLECTION)
+        for p in store.proofs.records(collection=COLLECTION)
         if p.receipt is not None
     }
 
@@ -50,7 +50,10 @@ def test_blocks_only_sweep_builds_receipts_and_never_asks_the_node(store: AuditS
     assert sorted(node.eblock_calls) == [1, 2]
     # the receipts built are the node's own, byte for byte
     assert stored_receipts(store) == {h: node.receipts[h] for h in hashes[:5]}
-    assert {k: v for k, v in store.summary(COLLECTION).items() if v} == {"ledger": 5, "multi_az": 2}
+    assert {k: v for k, v in store.runs.summary(COLLECTION).items() if v} == {
+        "ledger": 5,
+        "multi_az": 2,
+    }
 
 
 def test_blocks_only_sweep_stops_at_the_first_page_with_nothing_in_a_block(
@@ -74,7 +77,7 @@ def test_blocks_only_sweep_takes_rows_above_after_id_and_needs_a_followed_chain(
 ) -> None:
     hashes = published(store, 4)
     node = FakeNode({1: hashes})
-    waiting = store.pending_entries(stage_from="published", stage_below="ledger")
+    waiting = store.notarizations.pending_entries(stage_from="published", stage_below="ledger")
     with client_of(node) as client:
         unknown = BlockIndex(client)  # knows no chain: builds nothing, asks nothing
         outcome = sweep_ledger(store, client, collection=COLLECTION, index=unknown, ask_node=False)
@@ -108,7 +111,7 @@ def test_follow_checks_its_arguments() -> None:
 
 def test_follower_records_each_new_block_while_the_run_goes_on(store: AuditStore) -> None:
     earlier = published(store, 1)  # a row of an earlier run: left to the full sweep
-    after_id = store.newest_notarization_id()
+    after_id = store.notarizations.newest_id()
     hashes = published(store, 4, first=1)
     node = FakeNode({1: earlier, 2: hashes[:2], 3: hashes[2:]})
     node.height = 2
@@ -142,4 +145,4 @@ def test_follower_that_loses_the_node_stops_and_says_why(store: AuditStore) -> N
         wait_until(lambda: follower.error is not None, 10, what="the follower's error")
     assert follower.error is not None and "refused" in follower.error
     assert follower.outcome.recorded == 0
-    assert store.summary(COLLECTION)["multi_az"] == 2  # nothing changed
+    assert store.runs.summary(COLLECTION)["multi_az"] == 2  # nothing changed

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors.audit_store import AuditStore, DocumentIn, NewNotarization
+from connectors.audit import AuditStore, DocumentIn, NewNotarization
 from connectors.node import NodeClient
 from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.blocks.entry_block import EntryBlock
@@ -114,8 +114,8 @@ def published(store: AuditStore, count: int, *, first: int = 0) -> list[str]:
     """``count`` documents published (stage ``multi_az``); their entry hashes in id order.
     ``first``: the number of the first document (another call's documents are others)."""
     docs = [DocumentIn(f"f{i}", f"{i + 1:064x}", i) for i in range(first, first + count)]
-    doc_ids = store.upsert_documents("src", docs)
-    ids = store.add_notarizations(
+    doc_ids = store.notarizations.upsert_documents("src", docs)
+    ids = store.notarizations.add(
         [
             NewNotarization(d, COLLECTION, CHAIN, doc.sha256)
             for d, doc in zip(doc_ids, docs, strict=True)
@@ -127,8 +127,8 @@ def published(store: AuditStore, count: int, *, first: int = 0) -> list[str]:
         ).entry_hash
         for doc in docs
     ]
-    store.mark_published(dict(zip(ids, hashes, strict=True)))
-    store.mark_stage(hashes, "multi_az")
+    store.notarizations.mark_published(dict(zip(ids, hashes, strict=True)))
+    store.notarizations.mark_stage(hashes, "multi_az")
     return hashes
 
 
@@ -151,9 +151,14 @@ def test_sweep_pages_through_rows_and_fetches_each_block_once(store: AuditStore)
     # but the one in no block yet, asked again as a receipt
     assert node.receipt_calls == 2 + 1
     assert sorted(node.eblock_calls) == [3, 4]
-    assert store.receipt_count(COLLECTION) == 6
-    assert {k: v for k, v in store.summary(COLLECTION).items() if v} == {"ledger": 6, "multi_az": 1}
-    stored = {p.notarization.entry_hash: p.receipt for p in store.proofs(collection=COLLECTION)}
+    assert store.runs.receipt_count(COLLECTION) == 6
+    assert {k: v for k, v in store.runs.summary(COLLECTION).items() if v} == {
+        "ledger": 6,
+        "multi_az": 1,
+    }
+    stored = {
+        p.notarization.entry_hash: p.receipt for p in store.proofs.records(collection=COLLECTION)
+    }
     for entry_hash in hashes[:6]:  # built from the blocks: the node's receipt, exactly
         receipt = stored[entry_hash]
         assert receipt is not None and receipt.raw == node.receipts[entry_hash]
@@ -170,7 +175,9 @@ def test_entry_block_not_listed_is_not_used_its_entries_get_node_receipts(
     assert (outcome.recorded, outcome.waiting, outcome.rejected) == (6, 0, 0)
     # block 2's bytes do not hash to the KeyMR block 2 lists: its entries are asked
     assert node.receipt_calls == 2 + 2
-    stored = {p.notarization.entry_hash: p.receipt for p in store.proofs(collection=COLLECTION)}
+    stored = {
+        p.notarization.entry_hash: p.receipt for p in store.proofs.records(collection=COLLECTION)
+    }
     assert all(stored[h] is not None and stored[h].raw == node.receipts[h] for h in hashes)
 
 
@@ -205,7 +212,10 @@ def test_block_that_does_not_parse_rejects_only_its_receipts(store: AuditStore) 
         outcome = sweep_ledger(store, client, collection=COLLECTION, batch_size=3)
     assert (outcome.recorded, outcome.rejected, outcome.waiting) == (2, 2, 0)
     assert all("step 6 (directory block)" in e for e in outcome.errors)
-    assert {k: v for k, v in store.summary(COLLECTION).items() if v} == {"ledger": 2, "failed": 2}
+    assert {k: v for k, v in store.runs.summary(COLLECTION).items() if v} == {
+        "ledger": 2,
+        "failed": 2,
+    }
 
 
 def test_nothing_waiting_makes_no_node_call(store: AuditStore) -> None:

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import create_engine, text
 
-from connectors.audit_store import (
+from connectors.audit import (
     AnchorRecord,
     AuditStore,
     DocumentIn,
@@ -77,32 +77,36 @@ def build_known(store: AuditStore, clock: ManualClock) -> Known:
     """Collection c1: a anchored, b in ledger (multi_az skipped), c published, d failed,
     e pending; collection c2: x published. Every row was created at T0."""
     labels = ["a", "b", "c", "d", "e"]
-    doc_ids = store.upsert_documents(
+    doc_ids = store.notarizations.upsert_documents(
         "folder:/drop", [DocumentIn(f"docs/{x}.pdf", h(x), 100 + i) for i, x in enumerate(labels)]
     )
-    ids = store.add_notarizations(
+    ids = store.notarizations.add(
         [
             NewNotarization(d, "c1", CHAIN_ID.hex(), h(x))
             for d, x in zip(doc_ids, labels, strict=True)
         ]
     )
-    (x_doc,) = store.upsert_documents("folder:/other", [DocumentIn("x.txt", h("x"), 1)])
-    (x_id,) = store.add_notarizations([NewNotarization(x_doc, "c2", CHAIN_ID.hex(), h("x"))])
+    (x_doc,) = store.notarizations.upsert_documents(
+        "folder:/other", [DocumentIn("x.txt", h("x"), 1)]
+    )
+    (x_id,) = store.notarizations.add([NewNotarization(x_doc, "c2", CHAIN_ID.hex(), h("x"))])
     by_label = dict(zip(labels, ids, strict=True)) | {"x": x_id}
     ledgers = {"a": ledger_for("a", 7), "b": ledger_for("b", 8)}
     entry_hashes = {x: ledgers[x][0] if x in ledgers else h(f"entry-{x}") for x in by_label}
     clock.advance(10)
-    store.mark_published({by_label[x]: entry_hashes[x] for x in ("a", "b", "c", "x")})
+    store.notarizations.mark_published({by_label[x]: entry_hashes[x] for x in ("a", "b", "c", "x")})
     clock.advance(10)
-    store.mark_failed({by_label["d"]: "rejected: 422 entry too large"}, retryable=False)
+    store.notarizations.mark_failed(
+        {by_label["d"]: "rejected: 422 entry too large"}, retryable=False
+    )
     clock.advance(5)
-    store.mark_stage([entry_hashes["a"]], "multi_az")
+    store.notarizations.mark_stage([entry_hashes["a"]], "multi_az")
     clock.advance(45)
-    store.record_ledger(
+    store.notarizations.record_ledger(
         {ledgers[x][0]: (7 if x == "a" else 8, ledgers[x][1]["directoryblockkeymr"]) for x in "ab"}
     )
     verified = datetime.fromtimestamp(clock.now(), UTC)
-    store.save_receipts(
+    store.proofs.save_receipts(
         [ReceiptRecord.from_node(ledgers[x][1], verified_at=verified) for x in "ab"]
     )
     clock.advance(600)
@@ -111,7 +115,7 @@ def build_known(store: AuditStore, clock: ManualClock) -> Known:
         "directoryblockkeymr": ledgers["a"][1]["directoryblockkeymr"],
         "anchor_pow": {"transactionhash": h("tx7"), "blockhash": h("blk7"), "confirmations": 2},
     }
-    store.record_anchors([AnchorRecord.from_node(anchors, verified_at=verified)])
+    store.proofs.record_anchors([AnchorRecord.from_node(anchors, verified_at=verified)])
     return Known(by_label, {7: ledgers["a"][2], 8: ledgers["b"][2]}, entry_hashes)
 
 
@@ -164,14 +168,14 @@ def test_stage_counts_and_verification_numbers_match_the_store(
 ) -> None:
     report = c1_report(store, known)
     s = report.summary
-    assert s["stages"] == store.summary("c1")
-    assert s["documents"] == len(store.proofs(collection="c1")) == 5
-    assert s["receipts_stored"] == store.receipt_count("c1") == 2
-    assert s["anchors_stored"] == len(store.stored_anchors(collection="c1")) == 1
+    assert s["stages"] == store.runs.summary("c1")
+    assert s["documents"] == len(store.proofs.records(collection="c1")) == 5
+    assert s["receipts_stored"] == store.runs.receipt_count("c1") == 2
+    assert s["anchors_stored"] == len(store.proofs.anchors(collection="c1")) == 1
     assert (s["failed"], s["overdue"], s["without_receipt"]) == (1, 2, 0)
     assert (s["reverified"], s["reverify_ok"], s["reverify_rejected"]) == (2, 2, 0)
     everything = rpt.build_report(rpt.load_report_data(store), now=T0)
-    assert everything.summary["stages"] == store.summary()
+    assert everything.summary["stages"] == store.runs.summary()
     assert everything.summary["documents"] == 6
 
 
@@ -183,7 +187,7 @@ def test_stage_times_come_from_the_stage_events(store: AuditStore, known: Known)
     assert pd.isna(b["multi_az_s"]) and pd.isna(b["anchor_s"])
     assert (c["published_s"], c["total_s"]) == (10, 10)
     assert pd.isna(d["total_s"])
-    events = store.events(known.ids["a"])
+    events = store.notarizations.events(known.ids["a"])
     assert a["ledger_at"] == [e.at for e in events if e.stage == "ledger"][0]
     assert a["anchored_at"] == T0 + timedelta(seconds=670)
 
@@ -246,8 +250,10 @@ def test_thresholds_reject_unknown_stages_and_negative_limits() -> None:
 def test_period_selects_rows_by_creation_time(store: AuditStore, known: Known) -> None:
     clock = store.test_clock  # type: ignore[attr-defined]
     clock.advance(3600)
-    late_doc = store.upsert_documents("folder:/drop", [DocumentIn("late.pdf", h("late"), 1)])
-    (late,) = store.add_notarizations(
+    late_doc = store.notarizations.upsert_documents(
+        "folder:/drop", [DocumentIn("late.pdf", h("late"), 1)]
+    )
+    (late,) = store.notarizations.add(
         [NewNotarization(late_doc[0], "c1", CHAIN_ID.hex(), h("late"))]
     )
     cut = T0 + timedelta(minutes=30)
@@ -279,7 +285,7 @@ def test_parse_moment() -> None:
 
 def tamper_receipt(store: AuditStore, notarization_id: int, *, column_too: bool) -> None:
     """Flip one Merkle node's ``top`` in the stored raw receipt (and the column, if asked)."""
-    (proof,) = [p for p in store.proofs() if p.notarization.id == notarization_id]
+    (proof,) = [p for p in store.proofs.records() if p.notarization.id == notarization_id]
     assert proof.receipt is not None
     raw = json.loads(json.dumps(proof.receipt.raw))
     raw["merklebranch"][0]["top"] = h("forged")
@@ -298,7 +304,9 @@ def test_reverification_accepts_untouched_receipts_once_per_block(
     store: AuditStore, known: Known
 ) -> None:
     calls: list[int] = []
-    checked = rpt.reverify_receipts(store.proofs(), fetcher(known.dblocks, calls), sample=10)
+    checked = rpt.reverify_receipts(
+        store.proofs.records(), fetcher(known.dblocks, calls), sample=10
+    )
     assert list(checked.columns) == list(rpt.REVERIFY_COLUMNS)
     assert list(checked["status"]) == ["ok", "ok"]
     assert list(checked["notarization_id"]) == [known.ids["a"], known.ids["b"]]
@@ -326,7 +334,7 @@ def test_reverification_flags_a_branch_column_changed_after_storing(
 ) -> None:
     # the raw receipt keeps a digest of its branch (stored once, in the column): a changed
     # column no longer has it, and the report still sees the two disagree
-    (proof,) = [p for p in store.proofs() if p.notarization.id == known.ids["a"]]
+    (proof,) = [p for p in store.proofs.records() if p.notarization.id == known.ids["a"]]
     assert proof.receipt is not None
     branch = json.loads(json.dumps(proof.receipt.merkle_branch))
     branch[0]["top"] = h("forged")
@@ -346,11 +354,13 @@ def test_reverification_flags_a_branch_column_changed_after_storing(
 def test_reverification_flags_a_block_the_node_does_not_have(
     store: AuditStore, known: Known
 ) -> None:
-    checked = rpt.reverify_receipts(store.proofs(), fetcher({7: known.dblocks[7]}), sample=10)
+    checked = rpt.reverify_receipts(
+        store.proofs.records(), fetcher({7: known.dblocks[7]}), sample=10
+    )
     assert list(checked["status"]) == ["ok", "rejected"]
     assert checked["step"].iloc[1] == Step.DIRECTORY_BLOCK
     swapped = rpt.reverify_receipts(
-        store.proofs(), fetcher({7: known.dblocks[8], 8: known.dblocks[8]})
+        store.proofs.records(), fetcher({7: known.dblocks[8], 8: known.dblocks[8]})
     )
     assert list(swapped["status"]) == ["rejected", "ok"]
 
@@ -359,13 +369,13 @@ def test_unreachable_node_marks_samples_unavailable(store: AuditStore, known: Kn
     def down(height: int) -> bytes:
         raise ConnectionError("connection refused")
 
-    checked = rpt.reverify_receipts(store.proofs(), down, sample=10)
+    checked = rpt.reverify_receipts(store.proofs.records(), down, sample=10)
     assert list(checked["status"]) == ["unavailable", "unavailable"]
     assert "connection refused" in checked["message"].iloc[0]
 
 
 def test_sample_is_bounded_and_reproducible(store: AuditStore, known: Known) -> None:
-    proofs = store.proofs()
+    proofs = store.proofs.records()
     fetch = fetcher(known.dblocks)
     one = rpt.reverify_receipts(proofs, fetch, sample=1, seed=3)
     assert len(one) == 1
@@ -447,10 +457,10 @@ def test_files_have_stable_columns_and_match_the_frames(
 
 
 def test_html_is_self_contained(store: AuditStore, known: Known, tmp_path: Path) -> None:
-    url_doc = store.upsert_documents(
+    url_doc = store.notarizations.upsert_documents(
         "table:http://example.org/rows", [DocumentIn("https://x/<script>doc</script>", h("u"), 1)]
     )
-    store.add_notarizations([NewNotarization(url_doc[0], "c1", CHAIN_ID.hex(), h("u"))])
+    store.notarizations.add([NewNotarization(url_doc[0], "c1", CHAIN_ID.hex(), h("u"))])
     paths = out.write_report(c1_report(store, known), tmp_path)
     page = paths["html"].read_text(encoding="utf-8")
     parser = _Resources()

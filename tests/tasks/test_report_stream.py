@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from connectors.audit_store import AuditStore, DocumentIn, ReceiptRecord
+from connectors.audit import AuditStore, DocumentIn, ReceiptRecord
 from tasks import report as rpt
 from tasks import report_output as out
 from tasks import report_stream
@@ -24,24 +24,24 @@ NOW = T0 + timedelta(hours=2)
 def add_aggregated(store: AuditStore, known: Known) -> int:
     """A batch of three documents in collection ``agg``, in a directory block (height 9)
     with its receipt stored; the receipt's block joins ``known.dblocks``."""
-    record = store.collection("agg", "aggregate", chain_namer=chain_for)
+    record = store.collections.use("agg", "aggregate", chain_namer=chain_for)
     labels = ["m0", "m1", "m2"]
-    ids = store.upsert_documents(
+    ids = store.notarizations.upsert_documents(
         "folder:/agg", [DocumentIn(f"agg/{x}.txt", h(x), 10 + i) for i, x in enumerate(labels)]
     )
     root, members = batch_members(record.key, [(i, h(x)) for i, x in zip(ids, labels, strict=True)])
-    added = store.add_batch(
+    added = store.batches.record(
         collection="agg", chain_id=record.chain_id, root=root, size=len(members), members=members
     )
     assert added is not None
     batch_id = added[0]
     entry_hash, receipt, dblock = ledger_for("batch", 9)
     store.test_clock.advance(30)  # type: ignore[attr-defined]
-    store.mark_published({batch_id: entry_hash})
+    store.notarizations.mark_published({batch_id: entry_hash})
     store.test_clock.advance(30)  # type: ignore[attr-defined]
-    store.record_ledger({entry_hash: (9, receipt["directoryblockkeymr"])})
+    store.notarizations.record_ledger({entry_hash: (9, receipt["directoryblockkeymr"])})
     verified = datetime.fromtimestamp(store.test_clock.now(), UTC)  # type: ignore[attr-defined]
-    store.save_receipts([ReceiptRecord.from_node(receipt, verified_at=verified)])
+    store.proofs.save_receipts([ReceiptRecord.from_node(receipt, verified_at=verified)])
     known.dblocks[9] = dblock
     return batch_id
 
@@ -123,7 +123,7 @@ def test_receipt_sample_is_uniform_bounded_and_one_per_receipt(
     store: AuditStore, known: Known
 ) -> None:
     add_aggregated(store, known)
-    proofs = store.proofs()
+    proofs = store.proofs.records()
     chosen = {}
     for seed in range(40):
         sample = rpt.ReceiptSample(1, seed=seed)

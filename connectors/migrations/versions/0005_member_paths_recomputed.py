@@ -8,7 +8,7 @@ At a million aggregated documents the audit database was about 2 GB, two thirds 
 JSON audit path of each ``batch_members`` row, and its CPU per document grew with it.
 
 - ``batch_members.audit_path`` becomes nullable: NULL for a batch holding all its leaves,
-  recomputed from them when read (``connectors.audit_paths``). Existing paths stay (they
+  recomputed from them when read (``connectors.audit.paths``). Existing paths stay (they
   are still right; reading them is cheaper than rebuilding).
 - ``ix_documents_sha256`` and ``ix_documents_source`` are dropped: UNIQUE(source, path,
   sha256) serves every lookup by source, and no query looks documents up by hash alone.
@@ -58,7 +58,7 @@ def downgrade() -> None:
 
 def _fill_member_paths(conn: sa.Connection) -> None:
     # Imported here: only a downgrade needs the tree code.
-    from connectors.audit_paths import batch_tree
+    from connectors.audit.paths import batch_tree
 
     batches = conn.execute(
         sa.text(

@@ -73,7 +73,7 @@ def run_folder_flow(
     from flows.cli.prefect_server import prepare_prefect
 
     prepare_prefect(settings)
-    from connectors.audit_store import CollectionModeError
+    from connectors.audit import CollectionModeError
     from connectors.errors import ConnectorError
     from flows.cli.progress import watch_collection
     from flows.notarize_folder import notarize_folder

@@ -115,7 +115,7 @@ def _run(
 ) -> dict[str, Any]:
     from sqlalchemy.exc import OperationalError
 
-    from connectors.audit_store import MigrationError
+    from connectors.audit import MigrationError
     from flows.audit_report import audit_report
 
     try:

@@ -123,7 +123,7 @@ def _run_flow(
 ) -> dict[str, Any]:
     from pydantic import SecretStr
 
-    from connectors.audit_store import CollectionModeError
+    from connectors.audit import CollectionModeError
     from connectors.errors import ConnectorError
     from connectors.table_source import SourceUnreachable, TableSourceError
     from flows.cli.progress import watch_collection

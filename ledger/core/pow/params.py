@@ -13,9 +13,20 @@ from dataclasses import dataclass
 
 from ledger.core.errors import LimitError
 from ledger.core.pow.header import difficulty_target, target_to_bits
-from ledger.devnet import DEV_POW_CHAIN_NAME, DEV_POW_CONFIRMATIONS, DEV_POW_DIFFICULTY_BITS
 
-__all__ = ["PowParams"]
+__all__ = ["DEV_POW_CHAIN_NAME", "DEV_POW_CONFIRMATIONS", "DEV_POW_DIFFICULTY_BITS", "PowParams"]
+
+# The bundled development chain's parameters: the anchoring service's defaults (through
+# ``ledger.devnet``, which lists them with the other development constants) and the
+# verifier's default policy. Defined here so that the pure core depends on nothing.
+
+#: Name of the bundled proof-of-work chain, written in proof bundles (``anchor.chain``).
+DEV_POW_CHAIN_NAME = "notary-devnet-pow"
+#: Leading zero bits of work per block: about 65,000 double SHA-256 per block, tens of
+#: milliseconds in Python.
+DEV_POW_DIFFICULTY_BITS = 16
+#: Blocks, the anchor's own included, before an anchor counts as final.
+DEV_POW_CONFIRMATIONS = 2
 
 
 @dataclass(frozen=True)

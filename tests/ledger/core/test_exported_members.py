@@ -47,7 +47,12 @@ EXPECTED = {
         "target_to_bits",
     },
     "ledger.core.pow.merkle": {"merkle_path", "merkle_root", "root_from_path"},
-    "ledger.core.pow.params": {"PowParams"},
+    "ledger.core.pow.params": {
+        "DEV_POW_CHAIN_NAME",
+        "DEV_POW_CONFIRMATIONS",
+        "DEV_POW_DIFFICULTY_BITS",
+        "PowParams",
+    },
     "ledger.core.pow.work": {"PowFunction", "block_work", "meets_target", "pow_hash"},
     "ledger.core.pow.tx": {
         "NULL_TXID",

@@ -1,8 +1,9 @@
 """The audit store's documents and notarizations: recording them and moving their stages.
 
-The stage life cycle (forward only, ``failed`` terminal, one ``stage_events`` row per
-change, at most one notarization per chain and document hash) is drawn in
-``connectors.audit_store``, the facade this part belongs to.
+``AuditStore.notarizations`` (``connectors.audit.store``). The stage life cycle (forward
+only, ``failed`` terminal, one ``stage_events`` row per change) is drawn in
+``connectors.audit.stages``; a document hash is notarized at most once per chain
+(UNIQUE(chain_id, sha256)).
 """
 
 from __future__ import annotations
@@ -12,22 +13,17 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.engine import Connection
 
-from connectors.audit_base import AuditStoreBase
-from connectors.audit_bulk import known_chain_hashes, upsert_document_rows
-from connectors.audit_models import (
-    STAGE_ORDER,
+from connectors.audit.records import (
     DocumentIn,
     NewNotarization,
     NotarizationRow,
     Stage,
     StageEventRecord,
 )
-from connectors.audit_sql import (
+from connectors.audit.repository import Repository
+from connectors.audit.sql import (
     IN_CHUNK,
-    STAGE_TIME_COLUMN,
-    append_events,
     aware_utc,
     chunks,
     documents_table,
@@ -38,14 +34,17 @@ from connectors.audit_sql import (
     members_table,
     notarization_row,
     notarizations_table,
+    pending_rows,
     row_query,
 )
+from connectors.audit.stages import STAGE_TIME_COLUMN, advance, append_events, record_ledger
 
-__all__ = ["NotarizationsPart"]
+__all__ = ["Notarizations"]
 
 
-class NotarizationsPart(AuditStoreBase):
-    """Documents seen by sources, their notarizations per chain, stage moves and events."""
+class Notarizations(Repository):
+    """Documents seen by sources, their notarizations per chain, stage moves and events
+    (engine and clock: ``connectors.audit.repository.Repository``)."""
 
     # -- documents -------------------------------------------------------------------------
 
@@ -68,9 +67,7 @@ class NotarizationsPart(AuditStoreBase):
         ids: dict[tuple[str, str], int] = {}
         with self._engine.begin() as conn:
             # RETURNING gives every row, inserted or updated: no read-back query.
-            for row in upsert_document_rows(
-                conn, self._statements, source=source, rows=rows, now=now
-            ):
+            for row in self._dialect.upsert_documents(conn, source=source, rows=rows, now=now):
                 ids[(row.path, row.sha256)] = row.id
         return [ids[key] for key in keys]
 
@@ -80,20 +77,8 @@ class NotarizationsPart(AuditStoreBase):
         """The hashes among ``sha256s`` already notarized (at any stage) in ``chain_id``:
         by an entry of their own, or as a member of a batch."""
         wanted = sorted(set(hex64_all(sha256s)))
-        chain = hex64(chain_id)
-        n, m = notarizations_table.c, members_table.c
-        found: set[str] = set()
         with self._engine.connect() as conn:
-            if conn.dialect.name == "sqlite":
-                return known_chain_hashes(conn, chain, wanted)
-            for chunk in chunks(wanted, IN_CHUNK):
-                own = select(n.sha256).where(
-                    n.chain_id == chain, n.sha256.in_(chunk), n.kind != "batch"
-                )
-                found.update(conn.scalars(own))
-                members = select(m.sha256).where(m.chain_id == chain, m.sha256.in_(chunk))
-                found.update(conn.scalars(members))
-        return found
+            return self._dialect.known_hashes(conn, hex64(chain_id), wanted)
 
     def notarized_at(
         self, chain_id: str, sha256s: Iterable[str]
@@ -124,7 +109,7 @@ class NotarizationsPart(AuditStoreBase):
                         found[row.sha256] = (int(row.id), aware_utc(row.created_at))
         return found
 
-    def add_notarizations(self, rows: Sequence[NewNotarization]) -> list[int]:
+    def add(self, rows: Sequence[NewNotarization]) -> list[int]:
         """Insert notarizations at stage ``pending``, ignoring (chain_id, sha256) duplicates.
 
         Duplicates inside ``rows`` or already in the table are skipped silently, also when
@@ -145,7 +130,7 @@ class NotarizationsPart(AuditStoreBase):
         new: dict[tuple[str, str], int] = {}
         with self._engine.begin() as conn:
             if values:
-                for row in conn.execute(self._statements.add_notarizations, values):
+                for row in conn.execute(self._dialect.statements.add_notarizations, values):
                     new[(row.chain_id, row.sha256)] = row.id
             ordered = [new[key] for key in unique if key in new]
             append_events(conn, [(i, "pending", None) for i in ordered], at=now)
@@ -169,11 +154,12 @@ class NotarizationsPart(AuditStoreBase):
         """
         if then is not None and (then not in STAGE_TIME_COLUMN or then == "published"):
             raise ValueError(f"cannot move on to stage {then!r} with mark_published")
+        now = self._now()
         with self._engine.begin() as conn:
             changes = {int(i): {"entry_hash": hex64(h)} for i, h in entry_hashes.items()}
-            moved = self._advance(conn, changes, "published")
+            moved = advance(conn, changes, "published", at=now)
             if then is not None:
-                self._advance(conn, dict.fromkeys(changes, {}), then)
+                advance(conn, dict.fromkeys(changes, {}), then, at=now)
             return moved
 
     def mark_stage(
@@ -203,7 +189,7 @@ class NotarizationsPart(AuditStoreBase):
             ids = ids_by_entry_hash(conn, {hex64(h) for h in entry_hashes})
             changes: dict[int, dict[str, Any]] = {i: {} for i in ids}
             event_details = {i: extra.get(h) for i, h in ids.items()}
-            return self._advance(conn, changes, stage, details=event_details)
+            return advance(conn, changes, stage, at=self._now(), details=event_details)
 
     def record_ledger(self, blocks: Mapping[str, tuple[int, str]]) -> int:
         """Move entries to ``ledger`` with the directory block that holds them.
@@ -216,20 +202,8 @@ class NotarizationsPart(AuditStoreBase):
         """
         by_hash = {hex64(h): (int(height), hex64(keymr)) for h, (height, keymr) in blocks.items()}
         with self._engine.begin() as conn:
-            return self._record_ledger(conn, by_hash, ids_by_entry_hash(conn, set(by_hash)))
-
-    def _record_ledger(
-        self, conn: Connection, by_hash: Mapping[str, tuple[int, str]], ids: Mapping[int, str]
-    ) -> int:
-        """``record_ledger`` inside ``conn``'s transaction; ``ids``: notarization id -> entry
-        hash (checked hex) of the entries of ``by_hash``."""
-        changes: dict[int, dict[str, Any]] = {}
-        details: dict[int, dict[str, Any] | None] = {}
-        for i, h in ids.items():
-            height, keymr = by_hash[h]
-            changes[i] = {"dblock_height": height, "dblock_keymr": keymr}
-            details[i] = {"dblock_height": height, "dblock_keymr": keymr}
-        return self._advance(conn, changes, "ledger", details=details)
+            ids = ids_by_entry_hash(conn, set(by_hash))
+            return record_ledger(conn, by_hash, ids, at=self._now())
 
     def mark_failed(self, errors: Mapping[int, str], *, retryable: bool) -> None:
         """Record errors for notarizations (by id).
@@ -281,7 +255,7 @@ class NotarizationsPart(AuditStoreBase):
         """
         query = row_query()
         with self._engine.connect() as conn:
-            rows = _pending(conn, query, stage_below, stage_from, collection, limit, after_id)
+            rows = pending_rows(conn, query, stage_below, stage_from, collection, limit, after_id)
             return [notarization_row(r._mapping) for r in rows]
 
     def pending_entries(
@@ -303,16 +277,16 @@ class NotarizationsPart(AuditStoreBase):
         # joined as in ``row_query``: the same rows as ``pending``
         columns = select(n.id, n.entry_hash).join(documents_table, n.document_id == d.id)
         with self._engine.connect() as conn:
-            rows = _pending(conn, columns, stage_below, stage_from, collection, limit, after_id)
+            rows = pending_rows(conn, columns, stage_below, stage_from, collection, limit, after_id)
             return [(int(r.id), r.entry_hash) for r in rows]
 
-    def newest_notarization_id(self) -> int:
+    def newest_id(self) -> int:
         """The greatest notarization id so far (0 when there is none): the rows a run
         records after reading it have greater ids."""
         with self._engine.connect() as conn:
             return int(conn.scalar(select(func.max(notarizations_table.c.id))) or 0)
 
-    def notarizations(self, ids: Iterable[int]) -> list[NotarizationRow]:
+    def by_ids(self, ids: Iterable[int]) -> list[NotarizationRow]:
         """The notarizations of these ids (those that exist), by id."""
         n = notarizations_table.c
         out: list[NotarizationRow] = []
@@ -344,34 +318,3 @@ class NotarizationsPart(AuditStoreBase):
                     record = StageEventRecord(r.stage, aware_utc(r.at), r.details)
                     out.setdefault(r.notarization_id, []).append(record)
         return out
-
-
-def _pending(
-    conn: Connection,
-    query: Any,
-    stage_below: Stage,
-    stage_from: Stage,
-    collection: str | None,
-    limit: int,
-    after_id: int,
-) -> list[Any]:
-    """The rows of ``query`` (a ``SELECT`` over notarizations with an ``id`` column)
-    narrowed to those of ``AuditStore.pending``: stage in ``[stage_from, stage_below)``, ids
-    above ``after_id``, of ``collection`` if given, by id, at most ``limit``.
-
-    One query per stage, merged here: with ``stage IN (...)`` SQLite walks the
-    ``(stage, collection)`` index once per stage and sorts every row above ``after_id``
-    for each page (12 ms a page of 250 with 100,000 rows waiting, O(n^2) over a sweep);
-    with ``stage = ?`` the index yields the rows in id order and stops at ``limit``.
-    """
-    n = notarizations_table.c
-    start, end = STAGE_ORDER.index(stage_from), STAGE_ORDER.index(stage_below)
-    found: list[Any] = []
-    for stage in STAGE_ORDER[start:end]:
-        one = query.where(n.stage == stage, n.id > after_id)
-        if collection is not None:
-            one = one.where(n.collection == collection)
-        found += conn.execute(one.order_by(n.id).limit(limit)).all()
-    if end - start > 1:
-        found.sort(key=lambda r: int(r.id))
-    return found[:limit]

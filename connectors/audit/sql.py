@@ -1,9 +1,10 @@
-"""SQL building blocks of the audit store: its tables, batch statements and row conversions.
+"""SQL building blocks of the audit store: its tables, queries and row conversions.
 
-Shared by the parts of ``connectors.audit_store.AuditStore`` (``audit_notarizations``,
-``audit_proofs``, ``audit_runs``) and nothing else: no engine and no clock here, only
-SQLAlchemy Core expressions over the tables of ``connectors.audit_models`` and functions
-that run them on a connection the caller's transaction owns.
+Shared by the repositories of ``connectors.audit`` and nothing else: no engine and no
+clock here, only SQLAlchemy Core expressions over the tables of ``connectors.audit.models``
+(portable to SQLite and PostgreSQL; what differs per backend is in
+``connectors.audit.dialect``) and functions that run them on a connection the caller's
+transaction owns.
 
 Hex values are checked (``hex64``) and stored lowercase; times read back are made aware
 UTC (``aware_utc``); ``IN (...)`` lists are cut into chunks of ``IN_CHUNK`` values.
@@ -11,19 +12,17 @@ UTC (``aware_utc``); ``IN (...)`` lists are cut into chunks of ``IN_CHUNK`` valu
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any, TypeVar, overload
 
-from sqlalchemy import Table, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Table, select
 from sqlalchemy.engine import Connection
 
-from connectors.audit_models import (
-    AUDIT_METADATA,
+from connectors.audit.models import AUDIT_METADATA
+from connectors.audit.records import (
     STAGE_ORDER,
     AnchorRecord,
     NotarizationRow,
@@ -35,14 +34,12 @@ from connectors.receipt_raw import received_raw, stored_raw
 
 __all__ = [
     "ANCHOR_EVENT_KEYS",
+    "ANCHOR_REFRESHED",
     "IN_CHUNK",
-    "STAGE_TIME_COLUMN",
-    "Statements",
     "anchor_record",
     "anchor_values",
     "anchored_rows",
     "anchors_table",
-    "append_events",
     "aware_utc",
     "chunks",
     "collections_table",
@@ -54,27 +51,19 @@ __all__ = [
     "ids_by_entry_hash",
     "member_query",
     "members_table",
-    "move_forward",
     "notarization_row",
     "notarizations_table",
     "path_missing",
+    "pending_rows",
     "proof_record",
     "receipt_values",
     "receipts_table",
     "row_query",
     "runs_table",
-    "statements_for",
 ]
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 IN_CHUNK = 500  # ids / hashes per IN (...) clause
-#: The ``notarizations`` column that records when a row reached each stage.
-STAGE_TIME_COLUMN = {
-    "published": "published_at",
-    "multi_az": "multi_az_at",
-    "ledger": "ledger_at",
-    "anchor": "anchored_at",
-}
 
 _ROW_TIMES = ("created_at", "updated_at", "published_at", "multi_az_at", "ledger_at", "anchored_at")
 _NOTARIZATION_FIELDS = tuple(f.name for f in fields(NotarizationRow))
@@ -90,60 +79,6 @@ runs_table: Table = AUDIT_METADATA.tables["runs"]
 anchors_table: Table = AUDIT_METADATA.tables["anchors"]
 collections_table: Table = AUDIT_METADATA.tables["collections"]
 members_table: Table = AUDIT_METADATA.tables["batch_members"]
-
-
-@dataclass(frozen=True)
-class Statements:
-    """The batch INSERTs, built once per dialect and run with a list of parameter dicts.
-
-    Executed that way (executemany), SQLAlchemy compiles each statement once and sends the
-    rows in pages ("insertmanyvalues", RETURNING included); a multi-row ``.values(rows)``
-    statement is compiled anew for every batch, which cost ~10x the database's own time.
-    """
-
-    upsert_documents: Any
-    add_notarizations: Any
-    save_receipts: Any
-    record_anchors: Any
-    add_members: Any
-    add_collection: Any
-
-
-@functools.cache
-def statements_for(dialect: str) -> Statements:
-    """The batch INSERTs for ``dialect`` (``"sqlite"`` or ``"postgresql"``), cached: upserts
-    with ``ON CONFLICT`` on the tables' unique keys (SQLite >= 3.35, PostgreSQL)."""
-    dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    docs = dialect_insert(documents_table)
-    notarizations = dialect_insert(notarizations_table)
-    receipts = dialect_insert(receipts_table)
-    anchors = dialect_insert(anchors_table)
-    members = dialect_insert(members_table)
-    collections = dialect_insert(collections_table)
-    n = notarizations_table.c
-    return Statements(
-        upsert_documents=docs.on_conflict_do_update(
-            index_elements=["source", "path", "sha256"],
-            set_={
-                "last_seen_at": docs.excluded.last_seen_at,
-                "size_bytes": docs.excluded.size_bytes,
-            },
-        ).returning(documents_table.c.id, documents_table.c.path, documents_table.c.sha256),
-        add_notarizations=notarizations.on_conflict_do_nothing(
-            index_elements=["chain_id", "sha256"]
-        ).returning(n.id, n.chain_id, n.sha256),
-        save_receipts=receipts.on_conflict_do_nothing(index_elements=["notarization_id"]).returning(
-            receipts_table.c.id
-        ),
-        record_anchors=anchors.on_conflict_do_update(
-            index_elements=["notarization_id"],
-            set_={k: anchors.excluded[k] for k in _ANCHOR_REFRESHED},
-        ),
-        add_members=members.on_conflict_do_nothing(index_elements=["chain_id", "sha256"]).returning(
-            members_table.c.id, members_table.c.leaf_index
-        ),
-        add_collection=collections.on_conflict_do_nothing(index_elements=["name"]),
-    )
 
 
 def hex64(value: str) -> str:
@@ -222,43 +157,6 @@ def ids_by_entry_hash(conn: Connection, hashes: set[str]) -> dict[int, str]:
     return found
 
 
-def move_forward(
-    conn: Connection,
-    ids: Sequence[int],
-    stage: Stage,
-    *,
-    at: datetime,
-    values: Mapping[str, Any] | None = None,
-) -> list[int]:
-    """Move the rows of ``ids`` whose stage is before ``stage`` to it (stage time and
-    ``updated_at`` set to ``at``, error cleared, and the columns of ``values`` set, the
-    same for every row); returns the ids moved, sorted. Failed rows never move. One
-    ``UPDATE ... RETURNING`` per chunk, so the rows moved are exactly those this statement
-    changed, also when another transaction moves them at once."""
-    n = notarizations_table.c
-    earlier = list(STAGE_ORDER[: STAGE_ORDER.index(stage)])
-    values = {**(values or {}), "stage": stage, "updated_at": at}
-    values |= {STAGE_TIME_COLUMN[stage]: at, "error": None}
-    moved: list[int] = []
-    for chunk in chunks(sorted(set(ids)), IN_CHUNK):
-        stmt = update(notarizations_table).where(n.id.in_(chunk), n.stage.in_(earlier))
-        moved += conn.scalars(stmt.values(**values).returning(n.id)).all()
-    return sorted(moved)
-
-
-def append_events(
-    conn: Connection, events: Sequence[tuple[int, str, Mapping[str, Any] | None]], *, at: datetime
-) -> None:
-    """Insert ``stage_events`` rows ``(notarization id, stage, details)``, all at ``at``."""
-    if not events:
-        return
-    rows = [
-        {"notarization_id": i, "stage": stage, "at": at, "details": details}
-        for i, stage, details in events
-    ]
-    conn.execute(insert(events_table), rows)
-
-
 def row_query() -> Any:
     """``SELECT`` of notarizations joined with their document's source, path and size: the
     columns of ``NotarizationRow`` (add ``where``, ``order_by`` and ``limit``)."""
@@ -270,7 +168,7 @@ def member_query() -> Any:
     """``SELECT`` of batch members as ``NotarizationRow`` columns: the batch notarization's
     columns with the member document's id, hash, source, path and size, the batch's root
     (``batch_root``), ``leaf_index`` and ``audit_path`` (add ``where``, ``order_by``; a NULL
-    ``audit_path`` is filled in by ``connectors.audit_paths.BatchTrees``)."""
+    ``audit_path`` is filled in by ``connectors.audit.paths.BatchTrees``)."""
     n, d, m = notarizations_table, documents_table, members_table
     own = [c for c in n.c if c.name not in ("document_id", "sha256")]
     columns = [*own, m.c.document_id, m.c.sha256, n.c.sha256.label("batch_root")]
@@ -295,7 +193,7 @@ def notarization_row(mapping: Mapping[Any, Any]) -> NotarizationRow:
 
 def path_missing(mapping: Mapping[Any, Any]) -> bool:
     """True for a ``member_query`` row read without its audit path (NULL: the path is
-    recomputed from its batch's tree, ``connectors.audit_paths.BatchTrees``)."""
+    recomputed from its batch's tree, ``connectors.audit.paths.BatchTrees``)."""
     return mapping.get("leaf_index") is not None and mapping.get("audit_path") is None
 
 
@@ -317,8 +215,8 @@ def receipt_values(notarization_id: int, record: ReceiptRecord) -> dict[str, Any
     }
 
 
-# Columns a second record of the same notarization's anchor overwrites.
-_ANCHOR_REFRESHED = (
+#: Columns a second record of the same notarization's anchor overwrites.
+ANCHOR_REFRESHED = (
     "dblock_height",
     "dblock_keymr",
     "anchor_block_hash",
@@ -388,3 +286,34 @@ def proof_record(mapping: Mapping[Any, Any]) -> ProofRecord:
         values["raw"] = received_raw(values["raw"], values["merkle_branch"])
         receipt = ReceiptRecord(**values)
     return ProofRecord(notarization_row(mapping), receipt)
+
+
+def pending_rows(
+    conn: Connection,
+    query: Any,
+    stage_below: Stage,
+    stage_from: Stage,
+    collection: str | None,
+    limit: int,
+    after_id: int,
+) -> list[Any]:
+    """The rows of ``query`` (a ``SELECT`` over notarizations with an ``id`` column)
+    narrowed to those of ``Notarizations.pending``: stage in ``[stage_from, stage_below)``, ids
+    above ``after_id``, of ``collection`` if given, by id, at most ``limit``.
+
+    One query per stage, merged here: with ``stage IN (...)`` SQLite walks the
+    ``(stage, collection)`` index once per stage and sorts every row above ``after_id``
+    for each page (12 ms a page of 250 with 100,000 rows waiting, O(n^2) over a sweep);
+    with ``stage = ?`` the index yields the rows in id order and stops at ``limit``.
+    """
+    n = notarizations_table.c
+    start, end = STAGE_ORDER.index(stage_from), STAGE_ORDER.index(stage_below)
+    found: list[Any] = []
+    for stage in STAGE_ORDER[start:end]:
+        one = query.where(n.stage == stage, n.id > after_id)
+        if collection is not None:
+            one = one.where(n.collection == collection)
+        found += conn.execute(one.order_by(n.id).limit(limit)).all()
+    if end - start > 1:
+        found.sort(key=lambda r: int(r.id))
+    return found[:limit]

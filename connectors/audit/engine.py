@@ -1,6 +1,6 @@
 """The audit store's SQLAlchemy engine: SQLite or PostgreSQL, set up for the pipeline.
 
-Kept apart from ``connectors.audit_store`` (what is stored) because it is about how the
+Kept apart from ``connectors.audit.store`` (what is stored) because it is about how the
 database is reached: connection settings per backend, and riding through a PostgreSQL
 restart.
 """

@@ -8,7 +8,7 @@ from the member rows and the collection's key. So ``batch_members.audit_path`` i
 for a batch that holds all its leaves, and recomputed here when a proof or a report needs
 it. A batch that lost leaves to another worker (which aggregated some of its documents
 first: fewer members than ``batch_size``) cannot be rebuilt from its rows; its members
-keep their stored paths (``AuditStore.add_batch``).
+keep their stored paths (``Batches.record``).
 
 ``BatchTrees`` keeps the last few rebuilt trees (readers go batch by batch, leaf by leaf:
 a 10,000-leaf tree takes ~30 ms to rebuild, ~1.3 MB to keep) and checks each rebuilt root
@@ -25,8 +25,8 @@ from dataclasses import replace
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from connectors.audit_models import NewMember, NotarizationRow
-from connectors.audit_sql import collections_table, members_table, notarizations_table
+from connectors.audit.records import NewMember, NotarizationRow
+from connectors.audit.sql import collections_table, members_table, notarizations_table
 from ledger.core.aggregation import AggregationTree
 from ledger.core.commitment import document_commitment, document_nonce
 

@@ -23,7 +23,7 @@ The schema is created and upgraded by the Alembic migrations in ``connectors/mig
 (``AuditStore`` runs them when it opens); a change here needs a new revision there.
 
 The frozen value records that ``AuditStore`` takes and returns, and the stage and mode
-names, are in ``connectors.audit_records``; they are re-exported here.
+names, are in ``connectors.audit.records``.
 
 Conventions: hashes and key Merkle roots are lowercase hex strings (64 chars); times are
 timezone-aware UTC ``datetime`` values; JSON columns are JSONB on PostgreSQL, except those
@@ -50,25 +50,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
-from connectors.audit_records import (
-    ALL_STAGES,
-    PUBLISH_MODES,
-    STAGE_ORDER,
-    AnchorRecord,
-    BatchRecord,
-    CollectionRecord,
-    DocumentIn,
-    NewMember,
-    NewNotarization,
-    NotarizationKind,
-    NotarizationRow,
-    ProofRecord,
-    PublishMode,
-    ReceiptRecord,
-    RunStatus,
-    Stage,
-    StageEventRecord,
-)
+from connectors.audit.records import ALL_STAGES
 
 _JSON = JSON().with_variant(JSONB(), "postgresql")
 # Python None stored as SQL NULL (not JSON null): a member path to recompute.
@@ -164,7 +146,7 @@ class BatchMember(AuditBase, table=True):
     """A document aggregated in a batch: its leaf index and audit path in the batch's tree.
 
     ``audit_path`` is NULL when the batch holds all its leaves: it is recomputed from them
-    when read (``connectors.audit_paths``); stored only for a batch that lost leaves to
+    when read (``connectors.audit.paths``); stored only for a batch that lost leaves to
     another worker's batch.
     """
 
@@ -265,31 +247,14 @@ class TableWatermark(AuditBase, table=True):
 AUDIT_METADATA = AuditBase.metadata
 
 __all__ = [
-    "ALL_STAGES",
     "AUDIT_METADATA",
-    "AnchorRecord",
     "AuditBase",
     "BatchMember",
-    "BatchRecord",
     "Collection",
-    "CollectionRecord",
     "Document",
-    "DocumentIn",
-    "NewMember",
-    "NewNotarization",
     "Notarization",
-    "NotarizationKind",
-    "NotarizationRow",
-    "PUBLISH_MODES",
-    "ProofRecord",
-    "PublishMode",
-    "ReceiptRecord",
     "Run",
-    "RunStatus",
-    "STAGE_ORDER",
-    "Stage",
     "StageEvent",
-    "StageEventRecord",
     "StoredAnchor",
     "StoredReceipt",
     "TableWatermark",

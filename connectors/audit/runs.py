@@ -1,4 +1,7 @@
-"""The audit store's flow runs and counts: a row per run, stage counts for reports."""
+"""The audit store's flow runs and counts: a row per run, stage counts for reports.
+
+``AuditStore.runs`` (``connectors.audit.store``).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +10,9 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
-from connectors.audit_base import AuditStoreBase
-from connectors.audit_models import ALL_STAGES, RunStatus, Stage
-from connectors.audit_sql import (
+from connectors.audit.records import ALL_STAGES, RunStatus, Stage
+from connectors.audit.repository import Repository
+from connectors.audit.sql import (
     IN_CHUNK,
     aware_utc,
     chunks,
@@ -19,13 +22,13 @@ from connectors.audit_sql import (
     runs_table,
 )
 
-__all__ = ["RunsPart"]
+__all__ = ["Runs"]
 
 
-class RunsPart(AuditStoreBase):
+class Runs(Repository):
     """Flow runs (start, finish, read back) and counts per stage and of receipts."""
 
-    def start_run(self, flow: str, *, parameters: Mapping[str, Any] | None = None) -> int:
+    def start(self, flow: str, *, parameters: Mapping[str, Any] | None = None) -> int:
         """Record the start of a flow run; returns the run id."""
         values = {"flow": flow, "status": "running", "started_at": self._now()}
         values["parameters"] = dict(parameters) if parameters is not None else None
@@ -36,7 +39,7 @@ class RunsPart(AuditStoreBase):
                 ).scalar_one()
             )
 
-    def finish_run(
+    def finish(
         self, run_id: int, *, counts: Mapping[str, Any], status: RunStatus = "completed"
     ) -> None:
         """Record the end of a run with its counts (JSON object, e.g. ``{"published": 12}``).
@@ -52,7 +55,7 @@ class RunsPart(AuditStoreBase):
             if result.rowcount != 1:
                 raise KeyError(f"no run {run_id}")
 
-    def run(self, run_id: int) -> dict[str, Any] | None:
+    def get(self, run_id: int) -> dict[str, Any] | None:
         """One run as a dict (id, flow, status, started_at, finished_at, parameters, counts)."""
         with self._engine.connect() as conn:
             row = conn.execute(select(runs_table).where(runs_table.c.id == run_id)).first()

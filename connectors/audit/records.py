@@ -1,9 +1,9 @@
 """The frozen value records the SQL audit store takes and returns, and the names of its
 stages, run statuses, publish modes and notarization kinds.
 
-Split from ``connectors.audit_models`` (the tables), which re-exports every name here.
-Conventions as there: hashes and key Merkle roots are lowercase hex strings (64 chars);
-times are timezone-aware UTC ``datetime`` values.
+Defined here once and exported by ``connectors.audit`` (the tables they are read from are
+in ``connectors.audit.models``). Conventions as there: hashes and key Merkle roots are
+lowercase hex strings (64 chars); times are timezone-aware UTC ``datetime`` values.
 """
 
 from __future__ import annotations
@@ -12,6 +12,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+__all__ = [
+    "ALL_STAGES",
+    "PUBLISH_MODES",
+    "STAGE_ORDER",
+    "AnchorRecord",
+    "BatchRecord",
+    "CollectionRecord",
+    "DocumentIn",
+    "NewMember",
+    "NewNotarization",
+    "NotarizationKind",
+    "NotarizationRow",
+    "ProofRecord",
+    "PublishMode",
+    "ReceiptRecord",
+    "RunStatus",
+    "Stage",
+    "StageEventRecord",
+]
 
 Stage = Literal["pending", "published", "multi_az", "ledger", "anchor", "failed"]
 
@@ -56,7 +76,7 @@ class NewNotarization:
 @dataclass(frozen=True)
 class NewMember:
     """A document of a batch: its id, hex SHA-256 and leaf index (its audit path is the
-    store's to derive, ``connectors.audit_paths``)."""
+    store's to derive, ``connectors.audit.paths``)."""
 
     document_id: int
     sha256: str
@@ -120,7 +140,7 @@ class NotarizationRow:
 
     For a batch row read to publish or sweep it, the document is the batch's pseudo
     document (``path`` and ``sha256`` are the root). A batch's member documents are read as
-    rows of their own (``is_member``) by ``AuditStore.proofs`` and ``batch_members``.
+    rows of their own (``is_member``) by ``Proofs.records`` and ``Batches.members``.
     """
 
     id: int

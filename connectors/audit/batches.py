@@ -6,7 +6,7 @@ source ``"batch:<collection>"`` (path and hash: the root), so UNIQUE(chain_id, s
 publish step, the ``ledger`` and ``anchor`` sweeps, failed writes and callbacks work on it
 unchanged, and its receipt and anchor are stored once. Its documents are ``batch_members``
 rows (leaf index; the audit path only when the batch cannot be rebuilt from its rows, see
-``connectors.audit_paths``), UNIQUE(chain_id, sha256): a document is aggregated at most
+``connectors.audit.paths``), UNIQUE(chain_id, sha256): a document is aggregated at most
 once per chain. A document's stage is its batch's stage.
 """
 
@@ -15,16 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import cast
 
-from sqlalchemy import func, select
-from sqlalchemy.engine import Connection
+from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.engine import Connection, Engine
 
-from connectors.audit_bulk import insert_members, member_ids, store_audit_paths
-from connectors.audit_models import BatchRecord, NewMember, NotarizationRow, Stage
-from connectors.audit_notarizations import NotarizationsPart
-from connectors.audit_paths import lost_leaves_paths
-from connectors.audit_sql import (
+from connectors.audit.paths import BatchTrees, lost_leaves_paths
+from connectors.audit.records import BatchRecord, NewMember, NotarizationRow, Stage
+from connectors.audit.repository import Repository
+from connectors.audit.sql import (
     IN_CHUNK,
-    append_events,
     chunks,
     document_ids,
     hex64,
@@ -35,8 +33,10 @@ from connectors.audit_sql import (
     notarizations_table,
     path_missing,
 )
+from connectors.audit.stages import append_events
+from ledger.core.clock import Clock
 
-__all__ = ["BATCH_SOURCE_PREFIX", "BatchesPart", "batch_source"]
+__all__ = ["BATCH_SOURCE_PREFIX", "Batches", "batch_source"]
 
 #: Source of a batch's pseudo document: kept out of document listings and counts.
 BATCH_SOURCE_PREFIX = "batch:"
@@ -47,10 +47,21 @@ def batch_source(collection: str) -> str:
     return BATCH_SOURCE_PREFIX + collection
 
 
-class BatchesPart(NotarizationsPart):
-    """Batches of aggregated documents: recorded atomically, read for reports and proofs."""
+class Batches(Repository):
+    """Batches of aggregated documents: recorded atomically, read for reports and proofs.
 
-    def add_batch(
+    Args:
+        engine, clock: as for every repository (``connectors.audit.repository``).
+        trees: where members' audit paths are rebuilt (shared with ``Proofs``).
+    """
+
+    def __init__(
+        self, engine: Engine, *, clock: Clock | None = None, trees: BatchTrees | None = None
+    ) -> None:
+        super().__init__(engine, clock=clock)
+        self._trees = trees or BatchTrees()
+
+    def record(
         self,
         *,
         collection: str,
@@ -93,15 +104,15 @@ class BatchesPart(NotarizationsPart):
             batch_id = self._insert_batch(conn, collection, chain, tree_root, size)
             claimed = 0
             if batch_id is not None:
-                claimed = insert_members(
-                    conn, self._statements, batch_id=batch_id, chain_id=chain, rows=rows
+                claimed = self._dialect.insert_members(
+                    conn, batch_id=batch_id, chain_id=chain, rows=rows
                 )
             if batch_id is None or not claimed:
                 trans.rollback()
                 return None
             if claimed < size:  # leaves lost to another batch: cannot be rebuilt from rows
-                own = member_ids(conn, batch_id)
-                store_audit_paths(conn, lost_leaves_paths(conn, batch_id, members, own))
+                own = _member_ids(conn, batch_id)
+                _store_audit_paths(conn, lost_leaves_paths(conn, batch_id, members, own))
             details = {"size": size, "members": claimed}
             append_events(conn, [(batch_id, "pending", details)], at=now)
         return batch_id, claimed
@@ -113,18 +124,19 @@ class BatchesPart(NotarizationsPart):
         source = batch_source(collection)
         doc = {"source": source, "path": root, "sha256": root, "size_bytes": size}
         times = {"first_seen_at": now, "last_seen_at": now}
-        conn.execute(self._statements.upsert_documents, [doc | times])
+        conn.execute(self._dialect.statements.upsert_documents, [doc | times])
         document_id = document_ids(conn, source, [(root, root)])[(root, root)]
         row = {"document_id": document_id, "collection": collection, "chain_id": chain}
         row |= {"sha256": root, "stage": "pending", "attempts": 0, "kind": "batch"}
         row |= {"batch_size": size, "created_at": now, "updated_at": now}
-        inserted = conn.execute(self._statements.add_notarizations, [row]).all()
+        inserted = conn.execute(self._dialect.statements.add_notarizations, [row]).all()
         return int(inserted[0].id) if inserted else None
 
-    def batches(
+    def read(
         self, *, collection: str | None = None, limit: int = 1000, after_id: int = 0
     ) -> list[BatchRecord]:
-        """Batches (of ``collection``) by id, ``after_id`` paging like ``pending``."""
+        """Batches (of ``collection``) by id: those with ids above ``after_id`` (paging like
+        ``Notarizations.pending``), at most ``limit``."""
         n, m = notarizations_table.c, members_table.c
         count = select(func.count()).where(m.batch_id == n.id).scalar_subquery().label("members")
         query = select(
@@ -164,7 +176,7 @@ class BatchesPart(NotarizationsPart):
                 out.update({int(i): int(c) for i, c in conn.execute(query)})
         return out
 
-    def batch_members(
+    def members(
         self, batch_id: int, *, limit: int = 10_000, after_leaf: int = -1
     ) -> list[NotarizationRow]:
         """The member documents of a batch, by leaf index (``after_leaf`` pages): each a
@@ -178,3 +190,20 @@ class BatchesPart(NotarizationsPart):
                 [notarization_row(r._mapping) for r in rows],
                 [path_missing(r._mapping) for r in rows],
             )
+
+
+def _member_ids(conn: Connection, batch_id: int) -> dict[int, int]:
+    """Leaf index -> member id of the ``batch_members`` rows of one batch."""
+    m = members_table.c
+    query = select(m.leaf_index, m.id).where(m.batch_id == batch_id)
+    return {int(index): int(member_id) for index, member_id in conn.execute(query)}
+
+
+def _store_audit_paths(conn: Connection, paths: Sequence[tuple[int, Sequence[str]]]) -> None:
+    """Set ``batch_members.audit_path`` of members ``(member id, hex path leaf first)``: for
+    a batch that cannot be rebuilt from its rows (``connectors.audit.paths``)."""
+    if paths:
+        m = members_table.c
+        stmt = update(members_table).where(m.id == bindparam("m_id"))
+        params = [{"m_id": i, "m_path": list(p)} for i, p in paths]
+        conn.execute(stmt.values(audit_path=bindparam("m_path")), params)

@@ -1,6 +1,7 @@
 """The audit store's collections: each one's secret key, public identifier, mode and chain.
 
-A collection is registered the first time a run uses it (``collection``). Its key (32
+``AuditStore.collections`` (``connectors.audit.store``). A collection is registered the
+first time a run uses it (``Collections.use``). Its key (32
 random bytes) is the secret that every document's commitment nonce is derived from
 (``ledger.core.commitment``); it stays in the audit store, never in a log or on the ledger.
 A private collection (modes ``aggregate`` and ``entry``) is published in the chain whose
@@ -23,12 +24,12 @@ from typing import Any, cast
 
 from sqlalchemy import select, update
 
-from connectors.audit_base import AuditStoreBase
-from connectors.audit_models import PUBLISH_MODES, CollectionRecord, PublishMode
-from connectors.audit_sql import aware_utc, collections_table, notarizations_table
+from connectors.audit.records import PUBLISH_MODES, CollectionRecord, PublishMode
+from connectors.audit.repository import Repository
+from connectors.audit.sql import aware_utc, collections_table, notarizations_table
 from ledger.core.commitment import COLLECTION_KEY_BYTES, collection_identifier
 
-__all__ = ["ChainNamer", "CollectionModeError", "CollectionsPart"]
+__all__ = ["ChainNamer", "CollectionModeError", "Collections"]
 
 #: ``(name, identifier, mode) -> hex chain id`` of a new collection (``tasks.documents``
 #: knows the entry formats; the store only keeps the result).
@@ -56,10 +57,10 @@ class CollectionModeError(ValueError):
         self.requested = requested
 
 
-class CollectionsPart(AuditStoreBase):
+class Collections(Repository):
     """Collections: registered on first use, read back with their secret key."""
 
-    def collection(
+    def use(
         self,
         name: str,
         mode: PublishMode,
@@ -89,7 +90,7 @@ class CollectionsPart(AuditStoreBase):
         """
         if mode not in PUBLISH_MODES:
             raise ValueError(f"unknown publish mode {mode!r}; one of {PUBLISH_MODES}")
-        record = self.find_collection(name)
+        record = self.find(name)
         if record is None:
             record = self._register(name, mode, chain_namer)
         if mode_is_default:
@@ -100,10 +101,10 @@ class CollectionsPart(AuditStoreBase):
             with self._engine.begin() as conn:
                 c = collections_table.c
                 conn.execute(update(collections_table).where(c.name == name).values(mode=mode))
-            record = self.find_collection(name) or record
+            record = self.find(name) or record
         return record
 
-    def find_collection(self, name: str) -> CollectionRecord | None:
+    def find(self, name: str) -> CollectionRecord | None:
         """The registered collection ``name`` (with its key), or ``None``."""
         with self._engine.connect() as conn:
             row = conn.execute(
@@ -111,9 +112,9 @@ class CollectionsPart(AuditStoreBase):
             ).first()
         return None if row is None else _record(row._mapping)
 
-    def collection_key(self, name: str) -> bytes | None:
+    def key(self, name: str) -> bytes | None:
         """The 32-byte secret key of collection ``name``; ``None`` if it is not registered."""
-        record = self.find_collection(name)
+        record = self.find(name)
         return None if record is None else record.key
 
     def _register(self, name: str, mode: PublishMode, chain_namer: ChainNamer) -> CollectionRecord:
@@ -127,8 +128,8 @@ class CollectionsPart(AuditStoreBase):
         values["key"] = key.hex()
         values |= {"mode": mode, "chain_id": chain_id, "created_at": self._now()}
         with self._engine.begin() as conn:
-            conn.execute(self._statements.add_collection, [values])
-        found = self.find_collection(name)
+            conn.execute(self._dialect.statements.add_collection, [values])
+        found = self.find(name)
         if found is None:  # pragma: no cover - the row was just inserted or already there
             raise RuntimeError(f"collection {name!r} vanished after its registration")
         return found

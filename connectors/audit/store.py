@@ -1,34 +1,28 @@
 """The SQL audit store: the pipeline's record of truth (documents, notarizations, receipts).
 
 ``AuditStore(url)`` works on SQLite (default; a file in WAL mode) and PostgreSQL
-(``postgresql+psycopg://host:port/db``). Every public method is one transaction and takes
-or returns a whole batch, so thousands of documents cost a handful of statements.
+(``postgresql+psycopg://host:port/db``). It composes one repository per aggregate, each
+its own module over the same engine and clock, and every public method of a repository is
+one transaction that takes or returns a whole batch, so thousands of documents cost a
+handful of statements::
 
-Stage life cycle of a notarization (``STAGE_ORDER``)::
+    store.notarizations  notarizations.Notarizations  documents, notarizations, stages, events
+    store.batches        batches.Batches              batches of aggregated documents, members
+    store.proofs         proofs.Proofs                receipts and anchors
+    store.collections    collections.Collections      secret key, identifier, mode, chain
+    store.runs           runs.Runs                    flow runs, counts per stage
 
-    pending -> published -> multi_az -> ledger -> anchor          (forward only; skips allowed)
-       any stage ----------------------------------> failed       (terminal, mark_failed)
+Beside them: ``records`` / ``models`` (the value records and stage names / the tables),
+``stages`` (the one stage move and its life cycle), ``sql`` (queries and row conversions),
+``dialect`` (what differs between SQLite and PostgreSQL), ``paths`` (members' audit paths
+rebuilt), ``engine`` (connecting) and ``backlog`` (what waits for an anchor).
 
-Every stage change appends a ``stage_events`` row in the same transaction; a retryable
-error appends an ``"error"`` event without changing the stage. A document hash is
-notarized at most once per chain (UNIQUE(chain_id, sha256)); duplicates are ignored with
-``INSERT ... ON CONFLICT DO NOTHING`` (SQLite >= 3.35 and PostgreSQL). Other SQL backends
-are refused with ``ValueError``.
-
-The anchor stage: ``awaiting_anchor`` / ``awaiting_anchor_blocks`` list what waits for it,
-``record_anchors`` stores verified anchors (one per notarization, by directory block) and
-moves ``ledger`` rows to ``anchor``.
-
-``AuditStore`` is a facade over one part per concern, each its own module::
-
-    audit_base.AuditStoreBase             engine, clock, the stage move (_advance)
-    audit_notarizations.NotarizationsPart documents, notarizations, stages, events
-    audit_batches.BatchesPart             batches of aggregated documents and their members
-    audit_proofs.ProofsPart               receipts and anchors
-    audit_collections.CollectionsPart     collections: secret key, identifier, mode, chain
-    audit_runs.RunsPart                   flow runs, counts per stage
-    audit_sql                             tables, batch statements, row conversions
-    audit_models / audit_records          the table models / the value records and stage names
+A document hash is notarized at most once per chain (UNIQUE(chain_id, sha256)); duplicates
+are ignored with ``INSERT ... ON CONFLICT DO NOTHING`` (SQLite >= 3.35 and PostgreSQL).
+Other SQL backends are refused with ``ValueError``. The anchor stage:
+``proofs.awaiting_anchor`` / ``proofs.awaiting_anchor_blocks`` list what waits for it,
+``proofs.record_anchors`` stores verified anchors (one per notarization, by directory
+block) and moves ``ledger`` rows to ``anchor``.
 
 Hex values (sha256, entry hashes, key Merkle roots, chain ids) are 64-char strings and are
 stored lowercase. Times are timezone-aware UTC ``datetime`` values from the injected clock.
@@ -41,64 +35,25 @@ existed (``MigrationError`` when existing tables do not match).
 from __future__ import annotations
 
 from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.pool import StaticPool
 
 from connectors import migrations
-from connectors.audit_batches import BATCH_SOURCE_PREFIX, batch_source
-from connectors.audit_collections import ChainNamer, CollectionModeError, CollectionsPart
-from connectors.audit_engine import build_engine
-from connectors.audit_models import (
-    ALL_STAGES,
-    PUBLISH_MODES,
-    STAGE_ORDER,
-    AnchorRecord,
-    BatchRecord,
-    CollectionRecord,
-    DocumentIn,
-    NewMember,
-    NewNotarization,
-    NotarizationKind,
-    NotarizationRow,
-    ProofRecord,
-    PublishMode,
-    ReceiptRecord,
-    RunStatus,
-    Stage,
-    StageEventRecord,
-)
-from connectors.audit_proofs import ProofsPart
-from connectors.audit_runs import RunsPart
-from connectors.migrations import MigrationError
+from connectors.audit.batches import Batches
+from connectors.audit.collections import Collections
+from connectors.audit.engine import build_engine
+from connectors.audit.notarizations import Notarizations
+from connectors.audit.paths import BatchTrees
+from connectors.audit.proofs import Proofs
+from connectors.audit.runs import Runs
 from ledger.core.clock import Clock, SystemClock
 
-__all__ = [
-    "ALL_STAGES",
-    "BATCH_SOURCE_PREFIX",
-    "PUBLISH_MODES",
-    "STAGE_ORDER",
-    "AnchorRecord",
-    "AuditStore",
-    "BatchRecord",
-    "ChainNamer",
-    "CollectionModeError",
-    "CollectionRecord",
-    "DocumentIn",
-    "MigrationError",
-    "NewMember",
-    "NewNotarization",
-    "NotarizationKind",
-    "NotarizationRow",
-    "PublishMode",
-    "ProofRecord",
-    "ReceiptRecord",
-    "RunStatus",
-    "Stage",
-    "StageEventRecord",
-    "batch_source",
-]
+__all__ = ["AuditStore"]
 
 
-class AuditStore(ProofsPart, CollectionsPart, RunsPart):
-    """Batch-oriented access to the audit tables (the parts: module docstring).
+class AuditStore:
+    """Batch-oriented access to the audit tables, one repository per aggregate (module
+    docstring): ``notarizations``, ``batches``, ``proofs``, ``collections``, ``runs``.
 
     Args:
         url: SQLAlchemy URL: ``sqlite:///path/audit.db`` (parent folder created; WAL mode),
@@ -128,10 +83,29 @@ class AuditStore(ProofsPart, CollectionsPart, RunsPart):
         connect_retry_s: float = 30.0,
     ) -> None:
         engine = build_engine(url, schema=schema, connect_retry_s=connect_retry_s)
-        super().__init__(engine, clock=clock or SystemClock())
+        clock = clock or SystemClock()
+        trees = BatchTrees()  # members' audit paths, rebuilt when read
+        self._engine = engine
+        self._clock = clock
         self._schema = schema
+        self.notarizations = Notarizations(engine, clock=clock)
+        self.batches = Batches(engine, clock=clock, trees=trees)
+        self.proofs = Proofs(engine, clock=clock, trees=trees)
+        self.collections = Collections(engine, clock=clock)
+        self.runs = Runs(engine, clock=clock)
         if create_tables:
             self.create_tables()
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (for migrations and reports)."""
+        return self._engine
+
+    @property
+    def one_connection(self) -> bool:
+        """True when every thread shares one database connection (an in-memory SQLite
+        store): its users must not write from two threads at once."""
+        return isinstance(self._engine.pool, StaticPool)
 
     def create_tables(self) -> None:
         """Create the schema (PostgreSQL, when given) and migrate the audit tables to the

@@ -14,8 +14,8 @@ from datetime import datetime
 
 from sqlalchemy import Engine, func, select
 
-from connectors.audit_models import STAGE_ORDER, Stage
-from connectors.audit_sql import aware_utc, notarizations_table
+from connectors.audit.records import STAGE_ORDER, Stage
+from connectors.audit.sql import aware_utc, notarizations_table
 
 __all__ = ["UNANCHORED_STAGES", "Unanchored", "read_unanchored"]
 

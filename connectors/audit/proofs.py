@@ -1,9 +1,10 @@
 """The audit store's proofs: verified receipts (stage ``ledger``) and anchors (``anchor``).
 
-``missing_receipts`` and ``awaiting_anchor`` / ``awaiting_anchor_blocks`` list what waits;
-``save_receipts`` and ``record_anchors`` store what the caller has verified (the anchor
-also moves the rows of its directory block to ``anchor``); ``proofs`` and
-``stored_anchors`` read them back for bundles and reports.
+``AuditStore.proofs`` (``connectors.audit.store``). ``missing_receipts`` and
+``awaiting_anchor`` / ``awaiting_anchor_blocks`` list what waits; ``save_receipts`` and
+``record_anchors`` store what the caller has verified (the anchor also moves the rows of
+its directory block to ``anchor``); ``records`` and ``anchors`` read them back for bundles
+and reports.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from itertools import islice
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
-from connectors.audit_batches import BatchesPart
-from connectors.audit_models import AnchorRecord, NotarizationRow, ProofRecord, ReceiptRecord
-from connectors.audit_sql import (
+from connectors.audit.paths import BatchTrees
+from connectors.audit.records import AnchorRecord, NotarizationRow, ProofRecord, ReceiptRecord
+from connectors.audit.repository import Repository
+from connectors.audit.sql import (
     ANCHOR_EVENT_KEYS,
     IN_CHUNK,
     anchor_record,
@@ -37,20 +39,23 @@ from connectors.audit_sql import (
     notarization_row,
     notarizations_table,
     path_missing,
+    pending_rows,
     proof_record,
     receipt_values,
     receipts_table,
     row_query,
 )
+from connectors.audit.stages import advance, record_ledger
+from ledger.core.clock import Clock
 
-__all__ = ["PROOF_PAGE_ROWS", "ProofsPart", "proof_order"]
+__all__ = ["PROOF_PAGE_ROWS", "Proofs", "proof_order"]
 
-#: Rows per read of ``iter_proofs`` (a member row with its batch's receipt is a few KB).
+#: Rows per read of ``Proofs.iter_records`` (a member row with its batch's receipt is a few KB).
 PROOF_PAGE_ROWS = 1000
 
 
 def proof_order(record: ProofRecord) -> tuple[int, int]:
-    """Where ``proofs`` lists a record: by notarization id, a batch's members by leaf."""
+    """Where ``Proofs.records`` lists a record: by notarization id, a batch's members by leaf."""
     return record.notarization.id, record.notarization.leaf_index or 0
 
 
@@ -86,8 +91,19 @@ def _proof_filters(
     return _period_filters(query, collection=collection, since=since, until=until)
 
 
-class ProofsPart(BatchesPart):
-    """Receipts and anchors of notarizations (built on their stage moves)."""
+class Proofs(Repository):
+    """Receipts and anchors of notarizations (built on their stage moves).
+
+    Args:
+        engine, clock: as for every repository (``connectors.audit.repository``).
+        trees: where members' audit paths are rebuilt (shared with ``Batches``).
+    """
+
+    def __init__(
+        self, engine: Engine, *, clock: Clock | None = None, trees: BatchTrees | None = None
+    ) -> None:
+        super().__init__(engine, clock=clock)
+        self._trees = trees or BatchTrees()
 
     # -- receipts --------------------------------------------------------------------------
 
@@ -121,7 +137,7 @@ class ProofsPart(BatchesPart):
             return self._save_receipts(conn, by_hash, ids_by_entry_hash(conn, set(by_hash)))
 
     def record_receipts(self, receipts: Sequence[ReceiptRecord]) -> int:
-        """``save_receipts`` and ``record_ledger`` (each receipt's directory block height and
+        """``save_receipts`` and ``Notarizations.record_ledger`` (each receipt's directory block height and
         KeyMR) in one transaction: a notarization reaches ``ledger`` together with its
         receipt, never without it, and the entry hashes are looked up once.
 
@@ -136,7 +152,7 @@ class ProofsPart(BatchesPart):
         with self._engine.begin() as conn:
             ids = ids_by_entry_hash(conn, set(by_hash))
             self._save_receipts(conn, by_hash, ids)
-            return self._record_ledger(conn, blocks, ids)
+            return record_ledger(conn, blocks, ids, at=self._now())
 
     def _save_receipts(
         self, conn: Connection, by_hash: Mapping[str, ReceiptRecord], ids: Mapping[int, str]
@@ -146,9 +162,9 @@ class ProofsPart(BatchesPart):
         values = [receipt_values(i, by_hash[h]) for i, h in sorted(ids.items())]
         if not values:
             return 0
-        return len(conn.execute(self._statements.save_receipts, values).all())
+        return len(conn.execute(self._dialect.statements.save_receipts, values).all())
 
-    def proofs(
+    def records(
         self,
         *,
         collection: str | None = None,
@@ -161,7 +177,7 @@ class ProofsPart(BatchesPart):
         """Documents' notarizations with their receipts (``None`` if not stored yet), oldest
         first: one record per document, a batch's members (``is_member``) as records of their
         own with the batch's stage, entry and receipt (stored once, for the batch). Batch
-        rows themselves are not listed (``batches``). ``iter_proofs`` yields the same
+        rows themselves are not listed (``Batches.read``). ``iter_records`` yields the same
         records page by page, for a whole collection.
 
         Args:
@@ -171,7 +187,7 @@ class ProofsPart(BatchesPart):
             since, until: only notarizations created in ``[since, until)`` (aware datetimes).
             batch_id: only the members of this batch.
         """
-        found = self.iter_proofs(
+        found = self.iter_records(
             collection=collection,
             sha256=sha256,
             since=since,
@@ -181,7 +197,7 @@ class ProofsPart(BatchesPart):
         )
         return list(islice(found, limit))
 
-    def iter_proofs(
+    def iter_records(
         self,
         *,
         collection: str | None = None,
@@ -191,7 +207,7 @@ class ProofsPart(BatchesPart):
         batch_id: int | None = None,
         page_size: int = PROOF_PAGE_ROWS,
     ) -> Iterator[ProofRecord]:
-        """The records of ``proofs`` (same filters, same order: by notarization id, a batch's
+        """The records of ``records`` (same filters, same order: by notarization id, a batch's
         members by leaf index), read ``page_size`` rows at a time, each page in its own short
         read: memory stays flat however many documents a collection holds, and no read
         transaction is held open between pages. Rows written meanwhile may or may not be
@@ -268,17 +284,17 @@ class ProofsPart(BatchesPart):
                 found = [replace(p, notarization=r) for p, r in zip(found, filled, strict=True)]
         return found
 
-    def document_proof(
+    def of_document(
         self, collection: str, sha256: str
     ) -> tuple[ProofRecord, AnchorRecord | None] | None:
         """The proof parts of one document of ``collection`` (hex ``sha256``): its row (for a
         batch member, with its leaf index and audit path) with the receipt, and the anchor,
         both its batch's when aggregated (stored once per batch); ``None`` if not notarized.
         """
-        found = self.proofs(collection=collection, sha256=sha256, limit=1)
+        found = self.records(collection=collection, sha256=sha256, limit=1)
         if not found:
             return None
-        anchors = self.stored_anchors(notarization_ids=[found[0].notarization.id])
+        anchors = self.anchors(notarization_ids=[found[0].notarization.id])
         return found[0], anchors.get(found[0].notarization.id)
 
     # -- anchors ---------------------------------------------------------------------------
@@ -288,15 +304,11 @@ class ProofsPart(BatchesPart):
     ) -> list[NotarizationRow]:
         """Notarizations at ``ledger`` (in a directory block, not anchored yet), by id.
 
-        ``after_id`` pages through the rows like ``pending``.
+        ``after_id`` pages through the rows like ``Notarizations.pending``.
         """
-        return self.pending(
-            stage_from="ledger",
-            stage_below="anchor",
-            collection=collection,
-            limit=limit,
-            after_id=after_id,
-        )
+        with self._engine.connect() as conn:
+            rows = pending_rows(conn, row_query(), "anchor", "ledger", collection, limit, after_id)
+            return [notarization_row(r._mapping) for r in rows]
 
     def awaiting_anchor_blocks(self, *, collection: str | None = None) -> list[tuple[int, str]]:
         """Distinct ``(directory block height, KeyMR hex)`` of rows waiting for ``anchor``,
@@ -336,13 +348,14 @@ class ProofsPart(BatchesPart):
         with self._engine.begin() as conn:
             stages, values = anchored_rows(conn, by_height, collection)
             if values:
-                conn.execute(self._statements.record_anchors, values)
+                conn.execute(self._dialect.statements.record_anchors, values)
             to_move = {v["notarization_id"]: v for v in values}
             to_move = {i: v for i, v in to_move.items() if stages[i] == "ledger"}
             details = {i: {k: v[k] for k in ANCHOR_EVENT_KEYS} for i, v in to_move.items()}
-            return self._advance(conn, dict.fromkeys(to_move, {}), "anchor", details=details)
+            moves: dict[int, dict[str, object]] = {i: {} for i in to_move}
+            return advance(conn, moves, "anchor", at=self._now(), details=details)
 
-    def stored_anchors(
+    def anchors(
         self, *, collection: str | None = None, notarization_ids: Iterable[int] | None = None
     ) -> dict[int, AnchorRecord]:
         """Stored anchors: notarization id -> record (of ``collection`` / these ids)."""

@@ -18,7 +18,7 @@ __all__ = ["DEV_POW_CHAIN_NAME", "DEV_POW_CONFIRMATIONS", "DEV_POW_DIFFICULTY_BI
 
 # The bundled development chain's parameters: the anchoring service's defaults (through
 # ``ledger.devnet``, which lists them with the other development constants) and the
-# verifier's default policy. Defined here so that the pure core depends on nothing.
+# verifier's ``devnet`` trust policy. Defined here so that the pure core depends on nothing.
 
 #: Name of the bundled proof-of-work chain, written in proof bundles (``anchor.chain``).
 DEV_POW_CHAIN_NAME = "notary-devnet-pow"

@@ -102,7 +102,7 @@ def test_a_chain_no_policy_names_asks_for_a_choice(
     unknown["anchor"]["chain"] = "dogecoin"
     (tmp_path / "report.txt.proof.json").write_text(json.dumps(unknown))
     page.set_input_files("#bundle-input", str(tmp_path / "report.txt.proof.json"))
-    assert page.is_visible("#policy-error")
+    page.wait_for_selector("#policy-error:not([hidden])")  # the file is read asynchronously
     assert "No policy here trusts the bundle's chain “dogecoin”" in page.inner_text("#policy-error")
 
 

@@ -34,6 +34,14 @@ def verify(
             " printed as assumed.",
         ),
     ] = None,
+    tsa_ca: Annotated[
+        Path | None,
+        typer.Option(
+            "--tsa-ca",
+            help="PEM file of the CA(s) you trust for RFC 3161 timestamp tokens: each token "
+            "of the bundle is checked offline against it (without: listed, not checked).",
+        ),
+    ] = None,
 ) -> None:
     """Check FILE against its proof bundle offline, step by step (no service needed).
 
@@ -41,7 +49,7 @@ def verify(
     or the policy cannot be read.
     """
     from flows.cli.exit_codes import ExitCode
-    from flows.cli.proof_check import read_policy, verify_command
+    from flows.cli.proof_check import load_tsa_trust, read_policy, verify_command
     from ledger.core.proof.policy import PolicyError
 
     try:
@@ -49,4 +57,5 @@ def verify(
     except PolicyError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(ExitCode.USAGE) from exc
-    raise typer.Exit(verify_command(file, proof, policy=trusted))
+    tsa_trust = load_tsa_trust(tsa_ca)
+    raise typer.Exit(verify_command(file, proof, policy=trusted, tsa_trust=tsa_trust))

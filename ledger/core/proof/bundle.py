@@ -33,6 +33,7 @@ from ledger.core.errors import DecodeError
 from ledger.core.hexbytes import from_hex, from_hex_list
 from ledger.core.proof.steps import ProofError, Step
 from ledger.core.receipt import Receipt
+from ledger.core.timestamps.bundle_part import TimestampsPart
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -49,7 +50,7 @@ __all__ = [
 
 BUNDLE_FORMAT = "notary-proof-bundle"
 #: The versions this module reads and writes (docs/proof-bundle.md, "Versioning").
-BUNDLE_VERSIONS = (1, 2)
+BUNDLE_VERSIONS = (1, 2, 3)
 
 #: A Merkle node as the bundle holds it: (left, right, top), raw bytes as read.
 Node = tuple[bytes, bytes, bytes]
@@ -137,6 +138,9 @@ class ProofBundle:
     contract: ContractPart | None = None
     commitment_nonce: bytes | None = None
     aggregation: Aggregation | None = None
+    #: Independent timestamps of the KeyMR (``ledger.core.timestamps.bundle_part``):
+    #: present makes it a version-3 bundle.
+    timestamps: TimestampsPart | None = None
 
     def __post_init__(self) -> None:
         if self.aggregation is not None and self.commitment_nonce is None:
@@ -146,7 +150,10 @@ class ProofBundle:
 
     @property
     def version(self) -> int:
-        """1 for a clear-text entry's bundle, 2 when the entry publishes a commitment."""
+        """1 for a clear-text entry's bundle, 2 when the entry publishes a commitment, 3
+        when it carries independent timestamps (either kind of entry)."""
+        if self.timestamps is not None:
+            return 3
         return 1 if self.commitment_nonce is None else 2
 
     def to_json(self) -> dict[str, Any]:
@@ -158,6 +165,10 @@ class ProofBundle:
                 "commitment": {"nonce": self.commitment_nonce.hex()},
                 "aggregation": _aggregation_json(self.aggregation),
             }
+        elif self.timestamps is not None:
+            private = {"commitment": None, "aggregation": None}
+        if self.timestamps is not None:
+            private["timestamps"] = self.timestamps.to_json()
         return {
             "format": BUNDLE_FORMAT,
             "version": self.version,
@@ -190,7 +201,10 @@ class ProofBundle:
         if type(version) is not int or version not in BUNDLE_VERSIONS:
             raise ProofError(Step.FORMAT, f"unsupported bundle version {version!r}")
         _keys(top, "bundle", _TOP_KEYS[version])
-        nonce, aggregation = _private_parts(top) if version == 2 else (None, None)
+        private = version == 2 or (version == 3 and top["commitment"] is not None)
+        if version == 3 and not private and top["aggregation"] is not None:
+            raise _fail("aggregation must be null without a commitment")
+        nonce, aggregation = _private_parts(top) if private else (None, None)
         receipt = _object(top.get("receipt"), "receipt", _RECEIPT_KEYS)
         anchor = _object(top.get("anchor"), "anchor", _ANCHOR_KEYS)
         contract = top.get("contract")
@@ -217,6 +231,7 @@ class ProofBundle:
             else _contract_part(_object(contract, "contract", _CONTRACT_KEYS)),
             commitment_nonce=nonce,
             aggregation=aggregation,
+            timestamps=_timestamps_part(top) if version == 3 else None,
         )
 
     def dumps(self) -> str:
@@ -247,6 +262,10 @@ _TOP_KEYS = {
     2: frozenset(
         {"format", "version", "document", "commitment", "aggregation", "entry", "receipt"}
         | {"directory_block", "anchor", "contract"}
+    ),
+    3: frozenset(
+        {"format", "version", "document", "commitment", "aggregation", "entry", "receipt"}
+        | {"directory_block", "anchor", "contract", "timestamps"}
     ),
 }
 _RECEIPT_KEYS = frozenset(
@@ -288,6 +307,21 @@ def _keys(obj: Mapping[str, Any], what: str, keys: frozenset[str] | set[str]) ->
     missing = sorted(keys - set(obj))
     if missing:
         raise _fail(f"{what} lacks keys: {', '.join(missing)}")
+
+
+def _timestamps_part(top: Mapping[str, Any]) -> TimestampsPart:
+    """Version 3's ``timestamps``, in the canonical form: exact keys, lower-case ``root``."""
+    section = _object(top.get("timestamps"), "timestamps", {"root", "rfc3161"})
+    _hex(section, "root")
+    tokens = section["rfc3161"]
+    if not isinstance(tokens, list):
+        raise _fail("timestamps.rfc3161 must be a list")
+    for i, item in enumerate(tokens):
+        _object(item, f"timestamps.rfc3161[{i}]", {"token", "certificates"})
+    try:
+        return TimestampsPart.from_json(section)
+    except DecodeError as exc:
+        raise _fail(str(exc)) from exc
 
 
 def _aggregation_json(aggregation: Aggregation | None) -> dict[str, Any] | None:
@@ -433,6 +467,7 @@ def build_bundle(
     anchor_proof: Mapping[str, Any],
     commitment_nonce: bytes | None = None,
     aggregation: Aggregation | None = None,
+    timestamps: TimestampsPart | None = None,
 ) -> ProofBundle:
     """Assemble a bundle from what the services answer (it is not verified here).
 
@@ -446,6 +481,7 @@ def build_bundle(
         commitment_nonce: the document's 32-byte nonce (``ledger.core.commitment``) when
             the entry publishes a commitment: the bundle is then version 2. None: a
             clear-text entry that carries the document hash, version 1.
+        timestamps: independent timestamps of the KeyMR: the bundle is then version 3.
         aggregation: where the document's commitment sits in the tree whose root and size
             the entry carries (version 2 only); None for a per-document entry.
 
@@ -464,10 +500,15 @@ def build_bundle(
         }
     elif aggregation is not None:
         raise _fail("an aggregation needs a commitment nonce (bundle version 2)")
+    if timestamps is not None:
+        private.setdefault("commitment", None)
+        private.setdefault("aggregation", None)
+        private["timestamps"] = timestamps.to_json()
+    version = 1 if commitment_nonce is None else 2
     return ProofBundle.from_json(
         {
             "format": BUNDLE_FORMAT,
-            "version": 1 if commitment_nonce is None else 2,
+            "version": 3 if timestamps is not None else version,
             "document": {"sha256": bytes(document_sha256).hex()},
             **private,
             "entry": {"raw": bytes(entry).hex()},

@@ -364,3 +364,22 @@ def test_real_litecoin_regtest_headers_carry_scrypt_work() -> None:
         check_headers("bitcoin-regtest", headers, policy_named("bitcoin-regtest"))
     with pytest.raises(ProofError, match="header 0: work is short"):
         check_headers("litecoin-mainnet", headers, policy_named("litecoin-mainnet"))
+
+
+def test_version_3_is_read_canonically_too(forged: Forged) -> None:
+    root = forged.bundle.receipt.directory_block_keymr.hex()
+    base = forged.bundle.to_json() | {"version": 3, "commitment": None, "aggregation": None}
+    section = {"root": root, "rfc3161": []}
+    ProofBundle.loads(json.dumps(base | {"timestamps": section}))
+    for bad, reason in [
+        (section | {"note": "x"}, "timestamps has unknown keys: note"),
+        ({"root": root.upper(), "rfc3161": []}, "root must be lowercase hex"),
+        (
+            section | {"rfc3161": [{"token": "", "certificates": [], "tsa": "x"}]},
+            "timestamps.rfc3161[0] has unknown keys: tsa",
+        ),
+    ]:
+        assert reason in _refused(json.dumps(base | {"timestamps": bad}), forged).reason
+    aggregated = base | {"aggregation": {"leaf_index": 0, "tree_size": 1, "audit_path": []}}
+    text = json.dumps(aggregated | {"timestamps": section})
+    assert "aggregation must be null without a commitment" in _refused(text, forged).reason

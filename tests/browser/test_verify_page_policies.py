@@ -193,3 +193,31 @@ def test_a_policy_file_chosen_on_the_page_is_applied(
     assert "bad.json is not a policy: unknown policy keys: trust." in page.inner_text(
         "#policy-error"
     )
+
+
+def test_version_3_canonical_refusals_agree_with_the_cli(page: Any, tmp_path: Path) -> None:
+    forged = forge_bundle()
+    root = forged.bundle.receipt.directory_block_keymr.hex()
+    base = forged.bundle.to_json() | {"version": 3, "commitment": None, "aggregation": None}
+    section = {"root": root, "rfc3161": []}
+    variants = {
+        "valid": base | {"timestamps": section},
+        "unknown key": base | {"timestamps": section | {"note": "x"}},
+        "upper-case root": base | {"timestamps": {"root": root.upper(), "rfc3161": []}},
+        "unknown token key": base
+        | {"timestamps": section | {"rfc3161": [{"token": "", "certificates": [], "x": 1}]}},
+        "aggregation without commitment": base
+        | {"aggregation": {"leaf_index": 0, "tree_size": 1, "audit_path": []}}
+        | {"timestamps": section},
+        "no timestamps": base,
+    }
+    cases = [
+        Case(name, json.dumps(obj).encode(), DOCUMENT, forged.policy)
+        for name, obj in variants.items()
+    ]
+    _open(page, write_page(tmp_path, render_verify_page()))
+    results = page.evaluate(RUN_JS, [c.to_page() for c in cases])
+    for case, result in zip(cases, results, strict=True):
+        want = python_verdict(case)
+        assert comparable(page_verdict(result)) == comparable(want), case.name
+        assert want["ok"] is (case.name == "valid"), case.name

@@ -20,7 +20,7 @@ from prefect.futures import PrefectFuture
 from prefect.utilities.annotations import quote
 
 from connectors.audit import CollectionRecord, RunStatus
-from connectors.folder_source import ScanEntry, display_path, scan, source_name
+from connectors.folder_source import ScanEntry, scan, source_name
 from flows.collector import fewer_collections
 from flows.pipeline import (
     Recorder,
@@ -33,6 +33,7 @@ from flows.pipeline import (
     wait_ledger,
     windows,
 )
+from flows.run_heartbeat import RunHeartbeat
 from flows.run_summary import RunSummary, finish_counts, publish_artifact
 from flows.settings import PipelineSettings
 from tasks.hashing import HashResult
@@ -84,13 +85,17 @@ def notarize_folder(
         record = open_collection(services, name)
         summary = RunSummary(str(root), name, record.chain_id)
         run_id = services.store.runs.start(
-            "notarize_folder", parameters={"folder": str(root), "collection": name}
+            "notarize_folder",
+            parameters={"folder": str(root), "collection": name},
+            stale_after_s=settings.run_stale_s,
         )
         status: RunStatus = "failed"
+        beat = RunHeartbeat(services.store, run_id, interval_s=settings.run_heartbeat_s)
         try:
             _run(summary, services, record, root=root, wait=wait_for_ledger_stage)
             status = "completed"
         finally:
+            beat.stop()
             finish_counts(summary, services.store)
             services.store.runs.finish(run_id, counts=summary.as_dict(), status=status)
     publish_artifact(summary, key="notarize-folder-summary", title=f"Notarization of {root}")
@@ -123,7 +128,7 @@ def _stream(summary: RunSummary, services: Services, recorder: Recorder, root: P
 
     def refused(relative_path: str, reason: str) -> None:
         summary.refused += 1
-        summary.note(f"{display_path(relative_path)}: {reason}")
+        summary.note(f"{relative_path}: {reason}")  # display_path made it printable
 
     settings = services.settings
     in_flight: deque[tuple[list[ScanEntry], PrefectFuture[ResultList[HashResult]]]] = deque()
@@ -146,6 +151,7 @@ def _stream(summary: RunSummary, services: Services, recorder: Recorder, root: P
                 "workers": settings.hash_workers,
                 "root": str(root),
                 "small_files": settings.hash_small_files,
+                "attempts": settings.hash_attempts,
             }
             in_flight.append((window, runner.submit(hash_batch, params)))
             if len(in_flight) >= WINDOWS_IN_FLIGHT:

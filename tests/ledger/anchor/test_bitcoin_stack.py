@@ -31,9 +31,11 @@ from ledger.core.pow.encoding import from_display_hex
 from ledger.core.pow.header import BlockHeader
 from ledger.core.proof.policy import policy_named
 from ledger.core.proof.steps import Step
+from ledger.core.verify_page import render_verify_page
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.stack import Stack, StackThread
 from tasks.documents import collection_chain, document_entry
+from tests.browser.conftest import browser, chromium_executable, page, write_page  # noqa: F401
 from tests.harness.litecoind import WALLET, BlockTicker, LitecoinNode
 from tests.harness.ports import free_port
 from tests.harness.servers import HttpServer
@@ -74,7 +76,11 @@ class Hook:
         return f"http://127.0.0.1:{self.port}/hook"
 
 
-def test_the_stack_anchors_in_litecoin(tmp_path: Path, litecoin_node: LitecoinNode) -> None:
+def test_the_stack_anchors_in_litecoin(
+    tmp_path: Path,
+    litecoin_node: LitecoinNode,
+    page: Any,  # noqa: F811 (the browser tests' fixture, imported above)
+) -> None:
     password_file = tmp_path / "litecoin-password"
     password_file.write_text(litecoin_node.password)
     hook = Hook()
@@ -208,6 +214,26 @@ def test_the_stack_anchors_in_litecoin(tmp_path: Path, litecoin_node: LitecoinNo
             thread.stop()
     waits = sorted(anchored_at[n] - entered_block[n] for n in published)
     print(f"\ndirectory block to anchor stage, 1-second blocks: {[round(w, 1) for w in waits]} s")
+    # The verification page, in Chromium, on the bundles written above: it agrees with
+    # `notary verify` under litecoin-regtest (assumed from the chain) and litecoin-mainnet.
+    name = next(iter(DOCUMENTS))
+    page.goto(write_page(tmp_path, render_verify_page()))
+    page.wait_for_function("() => window.notaryPage !== undefined")
+    page.set_input_files("#bundle-input", str(tmp_path / f"{name}.proof.json"))
+    page.set_input_files("#document-input", str(tmp_path / name))
+    page.wait_for_selector("#result[data-state=done]")
+    assert page.get_attribute("#verdict", "data-verdict") == "pass"
+    assert page.inner_text("#verdict-text") == (
+        "Verified under policy litecoin-regtest: every step holds, but this chain is not"
+        " independent evidence."
+    )
+    assert "the operator's own chain: not independent evidence" in page.inner_text(
+        "#verdict-detail"
+    )
+    page.select_option("#policy-select", "litecoin-mainnet")
+    page.wait_for_function("() => document.getElementById('verdict').dataset.verdict === 'fail'")
+    assert page.get_attribute("#verdict", "data-failed-step") == "9"
+    assert page.errors == []
 
 
 def test_up_refuses_an_unreadable_password_file(tmp_path: Path) -> None:

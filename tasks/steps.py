@@ -29,6 +29,7 @@ from connectors.node import NodeClient
 from connectors.publishing import PublishingClient
 from tasks.anchor_stage import AnchorSweep, sweep_anchor
 from tasks.documents import batch_members
+from tasks.errors import TaskError
 from tasks.hash_process import shared_hash_process
 from tasks.hashing import HashResult, SmallFilesIn, hash_files, small_batch
 from tasks.ledger_stage import SweepOutcome, follow_ledger, sweep_ledger
@@ -37,7 +38,7 @@ from tasks.publish import PublishOutcome, publish_rows
 T = TypeVar("T")
 
 
-class StagePending(RuntimeError):
+class StagePending(TaskError, RuntimeError):
     """Some entries have not reached the stage yet; raised so that Prefect retries.
 
     Args:

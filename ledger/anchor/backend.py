@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ledger.anchor.chain import PowChain
+from ledger.anchor.errors import AnchorError
 from ledger.core.anchor_record import WindowCommitment, encode_anchor_payload
 from ledger.core.pow.params import PowParams
 from ledger.core.pow.tx import anchor_transaction, op_return_script
@@ -35,7 +36,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class NotConfirmed(LookupError):
+class NotConfirmed(AnchorError, LookupError):
     """The transaction is unknown, not mined, or has fewer confirmations than asked."""
 
 

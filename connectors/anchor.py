@@ -41,3 +41,18 @@ class AnchorClient(NodeClient):
                 return None
             raise
         return result if isinstance(result, dict) else None
+
+    def timestamps(self, height: int) -> dict[str, Any] | None:
+        """``anchor-timestamps`` of directory block ``height``: its RFC 3161 tokens (DER,
+        base64) and the TSAs still waited for; None from a service without the method.
+
+        Raises:
+            RpcError: any other error.
+        """
+        try:
+            result = self.call("anchor-timestamps", {"height": height})
+        except RpcError as exc:
+            if exc.code == ErrorCode.METHOD_NOT_FOUND:
+                return None
+            raise
+        return result if isinstance(result, dict) else None

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import threading
 import time
@@ -55,21 +56,34 @@ from ledger.api.accounts import create_account, verify_key
 from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
 from ledger.api.gateway import LedgerRpcClients
-from ledger.api.services import load_callback_secret
+from ledger.api.services import take_stored_callback_secret
 from ledger.api.settings import ApiSettings
 from ledger.backup import StoreSpec
+from ledger.exposure import ExposureError, client_host, exposure_problems
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.jsonrpc.local import LocalJsonRpcClient
 from ledger.jsonrpc.server import JsonRpcEndpoint
 from ledger.long_lived import freeze_long_lived
 from ledger.node.app import create_app as create_node_app
 from ledger.node.settings import NodeSettings
-from ledger.secret_file import write_secret_file
+from ledger.secret_file import (
+    PRIVATE_DIR_MODE,
+    ModeChange,
+    create_private_file,
+    make_private_dir,
+    tighten_tree,
+    write_secret_file,
+)
 from ledger.serving import TlsServing, uvicorn_options
 from ledger.wallet.app import create_app as create_wallet_app
 from ledger.wallet.settings import WalletSettings
+from ledger.wallet_at_rest import WalletAtRest
 
 _RPC_USER = "notary"  # the RPC user when none is given
+_SERVICE_DIRS = ("node", "wallet", "api", "anchor")
+_SHOWN_CHANGES = 5  # mode changes named in the start-up log line
+
+log = logging.getLogger(__name__)
 
 
 class StackSettings(TlsServing):
@@ -79,10 +93,14 @@ class StackSettings(TlsServing):
     that the whole pipeline completes in seconds; a real network uses 600 s).
 
     ``tls_cert_file`` and ``tls_key_file`` (``ledger.serving.TlsServing``) make the node,
-    the wallet and the anchoring service serve HTTPS only (their URLs become ``https://``;
-    the publishing API stays plain HTTP here, ``python -m ledger.api`` serves it over
-    TLS); ``tls_ca_file`` is the authority the stack's own clients trust for that
-    certificate (default: the system's store).
+    the wallet, the anchoring service and the publishing API serve HTTPS only (their URLs
+    become ``https://``); ``tls_ca_file`` is the authority the stack's own clients trust
+    for that certificate (default: the system's store).
+
+    ``host`` beyond loopback needs the JSON-RPC services locked and a certificate
+    (``ledger.exposure``: ``prepare`` raises ``ExposureError`` otherwise). The URLs
+    (``node_url``, ...) are where the stack's own clients dial: ``dial_host`` when given (the
+    certificate's name), else loopback for a wildcard ``host``, else ``host``.
     """
 
     model_config = SettingsConfigDict(
@@ -91,6 +109,7 @@ class StackSettings(TlsServing):
 
     data_dir: Path = Path(".notary")
     host: str = "127.0.0.1"
+    dial_host: str | None = None
     node_port: int = 8088
     wallet_port: int = 8089
     api_port: int = 8090
@@ -113,10 +132,25 @@ class StackSettings(TlsServing):
     #: The API's worker calls the node and the wallet in process (module docstring); False:
     #: over loopback JSON-RPC, as a standalone API does.
     in_process_rpc: bool = True
+    #: RFC 3161 timestamp authorities of the anchoring service (``AnchorSettings.tsa_*``;
+    #: empty: as ``NOTARY_ANCHOR_TSA_URLS`` says).
+    tsa_urls: list[str] = Field(default_factory=list)
+    tsa_ca_file: Path | None = None
+    #: The wallet at rest (``ledger.wallet_at_rest``): encrypted unless ``wallet_plain``;
+    #: its passphrase from ``wallet_passphrase`` (the environment), ``wallet_passphrase_file``
+    #: or ``<data_dir>/wallet-passphrase`` (generated at the first start, 0600).
+    wallet_plain: bool = False
+    wallet_passphrase: SecretStr | None = None
+    wallet_passphrase_file: Path | None = None
+    #: The port of ``notary collect --listen`` (``NOTARY_CALLBACK_PORT`` of the pipeline):
+    #: the one loopback port the API's callbacks may reach (docs/security.md).
+    collector_port: int = Field(default=8092, ge=1, le=65535)
 
     def url(self, port: int, path: str, *, tls: bool = False) -> str:
-        """``http://host:port/path`` (``https`` when ``tls``)."""
-        return f"{'https' if tls else 'http'}://{self.host}:{port}{path}"
+        """``http://<dial host>:port/path`` (``https`` when ``tls``; class docstring)."""
+        host = self.dial_host or client_host(self.host)
+        host = f"[{host}]" if ":" in host else host
+        return f"{'https' if tls else 'http'}://{host}:{port}{path}"
 
     @property
     def node_url(self) -> str:
@@ -128,7 +162,7 @@ class StackSettings(TlsServing):
 
     @property
     def api_url(self) -> str:
-        return self.url(self.api_port, "/v1")
+        return self.url(self.api_port, "/v1", tls=self.tls_enabled)
 
     @property
     def anchor_url(self) -> str:
@@ -174,11 +208,25 @@ class Stack:
             **self._rpc_fields("rpc"),
             **self._rpc_fields("node_rpc"),
             **self._tls_fields(),
+            **self.wallet_at_rest().wallet_fields(),
+        )
+
+    def wallet_at_rest(self) -> WalletAtRest:
+        """How the wallet is kept at rest (``ledger.wallet_at_rest``, docs/security.md)."""
+        s = self.settings
+        return WalletAtRest(
+            data_dir=s.data_dir,
+            wallet_file=s.data_dir / "wallet" / "wallet.sqlite",
+            plain=s.wallet_plain,
+            passphrase=s.wallet_passphrase,
+            passphrase_file=s.wallet_passphrase_file,
         )
 
     def api_settings(self) -> ApiSettings:
+        """The API's settings; its callback key is the one in ``callback_secret_file``
+        unless ``NOTARY_API_CALLBACK_SECRET`` sets one (stored once: ``prepare``)."""
         s = self.settings
-        return ApiSettings(
+        settings = ApiSettings(
             host=s.host,
             port=s.api_port,
             data_dir=s.data_dir / "api",
@@ -191,9 +239,20 @@ class Stack:
             ec_address=devnet.DEV_EC_ADDRESS,
             worker_poll_interval_s=min(0.5, s.block_time_s / 10),
             anchor_poll_interval_s=min(1.0, s.block_time_s / 2),
-            callback_allowed_hosts=["127.0.0.0/8", "::1"],
-            public_base_url=s.url(s.api_port, ""),
+            callback_allowed_hosts=self.callback_targets(),
+            public_base_url=s.url(s.api_port, "", tls=s.tls_enabled),
+            **self._tls_fields(),
         )
+        if settings.callback_secret is None and self.callback_secret_file.exists():
+            kept = SecretStr(self.callback_secret_file.read_text().strip())
+            settings = settings.model_copy(update={"callback_secret": kept})
+        return settings
+
+    def callback_targets(self) -> list[str]:
+        """The only loopback targets of the API's callbacks: the collector's port
+        (``collector_port``) on 127.0.0.1 and ::1 (``HostPolicy``, docs/security.md)."""
+        port = self.settings.collector_port
+        return [f"127.0.0.1:{port}", f"[::1]:{port}"]
 
     def anchor_settings(self) -> AnchorSettings:
         s = self.settings
@@ -211,7 +270,12 @@ class Stack:
             **self._rpc_fields("rpc"),
             **self._rpc_fields("node_rpc"),
             **self._tls_fields(),
+            **self._tsa_fields(),
         )
+
+    def _tsa_fields(self) -> dict[str, Any]:
+        s = self.settings
+        return {"tsa_urls": s.tsa_urls, "tsa_ca_file": s.tsa_ca_file} if s.tsa_urls else {}
 
     # -- RPC credentials ------------------------------------------------------------------
 
@@ -318,12 +382,15 @@ class Stack:
         return self.settings.data_dir / "callback-secret"
 
     def prepare(self) -> str:
-        """Create the data folders, the development API account, the callback secret file
-        (``write_callback_secret``) and the RPC credentials file (module docstring); return
-        the account's key."""
-        for sub in ("node", "wallet", "api"):
-            (self.settings.data_dir / sub).mkdir(parents=True, exist_ok=True)
+        """Create the data folders (owner-only, existing ones tightened: ``secure_data_dir``),
+        settle the wallet's encryption at rest (``WalletAtRest.settle``: raises
+        ``WalletAtRestError``), the development API account, the callback secret file (``write_callback_secret``)
+        and the RPC credentials file (module docstring); return the account's key."""
+        self.check_exposure()
+        self.secure_data_dir()
+        self.wallet_at_rest().settle()
         self._settle_rpc_credentials()
+        self.create_stores({"api"})
         api = self.api_settings()
         db = Database(api.resolved_database_url())
         try:
@@ -334,12 +401,65 @@ class Stack:
         finally:
             db.dispose()
 
+    def check_exposure(self) -> None:
+        """Refuse a ``host`` beyond loopback without locked JSON-RPC services and TLS.
+
+        Raises:
+            ExposureError: what is missing (``ledger.exposure``, docs/security.md).
+            CredentialsError: malformed credentials.
+        """
+        s = self.settings
+        locked = s.rpc_auth is True or self.rpc_credentials() is not None
+        missing = exposure_problems(s.host, rpc_locked=locked, tls=s.tls_enabled)
+        if missing:
+            raise ExposureError(s.host, missing)
+
+    def secure_data_dir(self) -> list[ModeChange]:
+        """Make the data folder and its service folders owner-only (docs/security.md).
+
+        The data folder and every folder in it become 0700, every file 0600
+        (``ledger.secret_file.tighten_tree``); what was more open is changed and named in
+        one WARNING log line (``create_stores`` makes the stores' files 0600 from the
+        start). Returns the changes.
+
+        Raises:
+            OSError: a file or folder is not the caller's to change.
+        """
+        data_dir = self.settings.data_dir
+        changes = make_private_dir(data_dir)
+        for sub in _SERVICE_DIRS:
+            (data_dir / sub).mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+        changes += [c for c in tighten_tree(data_dir) if c not in changes]
+        if changes:
+            shown = ", ".join(str(c) for c in changes[:_SHOWN_CHANGES])
+            more = len(changes) - _SHOWN_CHANGES
+            log.warning(
+                "made the data folder %s owner-only: %d modes changed (%s%s)",
+                data_dir,
+                len(changes),
+                shown,
+                f" and {more} more" if more > 0 else "",
+            )
+        return changes
+
+    def create_stores(self, names: set[str] | None = None) -> None:
+        """Create the SQLite files of the stores ``names`` (default: all) empty with mode
+        0600 when missing, before SQLite creates them with the process's umask; their
+        ``-wal`` and ``-shm`` files then get that mode too (SQLite gives them the
+        database file's). Stores outside the data folder are left to their owner."""
+        data_dir = self.settings.data_dir
+        for store in self.stores():
+            wanted = names is None or store.name in names
+            if wanted and store.path is not None and store.path.is_relative_to(data_dir):
+                create_private_file(store.path)
+
     def write_callback_secret(self) -> Path:
         """Write the publishing API's callback HMAC key to ``callback_secret_file``.
 
-        The key is ``NOTARY_API_CALLBACK_SECRET`` when set, else the random one the API
-        keeps in its database (created now if the API has none yet), so the file always
-        holds the key the running API signs with.
+        The key is ``NOTARY_API_CALLBACK_SECRET`` when set, else the one the file holds,
+        else one the API kept in its database before (moved out of it), else a new random
+        one. The database keeps no copy (removed here), so the key is stored once and the
+        file always holds the key the running API signs with.
 
         Returns:
             the file's path.
@@ -353,7 +473,12 @@ class Stack:
             db.dispose()
 
     def _write_callback_secret(self, db: Database, api: ApiSettings) -> Path:
-        return write_secret_file(self.callback_secret_file, load_callback_secret(db, api))
+        stored = take_stored_callback_secret(db)
+        if api.callback_secret is not None:
+            key = api.callback_secret.get_secret_value().encode("utf-8")
+        else:
+            key = stored if stored is not None else secrets.token_hex(32).encode("ascii")
+        return write_secret_file(self.callback_secret_file, key)
 
     def _ensure_key(self, db: Database) -> str:
         path = self.api_key_file
@@ -375,6 +500,7 @@ class Stack:
         without it, over their URLs.
         """
         s = self.settings
+        self.create_stores()
         node, wallet, anchor = self.node_settings(), self.wallet_settings(), self.anchor_settings()
         node_app, wallet_app = create_node_app(node), create_wallet_app(wallet)
         node_server = _server(node_app, uvicorn_options(node))
@@ -385,11 +511,12 @@ class Stack:
                 node=_local_client("node", node_app.state.jsonrpc, node_server, loop),
                 wallet=_local_client("wallet", wallet_app.state.jsonrpc, wallet_server, loop),
             )
-        api_app = create_api_app(self.api_settings(), rpc_clients=clients)
+        api = self.api_settings()
+        api_app = create_api_app(api, rpc_clients=clients)
         return [
             node_server,
             wallet_server,
-            _server(api_app, {"host": s.host, "port": s.api_port}),
+            _server(api_app, uvicorn_options(api)),
             _server(create_anchor_app(anchor), uvicorn_options(anchor)),
         ]
 
@@ -503,7 +630,7 @@ def wait_until_healthy(
     urls = {
         "node": settings.url(settings.node_port, "/health/ready", tls=tls),
         "wallet": settings.url(settings.wallet_port, "/health/ready", tls=tls),
-        "api": settings.url(settings.api_port, "/health/ready"),
+        "api": settings.url(settings.api_port, "/health/ready", tls=tls),
         "anchor": settings.url(settings.anchor_port, "/health/ready", tls=tls),
     }
     waiting = dict(urls)

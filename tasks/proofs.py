@@ -27,6 +27,7 @@ from ledger.core.entry import Entry
 from ledger.core.pow.params import PowParams
 from ledger.core.proof.bundle import Aggregation, ProofBundle, build_bundle
 from ledger.core.proof.verify import verify_bundle
+from ledger.core.timestamps.bundle_part import TimestampsPart
 from tasks.documents import notarization_entry
 
 __all__ = [
@@ -87,6 +88,7 @@ def bundle_for(
     anchor_proof: Mapping[str, Any],
     collection_key: bytes | None = None,
     policy: PowParams | None = None,
+    timestamps: TimestampsPart | None = None,
 ) -> ProofBundle:
     """Build and verify the bundle of the document of ``row``.
 
@@ -98,6 +100,7 @@ def bundle_for(
             block bytes and the anchor proof of that block.
         collection_key: the collection's secret key (private rows: derives the nonce).
         policy: proof-of-work policy of the anchor check (default: the bundled chain's).
+        timestamps: the block's independent timestamps (a version-3 bundle).
 
     Raises:
         ProofError: the parts do not prove the document (names the failing step).
@@ -123,6 +126,7 @@ def bundle_for(
         anchor_proof=anchor_proof,
         commitment_nonce=nonce,
         aggregation=aggregation,
+        timestamps=timestamps,
     )
     verify_bundle(bundle, document_sha256=bytes.fromhex(row.sha256), policy=policy)
     return bundle

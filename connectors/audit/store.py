@@ -34,6 +34,8 @@ existed (``MigrationError`` when existing tables do not match).
 
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import StaticPool
@@ -46,9 +48,12 @@ from connectors.audit.notarizations import Notarizations
 from connectors.audit.paths import BatchTrees
 from connectors.audit.proofs import Proofs
 from connectors.audit.runs import Runs
+from connectors.store_modes import owner_only_sqlite
 from ledger.core.clock import Clock, SystemClock
 
 __all__ = ["AuditStore"]
+
+_log = logging.getLogger(__name__)
 
 
 class AuditStore:
@@ -71,6 +76,8 @@ class AuditStore:
     Raises:
         ValueError: a backend other than SQLite or PostgreSQL, or ``schema`` on SQLite.
         MigrationError: the database holds tables that are not a recognisable audit store.
+        StoreExposedError: an SQLite file readable by others that cannot be made
+            owner-only (``connectors.store_modes``: it would expose the collection keys).
     """
 
     def __init__(
@@ -82,6 +89,7 @@ class AuditStore:
         create_tables: bool = True,
         connect_retry_s: float = 30.0,
     ) -> None:
+        _owner_only(url)  # before a collection key is written (connectors.store_modes)
         engine = build_engine(url, schema=schema, connect_retry_s=connect_retry_s)
         clock = clock or SystemClock()
         trees = BatchTrees()  # members' audit paths, rebuilt when read
@@ -132,3 +140,13 @@ class AuditStore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _owner_only(url: str) -> None:
+    """Make an SQLite store owner-only, saying so when it was not (``store_modes``)."""
+    changes = owner_only_sqlite(url)
+    if changes:
+        _log.warning(
+            "made the audit store owner-only (it holds collection keys): %s",
+            ", ".join(str(c) for c in changes),
+        )

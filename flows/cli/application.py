@@ -8,6 +8,7 @@ usage or configuration; 3 a service could not be reached; 130 Ctrl-C).
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -23,10 +24,12 @@ from flows.cli.commands import (
     stack,
     table,
     verify,
+    wallet,
     watch,
 )
 from flows.cli.common import err, fail
 from flows.cli.exit_codes import ExitCode
+from ledger.secret_file import OWNER_ONLY_UMASK
 
 __all__ = ["app", "build_app", "main"]
 
@@ -41,7 +44,19 @@ def build_app() -> typer.Typer:
         add_completion=False,
     )
     application.callback()(log_options)
-    commands = (stack, notarize, collect, verify, watch, table, report, backup, proof, accounts)
+    commands = (
+        stack,
+        notarize,
+        collect,
+        verify,
+        watch,
+        table,
+        report,
+        backup,
+        proof,
+        accounts,
+        wallet,
+    )
     for module in commands:
         module.register(application)
     return application
@@ -67,9 +82,15 @@ def log_options(
         ),
     ] = None,
 ) -> None:
-    """Options before the command: how log lines are written (``flows.cli.logs``)."""
+    """Options before the command: how log lines are written (``flows.cli.logs``).
+
+    Every command creates its files owner-only (umask 077: files 0600, folders 0700,
+    docs/security.md): the data folder's databases with SQLite's ``-wal`` and ``-shm``
+    files, Prefect's database and logs, the proofs.
+    """
     from flows.cli.logs import configure_cli_logging
 
+    os.umask(OWNER_ONLY_UMASK)
     try:
         configure_cli_logging(log_format, log_level)
     except ValueError as exc:

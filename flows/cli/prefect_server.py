@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from flows.settings import PipelineSettings, quiet_prefect_defaults
+from ledger.exposure import client_host
 
 __all__ = ["PrefectServer", "prepare_prefect", "server_answers"]
 
@@ -60,14 +61,27 @@ class PrefectServer:
         data_dir: the stack's data folder (Prefect's home is ``<data_dir>/prefect``; the
             server's output goes to ``<data_dir>/prefect/server.log``).
         url_file: where to write the API URL while the server runs.
-        host, port: where the server listens (loopback by default).
+        host, port: where the server listens (``notary up``: loopback unless
+            ``--prefect-host``).
+        auth_string: ``user:password`` the server requires (Prefect's
+            ``PREFECT_SERVER_API_AUTH_STRING``; its health check stays open); clients send
+            it as ``PREFECT_API_AUTH_STRING``.
     """
 
-    def __init__(self, data_dir: Path, url_file: Path, *, host: str, port: int) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        url_file: Path,
+        *,
+        host: str,
+        port: int,
+        auth_string: str | None = None,
+    ) -> None:
         self.home = (data_dir / "prefect").resolve()
         self.url_file = url_file
-        self.url = f"http://{host}:{port}/api"
+        self.url = f"http://{client_host(host)}:{port}/api"
         self._host, self._port = host, port
+        self._auth_string = auth_string
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -94,6 +108,8 @@ class PrefectServer:
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "DO_NOT_TRACK": "1",
         }
+        if self._auth_string is not None:
+            env["PREFECT_SERVER_API_AUTH_STRING"] = self._auth_string
         command = [sys.executable, "-m", "prefect", "server", "start"]
         command += ["--host", self._host, "--port", str(self._port), "--analytics-off"]
         with open(self.home / "server.log", "ab") as log:

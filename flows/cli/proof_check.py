@@ -16,13 +16,16 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from flows.cli.common import fail
 from flows.cli.exit_codes import ExitCode
 from ledger.core.pow.params import PowParams
 from ledger.core.proof.bundle import ProofBundle
 from ledger.core.proof.steps import ProofError, Step, StepReport
 from ledger.core.proof.verify import verify_bundle
+from ledger.core.timestamps.bundle_part import TimestampCheck, check_timestamps
+from ledger.core.timestamps.tsa_chain import TsaTrust
 
-__all__ = ["hash_file", "verify_command"]
+__all__ = ["hash_file", "load_tsa_trust", "verify_command"]
 
 _CHUNK_BYTES = 1 << 20
 _TITLE_WIDTH = max(len(step.title) for step in Step)
@@ -37,11 +40,26 @@ def hash_file(path: Path) -> bytes:
     return digest.digest()
 
 
+def load_tsa_trust(ca_file: Path | None) -> TsaTrust | None:
+    """The trust store of ``--tsa-ca`` (named by its file name), None without one.
+
+    Raises:
+        typer.Exit: ``USAGE`` when the file cannot be read or holds no certificate.
+    """
+    if ca_file is None:
+        return None
+    try:
+        return TsaTrust.from_pem(ca_file.read_bytes(), name=ca_file.name)
+    except (OSError, ValueError) as exc:
+        fail(f"--tsa-ca {ca_file}: {exc}", ExitCode.USAGE)
+
+
 def verify_command(
     file: Path,
     proof: Path,
     *,
     policy: PowParams | None = None,
+    tsa_trust: TsaTrust | None = None,
     console: Console | None = None,
 ) -> ExitCode:
     """Verify ``file`` against the bundle in ``proof``, printing numbered steps.
@@ -51,6 +69,8 @@ def verify_command(
         proof: its proof bundle (JSON).
         policy: the anchor chain to trust (default: the bundled development chain's
             name, difficulty and confirmations).
+        tsa_trust: the trust store RFC 3161 tokens must chain to (``--tsa-ca``); None:
+            tokens are listed as present and not checked.
         console: where to print (stdout by default).
 
     Returns:
@@ -74,6 +94,33 @@ def verify_command(
         _failed(out, exc)
         return ExitCode.INCOMPLETE
     out.print("[bold green]Verified:[/bold green] every step holds.")
+    if bundle.timestamps is None:
+        return ExitCode.OK
+    root = bundle.receipt.directory_block_keymr
+    return _timestamps(out, check_timestamps(bundle.timestamps, root=root, trust=tsa_trust))
+
+
+def _timestamps(out: Console, checks: list[TimestampCheck]) -> ExitCode:
+    """Print one line per RFC 3161 token, then the date the verified ones bound."""
+    out.print("Independent timestamps of the directory block's KeyMR (RFC 3161):")
+    for check in checks:
+        if check.verdict is not None:
+            out.print(
+                f"   [green]✓[/green] token {check.index + 1}: {escape(check.verdict.describe())}"
+            )
+        elif check.status == "not checked":
+            out.print(
+                f"   [yellow]-[/yellow] token {check.index + 1}: present, not checked"
+                " (give --tsa-ca FILE to check it)"
+            )
+        else:
+            out.print(f"   [red]✗[/red] token {check.index + 1}: {escape(check.reason or '')}")
+    times = [c.verdict.gen_time for c in checks if c.verdict is not None]
+    if times:
+        out.print(f"The document existed no later than {min(times).isoformat()} (RFC 3161).")
+    if any(c.status == "failed" for c in checks):
+        out.print("[bold red]A timestamp token failed[/bold red] under the trust store given.")
+        return ExitCode.INCOMPLETE
     return ExitCode.OK
 
 

@@ -22,6 +22,8 @@ from connectors.audit import NotarizationRow
 from flows.pipeline import Services
 from ledger.core.errors import LedgerFormatError
 from ledger.core.proof.bundle import ProofBundle
+from ledger.core.timestamps.bundle_part import Rfc3161Token, TimestampsPart, tokens_from_answer
+from ledger.core.timestamps.rfc3161 import response_from_token
 from ledger.core.verify_page import render_verify_page
 from tasks.proofs import PAGE_NAME, bundle_for, bundle_relpath, page_relpath
 
@@ -39,6 +41,7 @@ class ExportOutcome:
         pages: the per-document pages written (bundle built in), when asked for.
         not_anchored: documents not anchored yet.
         failed: ``"<path>: <reason>"`` of the bundles that did not verify.
+        tokens: the RFC 3161 responses written beside the bundles (``<bundle>.tsr``).
     """
 
     written: list[Path] = field(default_factory=list)
@@ -47,6 +50,7 @@ class ExportOutcome:
     pages: list[Path] = field(default_factory=list)
     not_anchored: int = 0
     failed: list[str] = field(default_factory=list)
+    tokens: list[Path] = field(default_factory=list)
 
 
 def bundle_path(out_dir: Path, row: NotarizationRow) -> Path:
@@ -71,6 +75,7 @@ def export_bundles(
     outcome = ExportOutcome()
     dblocks: dict[int, bytes] = {}
     proofs: dict[int, dict[str, object] | None] = {}
+    stamps: dict[int, TimestampsPart | None] = {}
     keys: dict[str, bytes | None] = {}
     for record in services.store.proofs.iter_records(collection=collection):
         row = record.notarization
@@ -81,6 +86,7 @@ def export_bundles(
         if height not in dblocks:
             dblocks[height] = bytes.fromhex(services.node.dblock_by_height(height)["rawdata"])
             proofs[height] = services.anchor.anchor_proof(height)
+            stamps[height] = _timestamps(services, height)
         anchor_proof = proofs[height]
         if anchor_proof is None:
             outcome.not_anchored += 1
@@ -94,6 +100,7 @@ def export_bundles(
                 dblock_raw=dblocks[height],
                 anchor_proof=anchor_proof,
                 collection_key=keys[row.collection],
+                timestamps=stamps[height],
             )
         except (LedgerFormatError, ValueError) as exc:
             outcome.failed.append(f"{row.path}: {exc}")
@@ -110,6 +117,7 @@ def _write_bundle(
     relative = bundle_relpath(row.collection, row.path, row.sha256)
     path = _write(out_dir / relative, bundle.dumps())
     outcome.written.append(path)
+    outcome.tokens += _write_tokens(path, bundle)
     outcome.sources[path] = row.path
     if page:
         title = f"Verify {row.path}"
@@ -118,9 +126,36 @@ def _write_bundle(
         )
 
 
-def _write(path: Path, text: str) -> Path:
+def _timestamps(services: Services, height: int) -> TimestampsPart | None:
+    """The block's RFC 3161 tokens from the anchoring service, None when it has none."""
+    answer = services.anchor.timestamps(height)
+    tokens = tokens_from_answer(answer)
+    if not tokens:
+        return None
+    return TimestampsPart(
+        bytes.fromhex(str((answer or {}).get("keymr", ""))),
+        tuple(Rfc3161Token.of(t) for t in tokens),
+    )
+
+
+def _write_tokens(bundle_file: Path, bundle: ProofBundle) -> list[Path]:
+    """Each RFC 3161 token of ``bundle`` as a response beside it: ``<bundle>.tsr``, then
+    ``<bundle>.2.tsr``, ... (``openssl ts -verify -digest <root hex> -in <file>``)."""
+    if bundle.timestamps is None:
+        return []
+    written = []
+    for i, item in enumerate(bundle.timestamps.rfc3161):
+        name = bundle_file.name + (".tsr" if i == 0 else f".{i + 1}.tsr")
+        written.append(_write(bundle_file.with_name(name), response_from_token(item.token)))
+    return written
+
+
+def _write(path: Path, data: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data, encoding="utf-8")
     os.replace(tmp, path)
     return path

@@ -26,6 +26,9 @@ from ledger.anchor.rpc import build_registry
 from ledger.anchor.service import AnchorService
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchorState
+from ledger.anchor.timestamp_rpc import register_timestamp_methods
+from ledger.anchor.timestamp_store import TimestampStore
+from ledger.anchor.timestamping import TsaRequester, add_timestamp_observability, tsa_access
 from ledger.anchor.writer import LedgerWriter
 from ledger.core.addresses import seed_from_ec_secret
 from ledger.core.clock import Clock, SystemClock
@@ -50,19 +53,30 @@ class AnchorRuntime:
     node: AsyncJsonRpcClient
     service: AnchorService
     mining: MiningProcess | None = None
+    #: RFC 3161 tokens of the anchored blocks (``ledger.anchor.timestamping``); the
+    #: requester only when TSAs are configured.
+    timestamps: TimestampStore | None = None
+    stamper: TsaRequester | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Mine and anchor until ``stop`` is set."""
+        """Mine, anchor (and ask the TSAs) until ``stop`` is set."""
         miner = self.backend.run_miner(
             stop,
             interval_s=self.settings.pow_block_time_s,
             depth=self.settings.confirmations,
             idle_interval_s=self.settings.pow_idle_block_time_s,
         )
-        await asyncio.gather(miner, self.service.run(stop))
+        loops = [miner, self.service.run(stop)]
+        if self.stamper is not None:
+            loops.append(self.stamper.run(stop, interval_s=self.settings.poll_interval_s))
+        await asyncio.gather(*loops)
 
     async def aclose(self) -> None:
         await self.node.aclose()
+        if self.stamper is not None:
+            await self.stamper.aclose()
+        if self.timestamps is not None:
+            self.timestamps.close()
         self.state.close()
         self.chain.close()
         if self.mining is not None:
@@ -105,7 +119,14 @@ def build_runtime(
     service = AnchorService(
         settings, backend=backend, state=state, node=node, writer=writer, signer=signer
     )
-    return AnchorRuntime(settings, chain, backend, state, node, service, mining)
+    timestamps = TimestampStore(settings.state_path, synchronous=settings.sqlite_synchronous)
+    access = tsa_access(settings)
+    stamper = None
+    if access is not None:
+        stamper = TsaRequester(access, anchors=state, store=timestamps, clock=clock)
+    return AnchorRuntime(
+        settings, chain, backend, state, node, service, mining, timestamps, stamper
+    )
 
 
 def create_app(
@@ -137,8 +158,11 @@ def create_app(
 
     observability = Observability.create("anchor", requests_prefix="notary_anchor_http")
     calls = RpcCallMetrics(observability.registry, "notary_anchor")
+    registry = build_registry(runtime.service, runtime.chain)
+    assert runtime.timestamps is not None
+    register_timestamp_methods(registry, runtime.timestamps)
     app = create_jsonrpc_app(
-        ObservedRegistry(build_registry(runtime.service, runtime.chain), calls.observe),
+        ObservedRegistry(registry, calls.observe),
         path="/v2",
         error_http_status=400,
         max_body_bytes=settings.max_body_bytes,
@@ -154,5 +178,7 @@ def create_app(
         state=runtime.state,
         node=runtime.node,
     )
+    if runtime.stamper is not None:
+        add_timestamp_observability(app.state.observability, runtime.stamper)
     app.add_middleware(ObservabilityMiddleware, observability=observability)
     return app

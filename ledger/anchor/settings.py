@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from ledger import devnet
 from ledger.core.hexbytes import from_hex
@@ -63,6 +64,25 @@ class AnchorSettings(RpcServing, NodeAccess):
     #: above (``python -m ledger.anchor``; ``notary up`` takes the command line's).
     log_format: LogFormat = "text"
     log_level: str = "warning"
+    #: RFC 3161 timestamp authorities asked for a token over every anchored KeyMR
+    #: (``ledger.anchor.timestamping``): URLs (comma-separated or a JSON list in the
+    #: environment), the PEM file their tokens must chain to (required with URLs),
+    #: optional credentials (``user:password``, or a bearer token) and a timeout.
+    tsa_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    tsa_ca_file: Path | None = None
+    tsa_basic_auth: SecretStr | None = None
+    tsa_bearer_token: SecretStr | None = None
+    tsa_timeout_s: float = Field(default=30.0, gt=0)
+
+    @field_validator("tsa_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [u.strip() for u in text.split(",") if u.strip()]
+        return value
 
     @property
     def pow_path(self) -> Path:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ledger.api.accounts_cli import (
@@ -27,11 +28,13 @@ from ledger.api.accounts_cli import (
 )
 from ledger.api.settings import ApiSettings
 from ledger.long_lived import freeze_long_lived
+from ledger.secret_file import OWNER_ONLY_UMASK
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     args = _parser().parse_args(argv)
+    os.umask(OWNER_ONLY_UMASK)  # its files owner-only (docs/security.md)
     settings = ApiSettings()
     command = args.command or "serve"
     if command == "serve":

@@ -13,6 +13,9 @@ other keys: an attacker cannot choose the digest of what they send.
 ``burst``; a request takes one token, and without one it is refused with the seconds to
 wait (HTTP 429 with ``Retry-After``). The buckets live in the process (limits are per
 API process).
+
+Unknown keys are throttled per client address (``ledger.throttle.AuthFailureThrottle``,
+docs/security.md): after ``auth_failure_burst`` of them, 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from ledger.api.accounts import hash_key, verify_key
 from ledger.api.db import Database
 from ledger.api.models import Account
 from ledger.core.clock import Clock
+from ledger.throttle import TokenBuckets
 
 __all__ = ["KeyCache", "Principal", "RateLimiter"]
 
@@ -98,8 +102,8 @@ class KeyCache:
             self._entries.clear()
 
 
-class RateLimiter:
-    """Token bucket per account id (module docstring).
+class RateLimiter(TokenBuckets[int]):
+    """Token bucket per account id (module docstring; ``ledger.throttle.TokenBuckets``).
 
     Args:
         clock: time source.
@@ -108,20 +112,4 @@ class RateLimiter:
     """
 
     def __init__(self, *, clock: Clock, rate_per_s: float, burst: int) -> None:
-        self._clock, self._rate, self._burst = clock, rate_per_s, float(burst)
-        self._buckets: dict[int, tuple[float, float]] = {}  # id -> (tokens, updated at)
-        self._lock = threading.Lock()
-
-    def take(self, account_id: int) -> float | None:
-        """Take one token: ``None`` when allowed, else the seconds until one is available."""
-        if self._rate <= 0:
-            return None
-        now = self._clock.now()
-        with self._lock:
-            tokens, updated = self._buckets.get(account_id, (self._burst, now))
-            tokens = min(self._burst, tokens + max(0.0, now - updated) * self._rate)
-            if tokens >= 1.0:
-                self._buckets[account_id] = (tokens - 1.0, now)
-                return None
-            self._buckets[account_id] = (tokens, now)
-            return (1.0 - tokens) / self._rate
+        super().__init__(clock=clock, rate_per_s=rate_per_s, burst=burst)

@@ -35,9 +35,11 @@ same module.
 Callback URLs must be ``http``/``https`` ASCII URLs (RFC 3986; international host names
 in their ``xn--`` form) with a valid host name or address; hosts that are (or resolve to) loopback,
 private, link-local, multicast, reserved or unspecified addresses are refused unless
-listed in ``callback_allowed_hosts`` (host name, IP address or CIDR network). Literal
-addresses and ``localhost`` names are refused at acceptance (HTTP 422); other names are
-resolved and checked again before every delivery.
+listed in ``callback_allowed_hosts`` (host name, IP address or CIDR network, with or
+without a port: ``127.0.0.1:8092`` allows that port only). Every spelling of an address is
+checked as the address (decimal, hex, short IPv4 forms, IPv4-mapped IPv6: ``HostPolicy``).
+Literal addresses and ``localhost`` names are refused at acceptance (HTTP 422, the reason
+naming the rule); other names are resolved and checked again before every delivery.
 """
 
 from __future__ import annotations
@@ -109,16 +111,32 @@ def _resolve(host: str) -> list[str]:
 
 
 class HostPolicy:
-    """Which callback hosts may be reached.
+    """Which callback targets may be reached (docs/rest-api.md §6, docs/security.md).
+
+    The rule: a callback goes only to a public (globally routable, not multicast) address,
+    or to one of the ``allowed`` targets. Every spelling of an address counts as that
+    address: the legacy IPv4 forms that resolvers accept (decimal ``2130706433``, hex
+    ``0x7f000001``, short ``127.1``, octal parts) and IPv4-mapped IPv6 (``::ffff:127.0.0.1``)
+    are checked as the IPv4 address they name; host names are resolved and every address
+    they give is checked before each delivery.
 
     Args:
-        allowed: host names, IP addresses or CIDR networks permitted although private.
+        allowed: targets permitted although private or loopback: a host name, an IP address
+            or a CIDR network (any port), or one of those with a port (``127.0.0.1:8092``,
+            ``[::1]:8092``, ``collector.internal:8092``: that port only).
         resolver: host name -> addresses (default: the system resolver).
     """
 
     def __init__(self, allowed: Sequence[str] = (), *, resolver: Resolver | None = None) -> None:
-        self._names = {a.lower() for a in allowed if not _is_network(a)}
-        self._networks = [ipaddress.ip_network(a, strict=False) for a in allowed if _is_network(a)]
+        self._names: dict[str, int | None] = {}
+        self._networks: list[tuple[IpNetwork, int | None]] = []
+        for target in allowed:
+            host, port = _split_target(target)
+            if _is_network(host):
+                self._networks.append((ipaddress.ip_network(host.strip("[]"), strict=False), port))
+            else:
+                self._names[host.lower()] = port
+        self._allowed_text = ", ".join(allowed) or "none"
         self._resolve = resolver or _resolve
 
     def refusal_at_acceptance(self, url: str) -> str | None:
@@ -127,55 +145,127 @@ class HostPolicy:
             return f"must be an ASCII URL (RFC 3986) of at most {_MAX_URL_CHARS} characters"
         parts = urlsplit(url)
         try:
-            parts.port  # noqa: B018 - raises ValueError for a malformed port
+            port = parts.port
         except ValueError:
             return "has an invalid port"
         if parts.scheme not in ("http", "https") or not parts.hostname:
             return "must be an absolute http or https URL"
+        port = port or _DEFAULT_PORTS[parts.scheme]
         host = parts.hostname.lower()
-        if _as_ip(host) is None and not _HOST_NAME.fullmatch(host):
-            return f"host {host[:80]!r} is not a valid host name"
-        if host in self._names:
+        address = _as_ip(host)
+        if address is None and (_LEGACY_IPV4.fullmatch(host) or not _HOST_NAME.fullmatch(host)):
+            return f"host {host[:80]!r} is not a valid host name or address"
+        if address is None and self._name_allowed(host, port):
             return None
         if host == "localhost" or host.endswith(".localhost"):
-            return f"host {host} is a loopback name"
-        address = _as_ip(host)
-        if address is not None and not self._address_allowed(address):
-            return f"address {address} is private or loopback"
+            return self._rule(f"host {host} is a loopback name")
+        if address is not None and not self._address_allowed(address, port):
+            return self._rule(f"address {address} ({host}) is {_kind(address)}")
         return None
 
     def refusal_at_delivery(self, url: str) -> str | None:
         """Like ``refusal_at_acceptance`` plus a resolution of host names."""
         reason = self.refusal_at_acceptance(url)
-        host = (urlsplit(url).hostname or "").lower()
-        if reason is not None or host in self._names or _as_ip(host) is not None:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme, 0)
+        if reason is not None or self._name_allowed(host, port) or _as_ip(host) is not None:
             return reason
         try:
-            addresses = [ipaddress.ip_address(a.split("%")[0]) for a in self._resolve(host)]
+            addresses = [
+                _unmapped(ipaddress.ip_address(a.split("%")[0])) for a in self._resolve(host)
+            ]
         except (OSError, ValueError) as exc:
             return f"host {host} does not resolve: {exc}"
-        bad = [str(a) for a in addresses if not self._address_allowed(a)]
-        return f"host {host} resolves to private address {bad[0]}" if bad else None
+        bad = [a for a in addresses if not self._address_allowed(a, port)]
+        if bad:
+            return self._rule(f"host {host} resolves to {_kind(bad[0])} address {bad[0]}")
+        return None
 
-    def _address_allowed(self, address: IpAddress) -> bool:
-        if any(address in net for net in self._networks):
-            return True
-        return address.is_global and not address.is_multicast
+    def _rule(self, finding: str) -> str:
+        """``finding`` with the rule it breaks named."""
+        return (
+            f"{finding}; rule: callbacks reach only public addresses or the allowed targets "
+            f"(callback_allowed_hosts: {self._allowed_text})"
+        )
+
+    def _name_allowed(self, host: str, port: int) -> bool:
+        if host not in self._names:
+            return False
+        allowed_port = self._names[host]
+        return allowed_port is None or allowed_port == port
+
+    def _address_allowed(self, address: IpAddress, port: int) -> bool:
+        for network, allowed_port in self._networks:
+            if address in network and (allowed_port is None or allowed_port == port):
+                return True
+        return address.is_global and not (address.is_multicast or address.is_reserved)
+
+
+IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: The legacy IPv4 spellings ``inet_aton`` accepts: one to four decimal, octal or hex parts.
+_LEGACY_IPV4 = re.compile(r"(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}")
+
+
+def _split_target(target: str) -> tuple[str, int | None]:
+    """An allowed target as ``(host, port or None)``: ``h``, ``h:p``, ``[v6]``, ``[v6]:p``,
+    a bare IPv6 address or a CIDR network.
+
+    Raises:
+        ValueError: a port that is not a number from 1 to 65535.
+    """
+    if target.startswith("["):
+        host, _, rest = target[1:].partition("]")
+        return host, _port(rest[1:]) if rest.startswith(":") else None
+    if target.count(":") == 1:
+        host, _, port = target.partition(":")
+        return host, _port(port)
+    return target, None
+
+
+def _port(text: str) -> int:
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"not a port: {text!r}")
+    return port
+
+
+def _kind(address: IpAddress) -> str:
+    """What makes ``address`` non-public, in words."""
+    for name in ("loopback", "private", "link_local", "multicast", "reserved", "unspecified"):
+        if getattr(address, f"is_{name}"):
+            return name.replace("_", "-")
+    return "not globally routable"
+
+
+def _unmapped(address: IpAddress) -> IpAddress:
+    """The IPv4 address of an IPv4-mapped IPv6 one (``::ffff:a.b.c.d``), else ``address``."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
 
 
 def _is_network(text: str) -> bool:
     try:
-        ipaddress.ip_network(text, strict=False)
+        ipaddress.ip_network(text.strip("[]"), strict=False)
     except ValueError:
         return False
     return True
 
 
 def _as_ip(host: str) -> IpAddress | None:
+    """The address ``host`` spells (module docstring of ``HostPolicy``), else None."""
     try:
-        return ipaddress.ip_address(host.strip("[]"))
+        return _unmapped(ipaddress.ip_address(host.strip("[]")))
     except ValueError:
-        return None
+        pass
+    if _LEGACY_IPV4.fullmatch(host):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
 
 
 def check_callback_url(url: str, policy: HostPolicy) -> str:

@@ -73,19 +73,34 @@ async def current_account(request: Request) -> Principal:
     Raises:
         AuthenticationMissing: no key (403).
         AuthenticationFailed: unknown or revoked key (403).
-        TooManyRequests: the account's rate limit is exhausted (429).
+        TooManyRequests: the account's rate limit is exhausted, or the client address sent
+            too many unknown keys (429).
     """
-    return await authenticate(request.app.state.services, presented_key(request.headers))
+    client = request.client.host if request.client else None
+    return await authenticate(
+        request.app.state.services, presented_key(request.headers), client=client
+    )
 
 
-async def authenticate(svc: Services, key: str | None) -> Principal:
-    """The live account of ``key``, its rate limit charged (errors as ``current_account``)."""
+async def authenticate(svc: Services, key: str | None, *, client: str | None) -> Principal:
+    """The live account of ``key``, its rate limit charged (errors as ``current_account``).
+
+    ``client`` is the caller's address: its unknown keys are throttled
+    (``Services.auth_failures``: 429 with ``Retry-After`` once over the limit, whatever
+    key it then sends).
+    """
     if key is None:
         raise AuthenticationMissing("Send the API key in the user-key header")
     account = svc.keys.cached(key)
     if account is None:
+        wait_s = svc.auth_failures.retry_after(client)
+        if wait_s is not None:
+            raise TooManyRequests(
+                "Too many requests with unknown keys from this address", retry_after_s=wait_s
+            )
         account = await run_in_threadpool(svc.keys.lookup, key)
     if account is None:
+        svc.auth_failures.failed(client)
         raise AuthenticationFailed("The key sent is not valid")
     wait_s = svc.limiter.take(account.id)
     if wait_s is not None:

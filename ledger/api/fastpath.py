@@ -104,7 +104,10 @@ class WriteFastPath:
         self, scope: Scope, receive: Receive, chain_id: str | None, *, many: bool
     ) -> dict[str, Any]:
         headers = _headers(scope)
-        account = await authenticate(self._svc, presented_key(headers))
+        client = scope.get("client")
+        account = await authenticate(
+            self._svc, presented_key(headers), client=client[0] if client else None
+        )
         check_json_media_type(headers.get("content-type", ""))
         raw = await self._body(receive, self._max_bulk_body if many else self._max_body)
         if many and chain_id is not None:  # the bulk path always names its chain

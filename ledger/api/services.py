@@ -11,6 +11,7 @@ the main one, so the same keys work in both.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,10 +33,18 @@ from ledger.api.settings import ApiSettings
 from ledger.api.worker import LedgerWorker
 from ledger.api.writer import GroupCommitWriter
 from ledger.core.clock import Clock, SystemClock
+from ledger.throttle import AuthFailureThrottle
 
-__all__ = ["CALLBACK_SECRET_KEY", "Services", "build_services", "load_callback_secret"]
+__all__ = [
+    "CALLBACK_SECRET_KEY",
+    "Services",
+    "build_services",
+    "load_callback_secret",
+    "take_stored_callback_secret",
+]
 
 CALLBACK_SECRET_KEY = "callback_secret"
+_log = logging.getLogger("ledger.api.auth")
 
 
 @dataclass
@@ -47,6 +56,7 @@ class Services:
         accounts_db: database of the ``accounts`` table (``db`` itself unless sandbox).
         writer: the group-commit writer of operations 2 and 6.
         keys: key -> account cache; limiter: per-account rate limit.
+        auth_failures: unknown keys per client address, throttled (``ledger.throttle``).
         credits: the paying entry credit address's gate (the worker holds writes while
             it is dry); read it through ``credit_status()``.
         worker: built at startup by ``start()`` (``None`` before).
@@ -64,6 +74,7 @@ class Services:
     writer: GroupCommitWriter
     keys: KeyCache
     limiter: RateLimiter
+    auth_failures: AuthFailureThrottle
     credits: CreditGate
     http_transport: httpx.BaseTransport | None = None
     worker: LedgerWorker | None = None
@@ -192,6 +203,13 @@ def build_services(
         limiter=RateLimiter(
             clock=clock, rate_per_s=settings.rate_limit_per_s, burst=settings.rate_limit_burst
         ),
+        auth_failures=AuthFailureThrottle(
+            "the publishing API",
+            clock=clock,
+            logger=_log,
+            burst=settings.auth_failure_burst,
+            rate_per_s=settings.auth_failure_rate_per_s,
+        ),
         credits=CreditGate(
             settings.ec_address,
             clock=clock,
@@ -251,3 +269,19 @@ def load_callback_secret(db: Database, settings: ApiSettings) -> bytes:
         except IntegrityError:
             continue  # another process stored one first; read it
     raise RuntimeError("could not store the callback secret")
+
+
+def take_stored_callback_secret(db: Database) -> bytes | None:
+    """Remove the callback HMAC key kept in ``service_state`` and return it (None: none).
+
+    For a composer that keeps the key elsewhere (the bundled stack's 0600
+    ``callback-secret`` file, docs/security.md) and passes it as ``callback_secret``: the
+    key is then stored once, not in the database as well.
+    """
+    with db.write() as session:
+        row = session.get(ServiceState, CALLBACK_SECRET_KEY)
+        if row is None:
+            return None
+        value = row.value.encode("utf-8")
+        session.delete(row)
+    return value

@@ -80,6 +80,9 @@ class ApiSettings(TlsServing, NodeAccess):
             database look-up, seconds. A revoked key stops reading after at most this long;
             writes check the account in their own transaction, so they stop at once.
         auth_cache_max_keys: most keys kept in that cache.
+        auth_failure_burst, auth_failure_rate_per_s: unknown keys one client address may
+            send at once, then per second, before its requests are answered 429
+            (``ledger.throttle.AuthFailureThrottle``, docs/security.md).
         rate_limit_per_s, rate_limit_burst: token bucket per account (requests per second
             sustained, largest burst); over it: HTTP 429 with ``Retry-After``. A rate of
             0 turns the limit off.
@@ -143,6 +146,8 @@ class ApiSettings(TlsServing, NodeAccess):
     auth_cache_max_keys: int = Field(default=10_000, ge=1)
     rate_limit_per_s: float = Field(default=2_000.0, ge=0)
     rate_limit_burst: int = Field(default=4_000, ge=1)
+    auth_failure_burst: int = Field(default=10, ge=1)
+    auth_failure_rate_per_s: float = Field(default=1.0, gt=0)
     sandbox: bool = False
     sandbox_database_url: str | None = None
     sandbox_node_url: str | None = None

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable
 
 from ledger.node.app import serve
 from ledger.node.settings import NodeSettings
 from ledger.observability.logs import configure_logging
+from ledger.secret_file import OWNER_ONLY_UMASK
 
 
 def main() -> None:
     """Serve the node until SIGINT/SIGTERM, on uvloop when it is installed; one log line
     per event in ``NOTARY_NODE_LOG_FORMAT`` (text or json)."""
+    os.umask(OWNER_ONLY_UMASK)  # its files owner-only (docs/security.md)
     settings = NodeSettings()
     secrets = [
         s.get_secret_value() for s in (settings.rpc_password, settings.tls_key_password) if s

@@ -6,10 +6,13 @@ HTTPS with ``NOTARY_WALLET_TLS_CERT_FILE`` and ``NOTARY_WALLET_TLS_KEY_FILE``.
 
 from __future__ import annotations
 
+import os
+
 import uvicorn
 
 from ledger.long_lived import freeze_long_lived
 from ledger.observability.logs import configure_logging
+from ledger.secret_file import OWNER_ONLY_UMASK
 from ledger.serving import uvicorn_options
 from ledger.wallet.app import create_app
 from ledger.wallet.settings import WalletSettings
@@ -18,6 +21,7 @@ from ledger.wallet.settings import WalletSettings
 def main() -> None:
     """Read the settings, build the app and serve it until interrupted; one log line per
     event in ``NOTARY_WALLET_LOG_FORMAT`` (text or json), uvicorn's included."""
+    os.umask(OWNER_ONLY_UMASK)  # its files owner-only (docs/security.md)
     settings = WalletSettings()
     secrets = [s.get_secret_value() for s in (settings.passphrase, settings.restore_mnemonic) if s]
     secrets += [s.get_secret_value() for s in settings.import_secrets]

@@ -39,8 +39,8 @@ def open_keyring(store: WalletStore, settings: WalletSettings, *, clock: Clock) 
 
     Raises:
         WalletStateError: a new encrypted wallet without passphrase; ``encrypted`` asked for an
-            existing unencrypted file; secrets to import into an encrypted wallet without
-            passphrase.
+            existing unencrypted file; secrets to import into an encrypted wallet, or
+            ``unlocked_while_serving``, without passphrase.
         IncorrectPassphraseError: ``passphrase`` does not open an existing encrypted wallet.
         InvalidMnemonicError / AddressError: bad ``restore_mnemonic`` / ``import_secrets``.
     """
@@ -58,13 +58,20 @@ def open_keyring(store: WalletStore, settings: WalletSettings, *, clock: Clock) 
     keyring = Keyring(store, clock=clock, max_unlock_s=settings.max_unlock_s)
     if settings.encrypted and not keyring.encrypted:
         raise WalletStateError("encrypted=true but the existing wallet file is not encrypted")
+    serving_unlocked = settings.unlocked_while_serving and keyring.encrypted
+    if serving_unlocked:
+        if passphrase is None:
+            raise WalletStateError("unlocked_while_serving needs the wallet's passphrase")
+        keyring.unlock(passphrase, settings.max_unlock_s)
     if settings.import_secrets:
-        _import_at_startup(keyring, settings, passphrase)
+        _import_at_startup(keyring, settings, passphrase, unlocked=serving_unlocked)
     return keyring
 
 
-def _import_at_startup(keyring: Keyring, settings: WalletSettings, passphrase: str | None) -> None:
-    if keyring.encrypted:
+def _import_at_startup(
+    keyring: Keyring, settings: WalletSettings, passphrase: str | None, *, unlocked: bool
+) -> None:
+    if keyring.encrypted and not unlocked:
         if passphrase is None:
             raise WalletStateError(
                 "importing secrets into an encrypted wallet needs its passphrase"
@@ -74,7 +81,8 @@ def _import_at_startup(keyring: Keyring, settings: WalletSettings, passphrase: s
         for secret in settings.import_secrets:
             keyring.import_secret(secret.get_secret_value(), kinds=("fct", "ec", "identity"))
     finally:
-        keyring.lock()
+        if not unlocked:
+            keyring.lock()
 
 
 def create_app(

@@ -27,7 +27,10 @@ class WalletSettings(RpcServing, NodeAccess):
     ``passphrase`` is then required to create it). An existing file keeps the mode it was
     created with; an encrypted wallet always starts locked and is opened with
     ``unlock-wallet`` (the configured passphrase is used only to create the file and to
-    import ``import_secrets`` at start-up, never to unlock the service).
+    import ``import_secrets`` at start-up, never to unlock the service), unless
+    ``unlocked_while_serving``: the bundled stack (``ledger.stack``) keeps its wallet
+    unlocked while it serves, because its publishing API signs entry credit payments
+    through it; the secrets stay encrypted at rest (docs/security.md).
     """
 
     model_config = SettingsConfigDict(env_prefix="NOTARY_WALLET_", extra="ignore")
@@ -46,6 +49,8 @@ class WalletSettings(RpcServing, NodeAccess):
     #: argon2id cost for a new encrypted wallet (passes, memory in bytes).
     kdf_opslimit: int = Field(default=DEFAULT_OPSLIMIT, ge=1)
     kdf_memlimit_bytes: int = Field(default=DEFAULT_MEMLIMIT_BYTES, ge=8192)
+    #: Unlock an encrypted wallet with ``passphrase`` at start, for ``max_unlock_s``.
+    unlocked_while_serving: bool = False
     #: Longest ``unlock-wallet`` timeout honoured, seconds (walletd: 2^30).
     max_unlock_s: int = Field(default=2**30, ge=0)
     #: Fs/Es/idsec strings imported at start-up (development stack), as a JSON list.

@@ -52,7 +52,7 @@ def test_backup_then_restore_into_a_new_folder(data: Path, tmp_path: Path) -> No
     code, out = _run("backup", str(backup), "--data-dir", str(data))
     assert code == ExitCode.OK, out
     assert "node height 12" in out
-    assert "3 secret files: api-key, callback-secret, rpc-credentials" in out
+    assert "4 secret files: api-key, callback-secret, rpc-credentials, wallet-passphrase" in out
     assert "no file yet for: anchor, pow, wallet" in out
     digest = re.search(r"manifest sha256 ([0-9a-f]{64})", out)
     assert digest is not None

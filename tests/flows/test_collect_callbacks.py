@@ -27,7 +27,6 @@ from flows.settings import PipelineSettings
 from ledger.api.callbacks import callback_target
 from ledger.core.callback_signature import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign_callback
 from ledger.stack import Stack
-from tests.harness.ports import free_port
 from tests.harness.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
@@ -106,7 +105,7 @@ def callback_settings(
     return base.model_copy(
         update={
             "callback_enabled": enabled,
-            "callback_port": free_port(),
+            "callback_port": stack.settings.collector_port,
             "collect_first_interval_s": tick_s,
             "collect_interval_s": tick_s,
         }

@@ -17,6 +17,8 @@ module             what it holds
 ``stack``          fixtures: the bundled stack in a thread (``running_stack`` to configure
                    it), pipeline settings, Prefect
 ``tls``            ``issue_certificate``: a throw-away authority and server certificate
+``tsa``            OpenSSL's RFC 3161 timestamp authority over HTTP (``issue_tsa``,
+                   ``tsa_server``), and the faulty one (``fault=...``)
 =================  ========================================================================
 
 Tests import what they need from the module that holds it; ``tests/conftest.py`` loads the

@@ -36,6 +36,7 @@ def stack_settings(data_dir: Path, **overrides: Any) -> StackSettings:
         "wallet_port": free_port(),
         "api_port": free_port(),
         "anchor_port": free_port(),
+        "collector_port": free_port(),
         "block_time_s": 0.5,
         "sqlite_synchronous": "NORMAL",
     }
@@ -71,6 +72,7 @@ def settings_for(stack: Stack) -> PipelineSettings:
         anchor_url=s.anchor_url,
         node_tls_ca_file=s.tls_ca_file,
         anchor_tls_ca_file=s.tls_ca_file,
+        callback_port=s.collector_port,
         batch_size=7,
         ledger_wait_s=60,
     )

@@ -22,6 +22,29 @@ def test_prepare_writes_the_api_key_and_the_callback_secret_owner_only(tmp_path:
     assert stack.write_callback_secret().read_text().strip() == secret
 
 
+def test_the_callback_secret_is_stored_once_in_its_file(tmp_path: Path) -> None:
+    from ledger.api.db import Database
+    from ledger.api.models import ServiceState
+    from ledger.api.services import CALLBACK_SECRET_KEY, load_callback_secret
+
+    stack = Stack(StackSettings(data_dir=tmp_path / "data"))
+    api = stack.api_settings()
+    (tmp_path / "data" / "api").mkdir(parents=True)
+    db = Database(api.resolved_database_url())
+    db.create_schema()
+    kept = load_callback_secret(db, api)  # as an older stack kept it: in the database
+    stack.prepare()
+    with db.read() as session:
+        assert session.get(ServiceState, CALLBACK_SECRET_KEY) is None  # moved out
+    assert stack.callback_secret_file.read_bytes() == kept + b"\n"  # the same key
+    settings = stack.api_settings()
+    assert settings.callback_secret is not None
+    assert load_callback_secret(db, settings) == kept  # what the API signs with
+    with db.read() as session:
+        assert session.get(ServiceState, CALLBACK_SECRET_KEY) is None  # still once
+    db.dispose()
+
+
 def test_the_callback_secret_setting_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NOTARY_API_CALLBACK_SECRET", "configured")
     stack = Stack(StackSettings(data_dir=tmp_path / "data"))

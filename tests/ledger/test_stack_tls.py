@@ -1,7 +1,8 @@
 """The bundled stack with HTTPS and RPC credentials on its JSON-RPC services.
 
-A throw-away authority (``trustme``) issues the certificate; the stack's own clients
-trust it (``tls_ca_file``): the API's worker reaches the wallet and the node over TLS with
+A throw-away authority (``trustme``) issues the certificate; every service serves HTTPS
+with it, the publishing API included; the stack's own clients trust it (``tls_ca_file``):
+the API's worker reaches the wallet and the node over TLS with
 the credentials, so a REST write reaches the ``ledger`` stage; the anchoring service
 reaches the node and anchors; the pipeline's clients get in with the authority and the
 credentials file, and a client that does not trust the authority fails the handshake.
@@ -44,10 +45,10 @@ def tls_stack(tmp_path: Path) -> Iterator[Stack]:
 
 def test_the_stack_works_over_tls_with_credentials(tls_stack: Stack) -> None:
     s = tls_stack.settings
-    assert s.node_url.startswith("https://") and s.api_url.startswith("http://")
+    assert s.node_url.startswith("https://") and s.api_url.startswith("https://")
     entry = {"external_ids": [base64.b64encode(b"tls stack").decode()], "content": ""}
     key = tls_stack.api_key_file.read_text().strip()
-    with httpx.Client(headers={"user-key": key}, timeout=10) as http:
+    with httpx.Client(headers={"user-key": key}, timeout=10, verify=str(s.tls_ca_file)) as http:
         created = http.post(f"{s.api_url}/chains", json=entry)
         assert created.status_code == 202
         chain = created.json()["chain_id"]

@@ -86,6 +86,7 @@ def started_api(root: Path, **overrides: Any) -> Iterator[Target]:
         "anchor_poll_interval_s": 0.0,
         "callback_secret": "test-secret",
         "rate_limit_burst": 10**9,  # the manual clock never refills the bucket
+        "auth_failure_burst": 10**9,  # wrong keys on every route: not a guessing attack
         **overrides,
     }
     app = create_app(ApiSettings(**values), gateway=InMemoryLedger(), clock=clock)

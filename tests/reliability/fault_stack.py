@@ -75,6 +75,7 @@ class FaultStack:
                 wallet_port=free_port(),
                 api_port=free_port(),
                 anchor_port=free_port(),
+                collector_port=free_port(),
                 block_time_s=block_time_s,
                 sqlite_synchronous="NORMAL",
             )

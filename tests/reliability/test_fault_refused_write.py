@@ -39,7 +39,6 @@ from ledger.api.gateway import (
     RpcFailure,
 )
 from ledger.api.settings import ApiSettings
-from tests.harness.ports import free_port
 from tests.harness.waiting import wait_until
 
 from .fault_stack import FaultStack, chain_entry_hashes, collection_chain, make_files
@@ -111,7 +110,7 @@ def test_a_write_the_node_refuses_is_failed_everywhere_the_caller_looks(tmp_path
             batch_size=10,
             ledger_wait_s=8,
             callback_enabled=True,
-            callback_port=free_port(),
+            callback_port=fs.stack.settings.collector_port,  # the one the API may call
         )
         events: list[CallbackEvent] = []
         with receive_callbacks(settings, events.append):

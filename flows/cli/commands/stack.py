@@ -28,6 +28,7 @@ from pydantic import SecretStr, ValidationError
 from rich.markup import escape
 
 from flows.cli.commands.notarize import run_folder_flow
+from flows.cli.commands.wallet import WalletPassphraseFile
 from flows.cli.common import BlockTime, DataDir, console, err, fail
 from flows.cli.exit_codes import ExitCode
 from flows.cli.run_output import run_exit_code
@@ -38,6 +39,15 @@ if TYPE_CHECKING:
     from ledger.stack import Stack
 
 __all__ = ["demo", "register", "up"]
+
+PlainWallet = Annotated[
+    bool,
+    typer.Option(
+        "--plain-wallet",
+        help="Keep the wallet unencrypted at rest (its seed readable by whoever reads the "
+        "file); said at start.",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -81,10 +91,35 @@ def _rpc_options(
     return options
 
 
+def _tsa_options(urls: list[str] | None, ca_file: Path | None) -> dict[str, Any]:
+    """The ``StackSettings`` fields of ``--tsa`` and ``--tsa-ca`` (only those given).
+
+    Raises:
+        typer.Exit: ``USAGE`` for URLs without a readable CA file of certificates.
+    """
+    if not urls:
+        return {}
+    if ca_file is None:
+        fail("--tsa needs --tsa-ca (the CA its tokens must chain to)", ExitCode.USAGE)
+    from ledger.core.timestamps.tsa_chain import TsaTrust
+
+    try:
+        TsaTrust.from_pem(ca_file.read_bytes(), name=ca_file.name)
+    except (OSError, ValueError) as exc:
+        fail(f"--tsa-ca {ca_file}: {exc}", ExitCode.USAGE)
+    return {"tsa_urls": urls, "tsa_ca_file": ca_file}
+
+
 def up(
     data_dir: DataDir = Path(".notary"),
     block_time: BlockTime = 2.0,
-    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Address to bind (loopback by default); beyond loopback it needs --rpc-auth "
+            "and --tls-cert-file / --tls-key-file.",
+        ),
+    ] = "127.0.0.1",
     rpc_auth: Annotated[
         bool | None,
         typer.Option(
@@ -116,12 +151,28 @@ def up(
         ),
     ] = True,
     prefect_port: Annotated[int, typer.Option(help="Port of that Prefect server.")] = 4200,
+    prefect_host: Annotated[
+        str,
+        typer.Option(
+            help="Address of that Prefect server: loopback unless given, whatever --host "
+            "says; beyond loopback it needs --prefect-auth-file.",
+        ),
+    ] = "127.0.0.1",
+    prefect_auth_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--prefect-auth-file",
+            help="File holding user:password that the Prefect server requires (Prefect's "
+            "PREFECT_SERVER_API_AUTH_STRING; commands send it as PREFECT_API_AUTH_STRING).",
+        ),
+    ] = None,
     tls_cert_file: Annotated[
         Path | None,
         typer.Option(
             "--tls-cert-file",
-            help="PEM certificate: node, wallet and anchoring serve HTTPS only (with "
-            "--tls-key-file).",
+            help="PEM certificate: node, wallet, anchoring and publishing API serve HTTPS "
+            "only (with --tls-key-file). It must name the address the services dial "
+            "(127.0.0.1 for --host 0.0.0.0) and the one remote clients use.",
         ),
     ] = None,
     tls_key_file: Annotated[
@@ -136,20 +187,40 @@ def up(
             "NOTARY_NODE_TLS_CA_FILE / NOTARY_ANCHOR_TLS_CA_FILE.",
         ),
     ] = None,
+    tsa: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tsa",
+            help="RFC 3161 timestamp authority URL: one token over every anchored directory "
+            "block, checked before it is kept (repeatable; needs --tsa-ca). Or "
+            "NOTARY_ANCHOR_TSA_URLS.",
+        ),
+    ] = None,
+    tsa_ca: Annotated[
+        Path | None,
+        typer.Option("--tsa-ca", help="PEM file of the CA(s) the TSA tokens must chain to."),
+    ] = None,
+    wallet_passphrase_file: WalletPassphraseFile = None,
+    plain_wallet: PlainWallet = False,
 ) -> None:
     """Run the bundled node (8088), wallet (8089), publishing API (8090) and anchoring
     service (8091), and a Prefect server (4200), until Ctrl-C."""
     from flows.cli.prefect_server import PrefectServer
+    from ledger.exposure import ExposureError, is_loopback
     from ledger.jsonrpc.credentials import CredentialsError
+    from ledger.wallet_at_rest import WalletAtRestError
 
     tls = {"tls_cert_file": tls_cert_file, "tls_key_file": tls_key_file, "tls_ca_file": tls_ca_file}
     options = _rpc_options(rpc_auth, rpc_user, rpc_password_file)
     options |= {name: value for name, value in tls.items() if value is not None}
+    options |= _tsa_options(tsa, tsa_ca)
+    options |= _wallet_options(wallet_passphrase_file, plain_wallet)
+    prefect_auth = _prefect_auth(prefect_host, prefect_auth_file) if prefect else None
     try:
         stack = _stack(data_dir, block_time, host, **options)
         stack.prepare()
         credentials = stack.rpc_credentials()
-    except (CredentialsError, ValidationError) as exc:
+    except (CredentialsError, ValidationError, WalletAtRestError, ExposureError) as exc:
         fail(str(exc), ExitCode.USAGE)
     s = stack.settings
     console.print(
@@ -158,10 +229,13 @@ def up(
     console.print(
         f"API key in {stack.api_key_file}; callback secret in {stack.callback_secret_file}"
     )
+    if not is_loopback(s.host):
+        console.print(f"listening on {escape(s.host)} (beyond loopback): locked, HTTPS only")
     if s.tls_enabled:
         console.print(
-            "node, wallet and anchoring serve HTTPS: give the pipeline these URLs and "
-            "NOTARY_NODE_TLS_CA_FILE / NOTARY_ANCHOR_TLS_CA_FILE"
+            "node, wallet, anchoring and API serve HTTPS: give the pipeline these URLs, "
+            "NOTARY_NODE_TLS_CA_FILE / NOTARY_ANCHOR_TLS_CA_FILE, and SSL_CERT_FILE for the "
+            "API's authority"
         )
     if credentials is None:
         console.print("JSON-RPC services open to every local process (--rpc-auth locks them)")
@@ -170,12 +244,19 @@ def up(
             f"JSON-RPC services locked: user {escape(credentials.user)}, credentials in "
             f"{stack.rpc_credentials_file}"
         )
+    if s.tsa_urls:
+        console.print(f"RFC 3161 tokens from {len(s.tsa_urls)} TSA(s), trusted by {s.tsa_ca_file}")
+    _say_wallet_at_rest(stack)
     console.print(f"block time {block_time} s. Ctrl-C stops the services.")
     server = None
     if prefect:
         settings = PipelineSettings(data_dir=data_dir)
         server = PrefectServer(
-            data_dir, settings.prefect_api_url_file, host=host, port=prefect_port
+            data_dir,
+            settings.prefect_api_url_file,
+            host=prefect_host,
+            port=prefect_port,
+            auth_string=prefect_auth,
         )
         try:
             server.launch()
@@ -191,6 +272,60 @@ def up(
         if server is not None:
             server.stop()
     console.print("stopped")
+
+
+def _prefect_auth(prefect_host: str, auth_file: Path | None) -> str | None:
+    """The Prefect server's ``user:password`` from ``auth_file``; required beyond loopback
+    (docs/security.md).
+
+    Raises:
+        typer.Exit: ``USAGE`` for a Prefect host beyond loopback without it, or a file that
+            cannot be read or holds no ``user:password``.
+    """
+    from ledger.exposure import is_loopback
+
+    if auth_file is None:
+        if not is_loopback(prefect_host):
+            fail(
+                f"refusing to run the Prefect server on {prefect_host} (beyond loopback) "
+                "without its own authentication: add --prefect-auth-file",
+                ExitCode.USAGE,
+            )
+        return None
+    try:
+        auth = auth_file.read_text().strip()
+    except OSError as exc:
+        fail(f"cannot read the Prefect auth file: {exc}", ExitCode.USAGE)
+    if ":" not in auth:
+        fail(f"{auth_file} must hold user:password", ExitCode.USAGE)
+    return auth
+
+
+def _wallet_options(passphrase_file: Path | None, plain: bool) -> dict[str, Any]:
+    """The ``StackSettings`` fields of ``--wallet-passphrase-file`` and ``--plain-wallet``
+    (only those given, so that ``NOTARY_STACK_WALLET_*`` still apply).
+
+    Raises:
+        typer.Exit: ``USAGE`` when both are given.
+    """
+    if plain and passphrase_file is not None:
+        fail("--plain-wallet cannot go with --wallet-passphrase-file", ExitCode.USAGE)
+    options: dict[str, Any] = {"wallet_plain": True} if plain else {}
+    if passphrase_file is not None:
+        options["wallet_passphrase_file"] = passphrase_file
+    return options
+
+
+def _say_wallet_at_rest(stack: Stack) -> None:
+    """The start-up line about the wallet's encryption at rest."""
+    at_rest = stack.wallet_at_rest()
+    if at_rest.plain:
+        err.print(
+            f"[yellow]note:[/yellow] wallet NOT encrypted at rest (--plain-wallet): "
+            f"{at_rest.wallet_file} holds its seed in clear"
+        )
+    else:
+        console.print(f"wallet encrypted at rest; passphrase in {at_rest.source()}")
 
 
 async def _serve_stack(stack: Stack, prefect_server: PrefectServer | None) -> None:
@@ -232,9 +367,13 @@ def demo(
     """Start the bundled stack, notarize FOLDER end to end, wait for the anchors, export
     the proofs and the verification page (DATA_DIR/proofs), show how to check one, stop."""
     from ledger.stack import StackThread
+    from ledger.wallet_at_rest import WalletAtRestError
 
     stack = _stack(data_dir, block_time)
-    stack.prepare()
+    try:
+        stack.prepare()
+    except WalletAtRestError as exc:
+        fail(str(exc), ExitCode.USAGE)
     thread = StackThread(stack)
     console.print(f"starting node, wallet and publishing API (block time {block_time} s)…")
     try:

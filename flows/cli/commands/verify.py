@@ -23,11 +23,19 @@ def register(app: typer.Typer) -> None:
 def verify(
     file: Annotated[Path, typer.Argument(help="The document to check.")],
     proof: Annotated[Path, typer.Option("--proof", help="Its proof bundle (JSON).")],
+    tsa_ca: Annotated[
+        Path | None,
+        typer.Option(
+            "--tsa-ca",
+            help="PEM file of the CA(s) you trust for RFC 3161 timestamp tokens: each token "
+            "of the bundle is checked offline against it (without: listed, not checked).",
+        ),
+    ] = None,
 ) -> None:
     """Check FILE against its proof bundle offline, step by step (no service needed).
 
     Exit code 0 only when every step holds; 1 when a step fails; 2 when a file cannot be read.
     """
-    from flows.cli.proof_check import verify_command
+    from flows.cli.proof_check import load_tsa_trust, verify_command
 
-    raise typer.Exit(verify_command(file, proof))
+    raise typer.Exit(verify_command(file, proof, tsa_trust=load_tsa_trust(tsa_ca)))

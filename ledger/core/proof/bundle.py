@@ -29,6 +29,7 @@ from ledger.core.errors import DecodeError
 from ledger.core.hexbytes import from_hex, from_hex_list
 from ledger.core.proof.steps import ProofError, Step
 from ledger.core.receipt import Receipt
+from ledger.core.timestamps.bundle_part import TimestampsPart
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -45,7 +46,7 @@ __all__ = [
 
 BUNDLE_FORMAT = "notary-proof-bundle"
 #: The versions this module reads and writes (docs/proof-bundle.md, "Versioning").
-BUNDLE_VERSIONS = (1, 2)
+BUNDLE_VERSIONS = (1, 2, 3)
 
 #: A Merkle node as the bundle holds it: (left, right, top), raw bytes as read.
 Node = tuple[bytes, bytes, bytes]
@@ -133,6 +134,9 @@ class ProofBundle:
     contract: ContractPart | None = None
     commitment_nonce: bytes | None = None
     aggregation: Aggregation | None = None
+    #: Independent timestamps of the KeyMR (``ledger.core.timestamps.bundle_part``):
+    #: present makes it a version-3 bundle.
+    timestamps: TimestampsPart | None = None
 
     def __post_init__(self) -> None:
         if self.aggregation is not None and self.commitment_nonce is None:
@@ -142,7 +146,10 @@ class ProofBundle:
 
     @property
     def version(self) -> int:
-        """1 for a clear-text entry's bundle, 2 when the entry publishes a commitment."""
+        """1 for a clear-text entry's bundle, 2 when the entry publishes a commitment, 3
+        when it carries independent timestamps (either kind of entry)."""
+        if self.timestamps is not None:
+            return 3
         return 1 if self.commitment_nonce is None else 2
 
     def to_json(self) -> dict[str, Any]:
@@ -154,6 +161,10 @@ class ProofBundle:
                 "commitment": {"nonce": self.commitment_nonce.hex()},
                 "aggregation": _aggregation_json(self.aggregation),
             }
+        elif self.timestamps is not None:
+            private = {"commitment": None, "aggregation": None}
+        if self.timestamps is not None:
+            private["timestamps"] = self.timestamps.to_json()
         return {
             "format": BUNDLE_FORMAT,
             "version": self.version,
@@ -185,7 +196,8 @@ class ProofBundle:
         version = top.get("version")
         if version not in BUNDLE_VERSIONS:
             raise ProofError(Step.FORMAT, f"unsupported bundle version {version!r}")
-        nonce, aggregation = _private_parts(top) if version == 2 else (None, None)
+        private = version == 2 or (version == 3 and top.get("commitment") is not None)
+        nonce, aggregation = _private_parts(top) if private else (None, None)
         receipt = _object(top.get("receipt"), "receipt")
         anchor = _object(top.get("anchor"), "anchor")
         contract = top.get("contract")
@@ -208,6 +220,7 @@ class ProofBundle:
             contract=None if contract is None else _contract_part(_object(contract, "contract")),
             commitment_nonce=nonce,
             aggregation=aggregation,
+            timestamps=_timestamps_part(top) if version == 3 else None,
         )
 
     def dumps(self) -> str:
@@ -223,6 +236,13 @@ class ProofBundle:
             # RecursionError: nesting deeper than the parser's stack (a hostile file)
             raise ProofError(Step.FORMAT, f"not valid JSON: {exc}") from exc
         return cls.from_json(obj)
+
+
+def _timestamps_part(top: Mapping[str, Any]) -> TimestampsPart:
+    try:
+        return TimestampsPart.from_json(top.get("timestamps"))
+    except DecodeError as exc:
+        raise _fail(str(exc)) from exc
 
 
 def _aggregation_json(aggregation: Aggregation | None) -> dict[str, Any] | None:
@@ -356,6 +376,7 @@ def build_bundle(
     anchor_proof: Mapping[str, Any],
     commitment_nonce: bytes | None = None,
     aggregation: Aggregation | None = None,
+    timestamps: TimestampsPart | None = None,
 ) -> ProofBundle:
     """Assemble a bundle from what the services answer (it is not verified here).
 
@@ -369,6 +390,7 @@ def build_bundle(
         commitment_nonce: the document's 32-byte nonce (``ledger.core.commitment``) when
             the entry publishes a commitment: the bundle is then version 2. None: a
             clear-text entry that carries the document hash, version 1.
+        timestamps: independent timestamps of the KeyMR: the bundle is then version 3.
         aggregation: where the document's commitment sits in the tree whose root and size
             the entry carries (version 2 only); None for a per-document entry.
 
@@ -387,10 +409,15 @@ def build_bundle(
         }
     elif aggregation is not None:
         raise _fail("an aggregation needs a commitment nonce (bundle version 2)")
+    if timestamps is not None:
+        private.setdefault("commitment", None)
+        private.setdefault("aggregation", None)
+        private["timestamps"] = timestamps.to_json()
+    version = 1 if commitment_nonce is None else 2
     return ProofBundle.from_json(
         {
             "format": BUNDLE_FORMAT,
-            "version": 1 if commitment_nonce is None else 2,
+            "version": 3 if timestamps is not None else version,
             "document": {"sha256": bytes(document_sha256).hex()},
             **private,
             "entry": {"raw": bytes(entry).hex()},

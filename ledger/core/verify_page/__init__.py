@@ -22,6 +22,8 @@ Assets (this package's data files)::
     bundle_v1.js                  bundle version 1: its parser and steps 1-11 (2-3 skipped)
     bundle_v2.js                  bundle version 2: its parser and steps 2-4 (commitment,
                                   aggregation, entry); version 1's checks for the rest
+    bundle_v3.js                  bundle version 3: version 1 or 2 plus RFC 3161 tokens,
+                                  listed as present and not checked by the page
     ui.js                         files in, hashing with progress, steps and verdict out
 
 Pure: reading the package's own files is its only I/O.
@@ -56,6 +58,7 @@ _SCRIPTS = (
     "verify.js",
     "bundle_v1.js",
     "bundle_v2.js",
+    "bundle_v3.js",
     "ui.js",
 )
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")

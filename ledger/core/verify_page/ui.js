@@ -238,7 +238,18 @@
       `This file is the document of the proof: ${recorded} in directory block ${f.height}` +
       ` (started ${when}), which is anchored in the proof-of-work chain “${f.chain}” under` +
       ` ${f.confirmations} confirmations${f.window ? " and in a window anchor" : ""}. So the file` +
-      " existed, exactly as it is, no later than that block."
+      " existed, exactly as it is, no later than that block." +
+      timestampsNote(f.timestamps)
+    );
+  }
+
+  /** Version 3: the RFC 3161 tokens are present, and this page does not check them. */
+  function timestampsNote(t) {
+    if (!t || t.rfc3161 === 0) return "";
+    const n = t.rfc3161 === 1 ? "1 RFC 3161 timestamp token" : `${t.rfc3161} RFC 3161 timestamp tokens`;
+    return (
+      ` The bundle also carries ${n} over the block's KeyMR, not checked by this page:` +
+      " check them with `notary verify --tsa-ca` or `openssl ts -verify`."
     );
   }
 

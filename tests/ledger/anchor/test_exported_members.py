@@ -19,7 +19,20 @@ EXPECTED = {
     "ledger.anchor.app": {"AnchorRuntime", "build_runtime", "create_app"},
     "ledger.anchor.export": {"fetch_bundle"},
     "ledger.anchor.chain": {"BlockInfo", "MiningExhausted", "PowChain", "TxLocation", "mine"},
-    "flows.cli.proof_check": {"hash_file", "verify_command"},
+    "flows.cli.proof_check": {"hash_file", "load_tsa_trust", "verify_command"},
+    "ledger.anchor.timestamping": {
+        "RETRY_BASE_S",
+        "RETRY_MAX_S",
+        "STALE_ATTEMPTS",
+        "StampRound",
+        "TsaAccess",
+        "TsaRequester",
+        "add_timestamp_observability",
+        "public_url",
+        "tsa_access",
+    },
+    "ledger.anchor.timestamp_store": {"StoredToken", "TimestampStore", "WaitingStamp"},
+    "ledger.anchor.timestamp_rpc": {"register_timestamp_methods"},
 }
 
 

@@ -131,6 +131,7 @@ def make_api(tmp_path: Path, sqlite_url: str) -> Iterator[ApiFactory]:
             "worker_enabled": False,
             "anchor_poll_interval_s": 0.0,
             "callback_secret": "test-secret",
+            "auth_failure_burst": 1_000_000,  # tests/ledger/api/test_auth.py sets its own
             **overrides,
         }
         settings = ApiSettings(**values)

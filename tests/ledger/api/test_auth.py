@@ -128,6 +128,29 @@ def test_rate_limit_per_key_answers_429_with_retry_after(make_api) -> None:
     assert api.get("/v1/chains").status_code == 429
 
 
+def test_unknown_keys_are_throttled_per_client_address(make_api) -> None:
+    api = make_api(auth_failure_burst=3, auth_failure_rate_per_s=0.5)
+    guesses = [api.client.get("/v1/chains", headers={"user-key": f"guess-{i}"}) for i in range(5)]
+    assert [r.status_code for r in guesses] == [403, 403, 403, 429, 429]
+    _assert_error(guesses[-1], 429, "Too Many Requests")
+    assert guesses[-1].headers["retry-after"] == "2"
+    assert "unknown keys from this address" in guesses[-1].text
+    # Over the limit, even a right key not yet cached waits: guessing goes no faster.
+    assert api.get("/v1/chains").status_code == 429
+    api.clock.advance(2.0)
+    assert api.get("/v1/chains").status_code == 200
+    # Once cached (a live key), it is served although its address is throttled.
+    api.client.get("/v1/chains", headers={"user-key": "guess-again"})
+    assert api.get("/v1/chains").status_code == 200
+
+
+def test_missing_keys_are_refused_but_not_throttled(make_api) -> None:
+    api = make_api(auth_failure_burst=1)
+    codes = {api.client.get("/v1/chains").status_code for _ in range(20)}
+    assert codes == {403}
+    assert api.get("/v1/chains").status_code == 200
+
+
 def test_a_key_sees_only_its_own_chains(api: Api, chain) -> None:
     chain_id, entry_hash = chain
     other = {"user-key": api.new_key("mallory")}

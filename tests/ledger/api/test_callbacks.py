@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 from sqlalchemy import select
@@ -173,6 +175,83 @@ def test_callback_target_keeps_caller_parameters_and_replaces_clashes() -> None:
 )
 def test_host_policy_at_acceptance(url: str, allowed: list[str], refused: bool) -> None:
     assert (HostPolicy(allowed).refusal_at_acceptance(url) is not None) is refused
+
+
+#: The bundled stack's policy: loopback only at the collector's port (8092 by default).
+STACK_TARGETS = ["127.0.0.1:8092", "[::1]:8092"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9999/cb",
+        "http://127.0.0.1:8088/v2",  # the node
+        "http://127.0.0.1:8089/v2",  # the wallet
+        "http://127.0.0.1:4200/api",  # Prefect
+        "http://127.0.0.1/cb",  # port 80
+        "https://127.0.0.1/cb",  # port 443
+        "http://127.0.0.2:8092/cb",  # another loopback address, the collector's port
+        "http://127.1:9999/cb",
+        "http://2130706433:9999/cb",
+        "http://0x7f000001:9999/cb",
+        "http://0177.0.0.1:9999/cb",
+        "http://0x7f.1:9999/cb",
+        "http://[::ffff:127.0.0.1]:9999/cb",
+        "http://[::ffff:7f00:1]:9999/cb",
+        "http://[::1]:9999/cb",
+        "http://[::127.0.0.1]:8092/cb",  # IPv4-compatible: reserved
+        "http://10.0.0.1:8092/cb",
+        "http://167772161:8092/cb",  # 10.0.0.1 in decimal
+        "http://[::ffff:10.0.0.1]:8092/cb",
+        "http://0:8092/cb",  # 0.0.0.0
+        "http://localhost:8092/cb",
+        "http://99999999999:8092/cb",  # numeric, but no address
+    ],
+)
+def test_the_stack_policy_refuses_every_other_loopback_or_private_target(url: str) -> None:
+    reason = HostPolicy(STACK_TARGETS).refusal_at_acceptance(url)
+    assert reason is not None, url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8092/callbacks",
+        "http://127.1:8092/callbacks",
+        "http://2130706433:8092/callbacks",
+        "http://0x7f000001:8092/callbacks",
+        "http://[::ffff:127.0.0.1]:8092/callbacks",
+        "http://[::1]:8092/callbacks",
+        "https://example.org/cb",
+    ],
+)
+def test_the_stack_policy_lets_callbacks_reach_the_collector_in_any_spelling(url: str) -> None:
+    assert HostPolicy(STACK_TARGETS).refusal_at_acceptance(url) is None
+
+
+def test_a_refusal_names_the_address_and_the_rule() -> None:
+    reason = HostPolicy(STACK_TARGETS).refusal_at_acceptance("http://0x7f000001:8089/v2")
+    assert reason is not None
+    assert "address 127.0.0.1 (0x7f000001) is loopback" in reason
+    assert "rule: callbacks reach only public addresses or the allowed targets" in reason
+    assert "127.0.0.1:8092, [::1]:8092" in reason
+
+
+def test_names_are_checked_with_their_port_after_resolution() -> None:
+    policy = HostPolicy(STACK_TARGETS, resolver=lambda _host: ["::ffff:127.0.0.1"])
+    assert policy.refusal_at_acceptance("http://cb.example:8089/") is None  # no DNS yet
+    reason = policy.refusal_at_delivery("http://cb.example:8089/")
+    assert reason is not None and "resolves to loopback address 127.0.0.1" in reason
+    assert policy.refusal_at_delivery("http://cb.example:8092/") is None
+
+
+def test_the_bundled_stack_allows_only_the_collector_port(tmp_path: Path) -> None:
+    from ledger.stack import Stack, StackSettings
+
+    stack = Stack(StackSettings(data_dir=tmp_path, collector_port=18092))
+    policy = HostPolicy(stack.api_settings().callback_allowed_hosts)
+    assert policy.refusal_at_acceptance("http://127.0.0.1:18092/callbacks") is None
+    assert policy.refusal_at_acceptance("http://127.0.0.1:8092/callbacks") is not None
 
 
 def test_sign_callback_known_answer() -> None:

@@ -13,6 +13,28 @@ import pytest
 import ledger.core
 
 EXPECTED = {
+    "ledger.core.timestamps.errors": {"Check", "TimestampError", "TimestampRejected"},
+    "ledger.core.timestamps.rfc3161": {
+        "TimestampVerdict",
+        "build_request",
+        "response_from_token",
+        "token_from_response",
+        "verify_response",
+        "verify_token",
+    },
+    "ledger.core.timestamps.tsa_chain": {
+        "TsaTrust",
+        "check_carried_certificates",
+        "check_signer_certificate",
+    },
+    "ledger.core.timestamps.bundle_part": {
+        "Rfc3161Token",
+        "TimestampCheck",
+        "TimestampsPart",
+        "check_timestamps",
+        "token_certificates",
+        "tokens_from_answer",
+    },
     "ledger.core.errors": {
         "AddressError",
         "DecodeError",

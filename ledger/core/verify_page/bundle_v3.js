@@ -1,0 +1,57 @@
+/*
+ * Bundle format version 3 (docs/proof-bundle.md, "Version 3"): a version-1 or version-2
+ * bundle (`commitment` null or not) plus `timestamps`, the RFC 3161 tokens over the
+ * directory block's KeyMR. Steps 1-11 are those of the version it extends. This page does
+ * NOT check the tokens (no CMS or X.509 code here): it lists them as present and "not
+ * checked by this page"; `notary verify --tsa-ca` and `openssl ts -verify` check them.
+ * Registers itself with NotaryVerify.registerVersion.
+ */
+(function (root) {
+  "use strict";
+
+  const { VERSIONS, fields, registerVersion } = root.NotaryVerify;
+  const { fail, hexField, object } = fields;
+  const { hex } = root.NotaryCodecs;
+
+  /** The version a version-3 bundle extends: 2 with a commitment, 1 without. */
+  const baseOf = (top) => VERSIONS.get(top.get("commitment") === null ? 1 : 2);
+
+  function parseTimestamps(top) {
+    const section = object(top.get("timestamps"), "timestamps");
+    const stampedRoot = hexField(section, "root");
+    const tokens = section.get("rfc3161");
+    if (!Array.isArray(tokens)) throw fail("timestamps.rfc3161 must be a list");
+    tokens.forEach((item, i) => {
+      const token = object(item, `timestamps.rfc3161[${i}]`);
+      if (typeof token.get("token") !== "string") throw fail(`rfc3161[${i}] token must be base64 text`);
+    });
+    return { root: stampedRoot, rfc3161: tokens.length };
+  }
+
+  function parseV3(top) {
+    const base = baseOf(top);
+    return { ...base.parse(top), base, timestamps: parseTimestamps(top) };
+  }
+
+  /** Version 2's numbered steps, each run as the extended version runs it. */
+  const steps = VERSIONS.get(2).steps.map(({ step, title }) => ({
+    step,
+    title,
+    check: (ctx) => ctx.bundle.base.steps.find((s) => s.step === step).check(ctx),
+  }));
+
+  registerVersion(3, {
+    parse: parseV3,
+    steps,
+    describe: (bundle) => bundle.base.describe(bundle),
+    facts: (bundle, state) => ({
+      ...bundle.base.facts(bundle, state),
+      timestamps: {
+        root: hex(bundle.timestamps.root),
+        rfc3161: bundle.timestamps.rfc3161,
+        checked: false,
+        note: "not checked by this page",
+      },
+    }),
+  });
+})(globalThis);

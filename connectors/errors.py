@@ -7,6 +7,7 @@ Exception tree::
     ├── AuditPathError (RuntimeError)       ``connectors.audit.paths``: an audit path unreadable
     ├── CollectionModeError (ValueError)    ``connectors.audit.collections``: a refused mode switch
     ├── MigrationError (RuntimeError)       ``connectors.migrations``: not an audit store
+    ├── StoreExposedError (PermissionError) ``connectors.store_modes``: a store file others can read
     ├── ServerStartError (RuntimeError)     ``connectors.served_app``: the server cannot listen
     │   └── ReceiverStartError              ``connectors.callback_receiver``
     ├── TableSourceError                    ``connectors.table_source``

@@ -30,6 +30,7 @@ from connectors.audit import ProofRecord, RunStatus
 from connectors.errors import RpcError
 from connectors.node import NOT_FOUND_CODES, NodeClient
 from flows.pipeline import open_audit_store
+from flows.run_heartbeat import RunHeartbeat
 from flows.settings import PipelineSettings
 from tasks.report import (
     REVERIFY_COLUMNS,
@@ -120,9 +121,14 @@ def audit_report(
     target = Path(out_dir) if out_dir else default_out_dir(settings.data_dir, collection, now)
     parameters = {"collection": collection, "since": str(start), "until": str(end)}
     with open_audit_store(settings) as store:
-        run_id = store.runs.start("audit_report", parameters=parameters | {"sample": sample})
+        run_id = store.runs.start(
+            "audit_report",
+            parameters=parameters | {"sample": sample},
+            stale_after_s=settings.run_stale_s,
+        )
         counts: dict[str, Any] = {}
         status: RunStatus = "failed"
+        beat = RunHeartbeat(store, run_id, interval_s=settings.run_heartbeat_s)
         try:
             streamed = read_audit_data(
                 store,
@@ -137,13 +143,22 @@ def audit_report(
             )
             checked = reverify_sample(quote(streamed.sampled), settings)
             report = streamed.finish(checked)
+            report.summary["runs_crashed"] = _crashed(store.runs.crashed(since=start, until=end))
             paths = write_report_files(report, target, proofs=proof_links(target, proofs_dir))
             counts, status = report.summary, "completed"
         finally:
+            beat.stop()
             store.runs.finish(run_id, counts=counts, status=status)
     publish_artifacts(report, paths=paths)
     files = {name: str(path) for name, path in paths.items()}
     return report.summary | {"out_dir": str(target), "files": files, "run_id": run_id}
+
+
+def _crashed(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Crashed runs as the summary keeps them (times as ISO text, JSON-ready)."""
+    return [
+        {k: v.isoformat() if isinstance(v, datetime) else v for k, v in run.items()} for run in runs
+    ]
 
 
 def proof_links(report_dir: Path, proofs_dir: str | None) -> ProofLinks | None:

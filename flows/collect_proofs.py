@@ -34,7 +34,8 @@ from connectors.callback_receiver import (
     create_receiver_app,
 )
 from connectors.errors import ConnectorError
-from flows.pipeline import open_audit_store, open_services, publish_pending
+from flows.pipeline import Services, open_audit_store, open_services, publish_pending
+from flows.run_heartbeat import RunHeartbeat
 from flows.run_summary import RunSummary
 from flows.settings import PipelineSettings
 from tasks.anchor_stage import AnchorSweep
@@ -65,36 +66,47 @@ def collect_proofs(
     """
     settings = settings or PipelineSettings()
     with open_services(settings) as services:
-        run_id = services.store.runs.start("collect_proofs", parameters={"collection": collection})
-        published = RunSummary("collect", collection or "", "")
-        publish_pending(published, services, collection)
-        ledger = sweep_ledger_once(services.store, services.node, collection=collection)
-        given_up = FailedWrites()
-        if ledger.waiting:  # some may wait for a write the API gave up
-            given_up = check_failed_writes(services.store, services.api, collection=collection)
-        try:
-            anchor = sweep_anchor_once(
-                services.store, services.node, services.anchor, collection=collection
-            )
-        except ConnectorError as exc:
-            # The ledger sweep's work is recorded; anchors wait for the next sweep.
-            anchor = AnchorSweep(errors=[f"anchor stage skipped: {exc}"])
-        counts = services.store.runs.summary(collection)
-        result = {
-            "published": published.published_for_other_runs,
-            "publish_failed": published.publish_failed,
-            "ledger_recorded": ledger.recorded,
-            "ledger_waiting": ledger.waiting,
-            "receipts_rejected": ledger.rejected,
-            "anchored_blocks": anchor.blocks_anchored,
-            "anchored": anchor.notarizations_anchored,
-            "anchor_blocks_waiting": anchor.blocks_waiting,
-            "anchor_blocks_rejected": anchor.blocks_rejected,
-            "failed_writes": given_up.marked,
-            "errors": published.errors + ledger.errors + given_up.errors + anchor.errors,
-            "stages": counts,
-        }
+        run_id = services.store.runs.start(
+            "collect_proofs",
+            parameters={"collection": collection},
+            stale_after_s=settings.run_stale_s,
+        )
+        with RunHeartbeat(services.store, run_id, interval_s=settings.run_heartbeat_s):
+            result = _collect(services, collection)
         services.store.runs.finish(run_id, counts=result, status="completed")
+    return result
+
+
+def _collect(services: Services, collection: str | None) -> dict[str, Any]:
+    """One sweep of each stage (``collect_proofs``), its counts."""
+    published = RunSummary("collect", collection or "", "")
+    publish_pending(published, services, collection)
+    ledger = sweep_ledger_once(services.store, services.node, collection=collection)
+    given_up = FailedWrites()
+    if ledger.waiting:  # some may wait for a write the API gave up
+        given_up = check_failed_writes(services.store, services.api, collection=collection)
+    try:
+        anchor = sweep_anchor_once(
+            services.store, services.node, services.anchor, collection=collection
+        )
+    except ConnectorError as exc:
+        # The ledger sweep's work is recorded; anchors wait for the next sweep.
+        anchor = AnchorSweep(errors=[f"anchor stage skipped: {exc}"])
+    counts = services.store.runs.summary(collection)
+    result = {
+        "published": published.published_for_other_runs,
+        "publish_failed": published.publish_failed,
+        "ledger_recorded": ledger.recorded,
+        "ledger_waiting": ledger.waiting,
+        "receipts_rejected": ledger.rejected,
+        "anchored_blocks": anchor.blocks_anchored,
+        "anchored": anchor.notarizations_anchored,
+        "anchor_blocks_waiting": anchor.blocks_waiting,
+        "anchor_blocks_rejected": anchor.blocks_rejected,
+        "failed_writes": given_up.marked,
+        "errors": published.errors + ledger.errors + given_up.errors + anchor.errors,
+        "stages": counts,
+    }
     return result
 
 

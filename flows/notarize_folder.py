@@ -20,7 +20,7 @@ from prefect.futures import PrefectFuture
 from prefect.utilities.annotations import quote
 
 from connectors.audit import CollectionRecord, RunStatus
-from connectors.folder_source import ScanEntry, display_path, scan, source_name
+from connectors.folder_source import ScanEntry, scan, source_name
 from flows.collector import fewer_collections
 from flows.pipeline import (
     Recorder,
@@ -34,6 +34,7 @@ from flows.pipeline import (
     windows,
 )
 from flows.refused_list import RefusedList, refused_list_path
+from flows.run_heartbeat import RunHeartbeat
 from flows.run_summary import RunSummary, finish_counts, publish_artifact
 from flows.settings import PipelineSettings
 from tasks.hashing import HashResult
@@ -85,15 +86,19 @@ def notarize_folder(
         record = open_collection(services, name)
         summary = RunSummary(str(root), name, record.chain_id)
         run_id = services.store.runs.start(
-            "notarize_folder", parameters={"folder": str(root), "collection": name}
+            "notarize_folder",
+            parameters={"folder": str(root), "collection": name},
+            stale_after_s=settings.run_stale_s,
         )
         status: RunStatus = "failed"
         refused = RefusedList(refused_list_path(settings.data_dir, run_id))
+        beat = RunHeartbeat(services.store, run_id, interval_s=settings.run_heartbeat_s)
         try:
             with refused:
                 _run(summary, services, record, refused, root=root, wait=wait_for_ledger_stage)
             status = "completed"
         finally:
+            beat.stop()
             if refused.written is not None:
                 summary.refused_list = str(refused.written)
             finish_counts(summary, services.store)
@@ -141,7 +146,7 @@ def _stream(
 
     def refused(relative_path: str, reason: str) -> None:
         summary.refused += 1
-        refused_list.add(display_path(relative_path), reason)
+        refused_list.add(relative_path, reason)  # display_path made it printable
 
     settings = services.settings
     in_flight: deque[tuple[list[ScanEntry], PrefectFuture[ResultList[HashResult]]]] = deque()
@@ -164,6 +169,7 @@ def _stream(
                 "workers": settings.hash_workers,
                 "root": str(root),
                 "small_files": settings.hash_small_files,
+                "attempts": settings.hash_attempts,
             }
             in_flight.append((window, runner.submit(hash_batch, params)))
             if len(in_flight) >= WINDOWS_IN_FLIGHT:

@@ -49,6 +49,7 @@ from flows.pipeline import (
     publish_pending,
     wait_ledger,
 )
+from flows.run_heartbeat import RunHeartbeat
 from flows.run_summary import RunSummary, finish_counts, publish_artifact
 from flows.settings import PipelineSettings
 from tasks.publish import ensure_collection_chain
@@ -176,13 +177,18 @@ def _run_recorded(
         "watermark": source.watermark_column,
         "key_columns": list(source.key_columns),
     }
-    run_id = services.store.runs.start("notarize_table", parameters=parameters)
+    settings = services.settings
+    run_id = services.store.runs.start(
+        "notarize_table", parameters=parameters, stale_after_s=settings.run_stale_s
+    )
     status: RunStatus = "failed"
+    beat = RunHeartbeat(services.store, run_id, interval_s=settings.run_heartbeat_s)
     try:
         last = _run(summary, services, source, collection, wait=wait)
         status = "completed"
         return last
     finally:
+        beat.stop()
         finish_counts(summary, services.store)
         services.store.runs.finish(run_id, counts=summary.as_dict(), status=status)
 

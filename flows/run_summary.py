@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from prefect.artifacts import create_markdown_artifact
 
 from connectors.audit import AuditStore, DocumentIn, Stage
-from connectors.folder_source import ScanEntry
+from connectors.folder_source import ScanEntry, display_path
 from flows.id_tally import IdTally
 from tasks.hashing import HashResult
 
@@ -238,7 +238,7 @@ class RunSummary:
                 self.bytes_hashed += result.size_bytes
             else:
                 self.hash_errors += 1
-                self.note(f"{entry.relative_path}: {result.error}")
+                self.note(f"{display_path(entry.relative_path)}: {result.error}")
         return docs
 
     def timed(self, stage: str, fn: Callable[[], T]) -> T:

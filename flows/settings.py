@@ -57,6 +57,16 @@ class PipelineSettings(BaseSettings):
             when no mode is set, a registered collection goes on in its own mode.
         aggregate_batch_size: documents per batch entry in ``aggregate`` mode (>= 1).
         hash_workers: threads hashing files at once inside one batch.
+        run_heartbeat_s: seconds between two heartbeats of a running flow run in the audit
+            store (``flows.run_heartbeat``).
+        run_stale_s: a run still ``running`` whose heartbeat is older than this (seconds;
+            several heartbeats) is marked ``crashed`` by the next run or ``collect``; a
+            run of this host whose process is gone is marked at once
+            (``connectors.audit.runs``).
+        hash_attempts: passes over a file that changes while it is hashed (its size,
+            modification or change time, inode or device move between opening it and
+            reading its end) before it is recorded as the per-file error "changed while
+            hashed" and left for the next run or ``watch`` (``tasks.hashing``).
         hash_small_files: where a batch of small files (mean under 64 KiB) is hashed:
             ``process`` (default) in a child process of the flow's (``tasks.hash_process``:
             on another core, so that the flow's process only records and publishes) or
@@ -123,6 +133,9 @@ class PipelineSettings(BaseSettings):
     publish_mode: PublishMode = "aggregate"
     aggregate_batch_size: int = Field(default=10_000, ge=1, le=1_000_000)
     hash_workers: int = Field(default=4, ge=1, le=64)
+    hash_attempts: int = Field(default=3, ge=1, le=100)
+    run_heartbeat_s: float = Field(default=30.0, gt=0)
+    run_stale_s: float = Field(default=300.0, gt=0)
     hash_small_files: SmallFilesIn = "process"
     task_runner: TaskRunnerName = "threads"
     dask_address: str | None = None

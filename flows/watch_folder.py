@@ -35,7 +35,12 @@ from connectors.audit import (
     DocumentIn,
     RunStatus,
 )
-from connectors.folder_source import DEFAULT_IGNORE_PATTERNS, ScanEntry, source_name
+from connectors.folder_source import (
+    DEFAULT_IGNORE_PATTERNS,
+    ScanEntry,
+    display_path,
+    source_name,
+)
 from connectors.folder_watch import FolderWatcher, ReadyFile, WatchOptions, move_to_done
 from flows.collector import fewer_collections
 from flows.pipeline import (
@@ -46,6 +51,7 @@ from flows.pipeline import (
     open_services,
     publish_pending,
 )
+from flows.run_heartbeat import RunHeartbeat
 from flows.run_summary import RunSummary, finish_counts
 from flows.settings import PipelineSettings
 from tasks.publish import ensure_collection_chain
@@ -91,12 +97,15 @@ def notarize_files(
         run_id = services.store.runs.start(
             "notarize_files",
             parameters={"root": str(base), "collection": name, "files": len(paths)},
+            stale_after_s=settings.run_stale_s,
         )
         status: RunStatus = "failed"
+        beat = RunHeartbeat(services.store, run_id, interval_s=settings.run_heartbeat_s)
         try:
             stages = _run(summary, services, record, base=base, paths=paths)
             status = "completed"
         finally:
+            beat.stop()
             finish_counts(summary, services.store)
             services.store.runs.finish(run_id, counts=summary.as_dict(), status=status)
     return summary.as_dict() | {"file_stages": stages}
@@ -137,7 +146,7 @@ def _entries(summary: RunSummary, base: Path, paths: Sequence[str]) -> list[Scan
             st = path.lstat()
         except (ValueError, OSError) as exc:
             summary.hash_errors += 1
-            summary.note(f"{raw}: {exc}")
+            summary.note(f"{display_path(raw)}: {type(exc).__name__}")
             continue
         entries.append(ScanEntry(rel, path, st.st_size, st.st_mtime))
     return entries
@@ -160,6 +169,7 @@ def _hash_and_record(
             workers=settings.hash_workers,
             root=str(base),
             small_files=settings.hash_small_files,
+            attempts=settings.hash_attempts,
         ).items
         docs = summary.add_hashed(batch, results)
         recorder.add(docs)
@@ -371,8 +381,9 @@ class _BatchHandler:
             if move_to_done(file, done) is not None:
                 self._totals.moved += 1
         except OSError as exc:
-            self._totals.note(f"cannot move {file.path} to {done}: {exc}")
-            logger.warning("cannot move %s to %s: %s", file.path, done, exc)
+            shown = display_path(str(file.path))
+            self._totals.note(f"cannot move {shown} to {display_path(str(done))}: {exc.strerror}")
+            logger.warning("cannot move %s to %s: %s", shown, display_path(str(done)), exc.strerror)
 
 
 def _by_root(batch: Sequence[ReadyFile]) -> dict[Path, list[ReadyFile]]:

@@ -13,7 +13,8 @@ The child opens each file exactly as the flow's process would (``hash_files`` wi
 and the results are the same; it imports only ``tasks.hashing`` and its folder helpers.
 
 Protocol (binary pipes, each message a 4-byte little-endian length then a pickle): the
-parent sends ``(root, paths)`` (``str``, ``list[str]``); the child answers one tuple per
+parent sends ``(root, paths, attempts)`` (``str``, ``list[str]``, ``int``: passes over a
+file that changes while it is read, ``tasks.hashing``); the child answers one tuple per
 path, in order: ``(sha256, size_bytes, None)`` with the hex digest, or
 ``(None, None, error)``. The child exits at the end of its input, so it ends with its
 parent (also on SIGKILL: the pipe closes). Anything going wrong with the child (it cannot
@@ -34,7 +35,7 @@ from functools import partial
 from typing import Any
 
 from ledger.pipe_child import PipeChild, read_exactly
-from tasks.hashing import HashResult, StrPath, hash_files
+from tasks.hashing import DEFAULT_HASH_ATTEMPTS, HashResult, StrPath, hash_files
 
 __all__ = [
     "HashProcess",
@@ -59,23 +60,28 @@ class HashProcess:
 
     Args:
         python: the interpreter to start (default: this one).
+        module: the child's module (``python -m``): this one, or a test's that wraps it.
     """
 
-    def __init__(self, *, python: str = sys.executable) -> None:
+    def __init__(self, *, python: str = sys.executable, module: str = "tasks.hash_process") -> None:
         self._lock = threading.Lock()
-        self._child = PipeChild("tasks.hash_process", python=python)
+        self._child = PipeChild(module, python=python)
 
-    def hash_files(self, paths: Sequence[StrPath], *, root: StrPath) -> list[HashResult]:
+    def hash_files(
+        self, paths: Sequence[StrPath], *, root: StrPath, attempts: int = DEFAULT_HASH_ATTEMPTS
+    ) -> list[HashResult]:
         """One ``HashResult`` per path, in order, as ``tasks.hashing.hash_files(paths,
-        root=root, max_workers=1)`` returns them (``path`` is the caller's object).
+        root=root, max_workers=1, attempts=attempts)`` returns them (``path`` is the
+        caller's object).
 
         Args:
             paths: files relative to ``root`` (``ScanEntry.relative_path``).
             root: the scanned folder.
+            attempts: passes over a file that changes while it is read (>= 1).
         """
         if not paths:
             return []
-        request = (os.fspath(root), [os.fspath(p) for p in paths])
+        request = (os.fspath(root), [os.fspath(p) for p in paths], attempts)
         with self._lock:
             try:
                 self._child.send(pipe_message(request))
@@ -86,7 +92,7 @@ class HashProcess:
             except (OSError, ValueError, TypeError, EOFError, pickle.UnpicklingError) as exc:
                 log.warning("hashing child failed (%s); hashing this batch in-process", exc)
                 self._child.stop()
-        return hash_files(paths, root=root, max_workers=1)
+        return hash_files(paths, root=root, max_workers=1, attempts=attempts)
 
     def close(self) -> None:
         """End the child (it exits at end of input); no-op if none runs."""
@@ -142,10 +148,11 @@ def child_requests() -> Iterator[Any]:
 
 
 def main() -> None:
-    """The child: answer each ``(root, paths)`` request on standard input until its end."""
+    """The child: answer each ``(root, paths, attempts)`` request on standard input until
+    its end."""
     stdout = sys.stdout.buffer
-    for root, names in child_requests():
-        results = hash_files(names, root=root, max_workers=1)
+    for root, names, attempts in child_requests():
+        results = hash_files(names, root=root, max_workers=1, attempts=attempts)
         try:
             stdout.write(pipe_message([(r.sha256, r.size_bytes, r.error) for r in results]))
             stdout.flush()

@@ -9,15 +9,17 @@ index, the tree size and its audit path; a clear one a version-1 bundle.
 
 Where exported proofs live, relative to the export folder (``notary proof export``), is
 decided here too, so that the exporter and the audit report's links agree:
-``<collection slug>/<relative path>.proof.json``, the verification page ``verify.html``
-at the top, and a document's own page (its bundle built in) beside its bundle as
-``<relative path>.verify.html``.
+``<collection>/<relative path>.<version>.proof.json``, every part of it encoded by
+``tasks.export_names`` (two documents, or two versions of one, never share a name, also
+on a file system that folds case), the verification page ``verify.html`` at the top, and
+a document's own page (its bundle built in) beside its bundle as
+``<relative path>.<version>.verify.html``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -29,39 +31,42 @@ from ledger.core.proof.bundle import Aggregation, ProofBundle, build_bundle
 from ledger.core.proof.verify import verify_bundle
 from ledger.core.timestamps.bundle_part import TimestampsPart
 from tasks.documents import notarization_entry
+from tasks.export_names import collection_slug, encode_component, version_stamp
 
 __all__ = [
     "PAGE_NAME",
     "bundle_for",
     "bundle_relpath",
-    "collection_slug",
     "entry_bytes",
     "page_relpath",
 ]
 
 #: The verification page's file name, at the top of an export folder.
 PAGE_NAME = "verify.html"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _BUNDLE_SUFFIX = ".proof.json"
 _PAGE_SUFFIX = ".verify.html"
 
 
-def collection_slug(name: str) -> str:
-    """A file-name-safe form of a collection name (at most 100 characters, never empty)."""
-    return _UNSAFE.sub("_", name).strip("_")[:100] or "collection"
+def bundle_relpath(
+    collection: str, path: str, sha256: str, notarized_at: datetime
+) -> PurePosixPath:
+    """Where the bundle of one version of a document goes inside an export folder.
 
+    ``<collection>/<path parts>.<version>.proof.json``, each part as
+    ``tasks.export_names`` encodes it and the version its ``version_stamp``: different
+    ``(collection, path, sha256)`` never give one name (nor names that differ only in
+    case), and the name is never outside the folder (no ``..``, ``.`` or absolute parts).
+    A document without a usable path is named by its ``sha256`` (hex).
 
-def bundle_relpath(collection: str, path: str, sha256: str) -> PurePosixPath:
-    """Where a document's bundle goes inside an export folder.
-
-    ``<collection slug>/<path parts, made safe>.proof.json``; never outside the folder (no
-    ``..``, ``.`` or absolute parts); a document without a usable path is named by its
-    ``sha256`` (hex).
+    Args:
+        collection: the collection's name. path: the document's relative path, as
+            notarized. sha256: its hex SHA-256. notarized_at: its notarization's
+            ``created_at`` (UTC).
     """
-    parts = [p for p in path.split("/") if p not in ("", ".", "..")]
-    safe = [_UNSAFE.sub("_", p) for p in parts] or [sha256]
-    relative = PurePosixPath(collection_slug(collection), *safe)
-    return relative.with_name(relative.name + _BUNDLE_SUFFIX)
+    parts = [p for p in path.split("/") if p not in ("", ".", "..")] or [sha256]
+    safe = [encode_component(p) for p in parts]
+    safe[-1] += f".{version_stamp(notarized_at, sha256)}{_BUNDLE_SUFFIX}"
+    return PurePosixPath(collection_slug(collection), *safe)
 
 
 def page_relpath(bundle: PurePosixPath) -> PurePosixPath:

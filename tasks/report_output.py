@@ -15,6 +15,7 @@ import json
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 from urllib.parse import quote
@@ -40,9 +41,9 @@ class ProofLinks:
     def _href(self, relative: PurePosixPath | str) -> str:
         return quote(str(PurePosixPath(self.base) / relative))
 
-    def bundle(self, collection: str, path: str, sha256: str) -> str:
-        """The URL (relative, percent-encoded) of a document's bundle."""
-        return self._href(bundle_relpath(collection, path, sha256))
+    def bundle(self, collection: str, path: str, sha256: str, notarized_at: datetime) -> str:
+        """The URL (relative, percent-encoded) of a document version's bundle."""
+        return self._href(bundle_relpath(collection, path, sha256, notarized_at))
 
     @property
     def page(self) -> str:
@@ -98,6 +99,7 @@ def _headline(s: Mapping[str, Any]) -> list[tuple[str, Any]]:
         ("re-verification ok", s["reverify_ok"]),
         ("re-verification rejected", s["reverify_rejected"]),
         ("re-verification unavailable", s["reverify_unavailable"]),
+        ("runs crashed", len(s.get("runs_crashed") or ())),
     ]
 
 
@@ -183,6 +185,8 @@ def render_html(report: Report, *, proofs: ProofLinks | None = None) -> str:
         _problems_section(report),
         "<h2>Re-verification of stored receipts against the node</h2>",
         _table(report.reverification, empty="No receipt was re-verified."),
+        "<h2>Runs that crashed</h2>",
+        _crashed_runs(s.get("runs_crashed") or []),
         "<h2>Batches</h2>",
         "<p class=muted>One ledger entry per batch carries the root of its documents' "
         "tree; each document below has the stage of its batch and its own proof.</p>",
@@ -200,12 +204,20 @@ def render_html(report: Report, *, proofs: ProofLinks | None = None) -> str:
     )
 
 
+def _crashed_runs(runs: list[Mapping[str, Any]]) -> str:
+    """The runs found crashed (killed before they finished) that started in the period."""
+    columns = ["id", "flow", "host", "pid", "started_at", "heartbeat_at", "reason"]
+    frame = pd.DataFrame([{c: run.get(c) for c in columns} for run in runs], columns=columns)
+    return _table(frame, empty="No run crashed: every run finished and recorded its counts.")
+
+
 def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
 def _cards(s: Mapping[str, Any]) -> str:
     bad = {"failed", "overdue", "re-verification rejected", "re-verification unavailable"}
+    bad.add("runs crashed")
     items = [(k, v) for k, v in _headline(s)] + [(f"at {k}", v) for k, v in s["stages"].items()]
     cards = [
         f'<div class="card{" bad" if k in bad and v else ""}"><b>{_e(v)}</b>{_e(k)}</div>'
@@ -254,7 +266,7 @@ def _proof_cell(row: Any, proofs: ProofLinks) -> str:
     """Links of an anchored document: its bundle and the page (other stages: nothing)."""
     if row.stage != "anchor":
         return ""
-    bundle = proofs.bundle(row.collection, row.path, row.sha256)
+    bundle = proofs.bundle(row.collection, row.path, row.sha256, row.created_at)
     return f'<a href="{_e(bundle)}">bundle</a> · <a href="{_e(proofs.page)}">verify</a>'
 
 

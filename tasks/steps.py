@@ -31,7 +31,13 @@ from tasks.anchor_stage import AnchorSweep, sweep_anchor
 from tasks.documents import batch_members
 from tasks.errors import TaskError
 from tasks.hash_process import shared_hash_process
-from tasks.hashing import HashResult, SmallFilesIn, hash_files, small_batch
+from tasks.hashing import (
+    DEFAULT_HASH_ATTEMPTS,
+    HashResult,
+    SmallFilesIn,
+    hash_files,
+    small_batch,
+)
 from tasks.ledger_stage import SweepOutcome, follow_ledger, sweep_ledger
 from tasks.publish import PublishOutcome, publish_rows
 
@@ -57,7 +63,12 @@ class StagePending(TaskError, RuntimeError):
 
 @task(name="hash-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
 def hash_batch(
-    entries: Sequence[ScanEntry], *, workers: int, root: str, small_files: SmallFilesIn = "process"
+    entries: Sequence[ScanEntry],
+    *,
+    workers: int,
+    root: str,
+    small_files: SmallFilesIn = "process",
+    attempts: int = DEFAULT_HASH_ATTEMPTS,
 ) -> ResultList[HashResult]:
     """SHA-256 of every file of the batch (errors captured per file).
 
@@ -66,7 +77,9 @@ def hash_batch(
     small files (``tasks.hashing.small_batch``) is hashed in the process's hashing child
     (``small_files="process"``: ``tasks.hash_process``, on another core) or on one thread
     of this process (``"thread"``), larger files on ``workers`` threads
-    (``tasks.hashing.hash_files``).
+    (``tasks.hashing.hash_files``). A file that changes while it is read is read again,
+    up to ``attempts`` passes, then is the error "changed while hashed": every path
+    (child, threads, a Dask worker) hashes only a version that existed.
 
     Returns:
         the results in ``entries`` order (``.items``; ``ResultList`` says why).
@@ -74,8 +87,10 @@ def hash_batch(
     paths = [e.relative_path for e in entries]
     sizes = [e.size_bytes for e in entries]
     if small_files == "process" and small_batch(sizes):
-        return ResultList(shared_hash_process().hash_files(paths, root=root))
-    return ResultList(hash_files(paths, max_workers=workers, root=root, sizes=sizes))
+        return ResultList(shared_hash_process().hash_files(paths, root=root, attempts=attempts))
+    return ResultList(
+        hash_files(paths, max_workers=workers, root=root, sizes=sizes, attempts=attempts)
+    )
 
 
 class ResultList(Generic[T]):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+
+import pytest
 
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["DO_NOT_TRACK"] = "1"
@@ -21,3 +24,14 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 # the machine's PostgreSQL, whose plugin also registers ``--require-postgres``; pytester
 # runs pytest inside a test (the harness's own tests).
 pytest_plugins = ["pytester", "tests.harness.stack", "tests.harness.postgres"]
+
+
+@pytest.fixture(autouse=True)
+def _umask_restored() -> Iterator[None]:
+    """Put the process's umask back after each test: the ``notary`` command sets an
+    owner-only umask for its whole process, and a test that runs it in process must not
+    change the modes of files that later tests (on the same worker) create."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    yield
+    os.umask(mask)

@@ -226,6 +226,9 @@ class Run(AuditBase, table=True):
     finished_at: datetime | None = _utc_column()
     parameters: dict[str, Any] | None = Field(default=None, sa_column=Column(_JSON))
     counts: dict[str, Any] | None = Field(default=None, sa_column=Column(_JSON))
+    host: str | None = Field(default=None, max_length=255)  # where it runs
+    pid: int | None = Field(default=None)  # its process there
+    heartbeat_at: datetime | None = _utc_column()  # renewed while it runs
 
 
 class TableWatermark(AuditBase, table=True):

@@ -39,7 +39,7 @@ Stage = Literal["pending", "published", "multi_az", "ledger", "anchor", "failed"
 STAGE_ORDER: tuple[Stage, ...] = ("pending", "published", "multi_az", "ledger", "anchor")
 ALL_STAGES: tuple[Stage, ...] = (*STAGE_ORDER, "failed")
 
-RunStatus = Literal["running", "completed", "failed"]
+RunStatus = Literal["running", "completed", "failed", "crashed"]
 
 #: How a collection publishes (``docs/formats.md``): ``aggregate`` one entry per batch of
 #: documents (their commitments in a Merkle tree), ``entry`` one commitment entry per

@@ -12,6 +12,7 @@ Revisions (``versions/``)::
                    index on documents.sha256 or documents.source alone
     0006_receipt_branch_once  receipts.raw keeps a digest of the Merkle branch, which is
                    stored once, in receipts.merkle_branch (data only)
+    0007_run_heartbeat  runs.host, runs.pid, runs.heartbeat_at (crashed runs are closed)
 
 ``upgrade(engine)`` brings a database to the head revision:
 
@@ -63,7 +64,7 @@ ANCHORS_REVISION = "0002_anchors"
 WATERMARKS_REVISION = "0003_table_watermarks"
 BATCHES_REVISION = "0004_collections_batches"
 MEMBER_PATHS_REVISION = "0005_member_paths_recomputed"
-HEAD_REVISION = "0006_receipt_branch_once"
+HEAD_REVISION = "0007_run_heartbeat"
 # Own name, not ``alembic_version``: the audit tables may share a database (or schema) with
 # another service's Alembic-managed tables.
 VERSION_TABLE = "audit_alembic_version"

@@ -107,15 +107,17 @@ def export_and_explain(
     started = time.perf_counter()
     with open_services(settings) as services:
         outcome = export_bundles(services, out_dir, collection=collection, html=True)
+    kept = f" ({len(outcome.unchanged)} more were there, unchanged)" if outcome.unchanged else ""
     console.print(
-        f"Wrote {len(outcome.written)} proof bundles and the verification page to {out_dir}"
-        f" in {time.perf_counter() - started:.1f} s."
+        f"Wrote {len(outcome.written)} proof bundles{kept} and the verification page to"
+        f" {out_dir} in {time.perf_counter() - started:.1f} s."
     )
-    for message in outcome.failed[:5]:
+    for message in [*outcome.failed, *outcome.refused][:5]:
         console.print(f"[yellow]note:[/yellow] bundle not written: {escape(message)}")
-    if not outcome.written or outcome.page is None:
+    exported = [*outcome.written, *outcome.unchanged]
+    if not exported or outcome.page is None:
         return outcome
-    bundle = outcome.written[0]
+    bundle = exported[0]
     document = folder / outcome.sources[bundle]
     command = f"notary verify {shlex.quote(str(document))} --proof {shlex.quote(str(bundle))}"
     console.print("Check a document against its proof, with every service stopped:")

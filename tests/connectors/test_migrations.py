@@ -188,6 +188,7 @@ def test_head_constant_matches_the_revision_scripts() -> None:
     assert script.get_base() == INITIAL_REVISION
     assert [r.revision for r in script.walk_revisions()] == [
         HEAD_REVISION,
+        "0006_receipt_branch_once",
         MEMBER_PATHS_REVISION,
         BATCHES_REVISION,
         WATERMARKS_REVISION,

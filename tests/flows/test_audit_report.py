@@ -240,3 +240,37 @@ def test_an_aggregated_run_reports_its_batch_and_each_document(
     assert set(documents["notarization_id"]) == set(batches["batch_id"])
     assert set(documents["entry_hash"]) == set(batches["entry_hash"])
     assert "<h2>Batches</h2>" in Path(summary["files"]["html"]).read_text()
+
+
+def test_a_run_that_died_is_closed_by_the_report_and_shown_in_it(
+    known_settings: PipelineSettings, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    from sqlalchemy import update
+
+    from connectors.audit.sql import runs_table
+
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    with AuditStore(known_settings.audit_url) as store:
+        dead = store.runs.start("notarize_folder", parameters={"folder": "/drop"})
+        with store.engine.begin() as conn:  # as the killed process recorded it
+            conn.execute(
+                update(runs_table).where(runs_table.c.id == dead).values(pid=int(gone.stdout))
+            )
+    summary = audit_report("c1", out_dir=str(tmp_path / "out"), settings=known_settings, sample=0)
+    (crashed,) = summary["runs_crashed"]
+    assert crashed["id"] == dead and crashed["flow"] == "notarize_folder"
+    assert crashed["reason"] == f"process {int(gone.stdout)} on {crashed['host']} is gone"
+    with AuditStore(known_settings.audit_url) as store:
+        assert store.runs.get(dead)["status"] == "crashed"  # type: ignore[index]
+    html = Path(summary["files"]["html"]).read_text()
+    assert "Runs that crashed" in html and f"process {int(gone.stdout)} on" in html
+    saved = json.loads(Path(summary["files"]["summary"]).read_text())
+    assert saved["runs_crashed"][0]["id"] == dead

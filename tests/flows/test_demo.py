@@ -65,7 +65,8 @@ def test_demo_ends_with_anchored_proofs_and_the_ways_to_check_one(
     assert argv[:2] == ["notary", "verify"] and argv[3] == "--proof"
     document, bundle = Path(argv[2]), Path(argv[4])
     assert document.parent == folder and document.name in DOCUMENTS
-    assert bundle.is_relative_to(proofs) and bundle.name == document.name + ".proof.json"
+    assert bundle.is_relative_to(proofs) and bundle.name.startswith(document.name + ".")
+    assert bundle.name.endswith(".proof.json")  # <name>.<time>-<sha256 prefix>.proof.json
     out = io.StringIO()
     assert verify_command(document, bundle, console=Console(file=out, width=200)) == 0, out
     assert ProofBundle.loads(bundle.read_text()).document_sha256.hex() in out.getvalue()

@@ -112,10 +112,10 @@ def test_hash_files_runs_in_parallel_threads(tmp_path: Path, monkeypatch) -> Non
     barrier = threading.Barrier(3, timeout=5)
     real = hashing.hash_file
 
-    def slow_hash(path: os.PathLike[str]) -> tuple[str, int]:
+    def slow_hash(path: os.PathLike[str], **options: int) -> tuple[str, int]:
         seen.add(threading.current_thread().name)
         barrier.wait()  # fails unless 3 files are hashed at the same time
-        return real(path)
+        return real(path, **options)
 
     monkeypatch.setattr(hashing, "hash_file", slow_hash)
     paths = []

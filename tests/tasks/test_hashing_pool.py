@@ -54,14 +54,14 @@ def test_concurrent_batches_share_the_hashing_threads(tmp_path: Path, monkeypatc
     hashing_threads: set[str] = set()
     real = hashing.hash_file
 
-    def counting(path: os.PathLike[str]) -> tuple[str, int]:
+    def counting(path: os.PathLike[str], **options: int) -> tuple[str, int]:
         nonlocal busy, peak
         with lock:
             busy += 1
             peak = max(peak, busy)
             hashing_threads.add(threading.current_thread().name)
         try:
-            return real(path)
+            return real(path, **options)
         finally:
             with lock:
                 busy -= 1
@@ -80,9 +80,9 @@ def test_every_batch_size_hashes_each_file_once(tmp_path: Path, count: int, monk
     seen: list[str] = []
     real = hashing.hash_file
 
-    def recording(path: os.PathLike[str]) -> tuple[str, int]:
+    def recording(path: os.PathLike[str], **options: int) -> tuple[str, int]:
         seen.append(os.fspath(path))
-        return real(path)
+        return real(path, **options)
 
     monkeypatch.setattr(hashing, "hash_file", recording)
     paths = small_files(tmp_path, count)

@@ -499,8 +499,9 @@ def test_html_links_anchored_documents_to_their_bundle_and_the_page(
     parser.feed(paths["html"].read_text(encoding="utf-8"))
     bundles = [href for href in parser.hrefs if href.endswith(".proof.json")]
     # only document a is anchored (build_known)
-    expected = proofs_dir / bundle_relpath("c1", "docs/a.pdf", h("a"))
-    assert bundles == ["../../my%20proofs/c1/docs/a.pdf.proof.json"]
+    expected = proofs_dir / bundle_relpath("c1", "docs/a.pdf", h("a"), T0)  # created at T0
+    stamp = f"{T0:%Y%m%dT%H%M%SZ}-{h('a')[:8]}"
+    assert bundles == [f"../../my%20proofs/c1/docs/a.pdf.{stamp}.proof.json"]
     resolved = (report_dir / bundles[0].replace("%20", " ")).resolve()
     assert resolved == expected.resolve()
     pages = {href for href in parser.hrefs if href.endswith("verify.html")}

@@ -138,4 +138,4 @@ def _print_sweep(result: dict[str, Any], woken: bool) -> None:
         f"verified, {result['ledger_waiting']} waiting; {result['anchored']} anchored"
     )
     for message in result["errors"][:5]:
-        err.print(f"[yellow]note:[/yellow] {message}")
+        err.print(f"[yellow]note:[/yellow] {escape(message)}")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from flows.cli.common import (
     DataDir,
@@ -105,5 +106,5 @@ def _print_summary(s: dict[str, Any]) -> None:
                 "Nothing new to publish: every file is already notarized in this collection."
             )
     for message in s["errors"][:10]:
-        err.print(f"[yellow]note:[/yellow] {message}")
+        err.print(f"[yellow]note:[/yellow] {escape(message)}")
     print_refused_note(s, err)

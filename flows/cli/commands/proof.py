@@ -5,8 +5,13 @@ command line around it. ``--html`` also writes the verification page (``verify.h
 docs/proof-bundle.md) into the folder; ``--html-pages`` also a page per document with its
 bundle built in.
 
+Each version of each document gets a file of its own, never written over another file
+(names and the index ``index.json``: ``flows.cli.proof_export``, README "Export names");
+the count printed is the count of files written.
+
 Exit codes (``ExitCode``): 0 every document has its bundle; 1 documents are not anchored
-yet or a bundle failed verification; 2 no API key; 3 the services could not be reached.
+yet, a bundle failed verification or its name is taken by another file; 2 no API key; 3
+the services could not be reached.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from flows.cli.common import DataDir, check_api_key, console, err, fail_unreachable
 from flows.cli.exit_codes import ExitCode
@@ -49,7 +55,7 @@ def proof_export(
         typer.Option(
             "--html-pages",
             help="Also write a page per document with its bundle built in "
-            "(<path>.verify.html beside <path>.proof.json); implies --html.",
+            "(<path>.<version>.verify.html beside its .proof.json); implies --html.",
         ),
     ] = False,
 ) -> None:
@@ -68,6 +74,10 @@ def proof_export(
     except ConnectorError as exc:
         fail_unreachable(exc)
     console.print(f"wrote {len(outcome.written)} bundles to {out}")
+    if outcome.unchanged:
+        console.print(f"{len(outcome.unchanged)} bundles were there already, unchanged")
+    if outcome.index is not None:
+        console.print(f"index of the bundles: {outcome.index}")
     if outcome.pages:
         console.print(f"wrote {len(outcome.pages)} pages with their bundle built in")
     if outcome.page is not None:
@@ -77,6 +87,10 @@ def proof_export(
             f"{outcome.not_anchored} documents are not anchored yet (run `notary collect`)"
         )
     for message in outcome.failed[:10]:
-        err.print(f"[red]failed:[/red] {message}")
-    incomplete = outcome.failed or outcome.not_anchored
+        err.print(f"[red]failed:[/red] {escape(message)}")
+    for message in outcome.refused[:10]:
+        err.print(f"[red]not overwritten:[/red] {escape(message)}")
+    if len(outcome.refused) > 10:
+        err.print(f"... and {len(outcome.refused) - 10} more not overwritten")
+    incomplete = outcome.failed or outcome.not_anchored or outcome.refused
     raise typer.Exit(ExitCode.INCOMPLETE if incomplete else ExitCode.OK)

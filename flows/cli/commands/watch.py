@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from flows.cli.common import (
     DataDir,
@@ -143,7 +144,7 @@ def _print_batch(root: Path, result: dict[str, Any]) -> None:
     failed = result["publish_failed"] + result["hash_errors"]
     console.print(line + (f", [yellow]{failed} failed[/yellow]" if failed else ""))
     for message in result["errors"][:5]:
-        err.print(f"[yellow]note:[/yellow] {message}")
+        err.print(f"[yellow]note:[/yellow] {escape(message)}")
 
 
 def _print_totals(totals: dict[str, Any]) -> None:

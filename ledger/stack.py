@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import uvicorn
@@ -121,6 +121,17 @@ class StackSettings(TlsServing):
     pow_block_time_s: float = Field(default=1.0, gt=0)
     pow_difficulty_bits: int = Field(default=16, ge=1, le=64)
     anchor_confirmations: int = Field(default=2, ge=1)
+    #: The external chain of the anchors: the bundled one (default), or ``bitcoin-rpc``: a
+    #: Bitcoin Core / Litecoin Core node at ``anchor_rpc_url`` paying from wallet
+    #: ``anchor_wallet`` at ``anchor_fee_rate`` sat/vB (``AnchorSettings.btc_*``).
+    anchor_chain: Literal["embedded", "bitcoin-rpc"] = "embedded"
+    anchor_rpc_url: str = "http://127.0.0.1:8332/"
+    anchor_rpc_user: str | None = None
+    anchor_rpc_password: SecretStr | None = None
+    anchor_rpc_password_file: Path | None = None
+    anchor_wallet: str = ""
+    anchor_coin: Literal["bitcoin", "litecoin"] = "bitcoin"
+    anchor_fee_rate: float | None = Field(default=None, gt=0)
     sqlite_synchronous: str = "FULL"
     #: Lock the JSON-RPC services (module docstring): True locks them (a password is
     #: generated when none is given or kept), False opens them, None keeps what the data
@@ -265,6 +276,14 @@ class Stack:
             pow_block_time_s=s.pow_block_time_s,
             pow_difficulty_bits=s.pow_difficulty_bits,
             confirmations=s.anchor_confirmations,
+            backend=s.anchor_chain,
+            btc_rpc_url=s.anchor_rpc_url,
+            btc_rpc_user=s.anchor_rpc_user,
+            btc_rpc_password=s.anchor_rpc_password,
+            btc_rpc_password_file=s.anchor_rpc_password_file,
+            btc_wallet=s.anchor_wallet,
+            btc_coin=s.anchor_coin,
+            btc_fee_rate_sat_vb=s.anchor_fee_rate,
             sqlite_synchronous=s.sqlite_synchronous,
             node_tls_ca_file=s.tls_ca_file,
             **self._rpc_fields("rpc"),
@@ -360,7 +379,11 @@ class Stack:
         return [
             StoreSpec.from_url("api", "api/api.sqlite", api.resolved_database_url()),
             StoreSpec.sqlite("anchor", "anchor/anchor.sqlite", anchor.state_path),
-            StoreSpec.sqlite("pow", "anchor/pow.sqlite", anchor.pow_path),
+            *(  # a Bitcoin node's chain is the node's to keep
+                [StoreSpec.sqlite("pow", "anchor/pow.sqlite", anchor.pow_path)]
+                if anchor.backend == "embedded"
+                else []
+            ),
             StoreSpec.sqlite(
                 "node",
                 "node/node.sqlite",

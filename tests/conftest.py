@@ -20,10 +20,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("LINES", None)
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
-# The harness's fixtures: the real bundled stack (flow, anchor and reliability tests) and
+# The harness's fixtures: the real bundled stack (flow, anchor and reliability tests), a
+# real litecoind in regtest (the Bitcoin RPC anchor tests) and
 # the machine's PostgreSQL, whose plugin also registers ``--require-postgres``; pytester
 # runs pytest inside a test (the harness's own tests).
-pytest_plugins = ["pytester", "tests.harness.stack", "tests.harness.postgres"]
+pytest_plugins = [
+    "pytester",
+    "tests.harness.stack",
+    "tests.harness.postgres",
+    "tests.harness.litecoind",
+]
 
 
 @pytest.fixture(autouse=True)

@@ -1,10 +1,11 @@
 """Composition root of the anchoring service: ``create_app(settings)``.
 
-Builds the proof-of-work chain (``pow.sqlite``), the service's state (``anchor.sqlite``),
+Builds the external chain's backend (the bundled proof-of-work chain, ``pow.sqlite``, or
+a Bitcoin Core node's RPC, ``settings.backend``), the service's state (``anchor.sqlite``),
 the node client, the ledger writer and the service, and serves JSON-RPC at ``/v2`` (locked
 with HTTP basic authentication when ``rpc_user``/``rpc_password`` are set), and open health
-checks and metrics (``ledger.anchor.observability``). The lifespan mines the chain every
-``pow_block_time_s`` and runs an anchoring round every ``poll_interval_s``; everything is
+checks and metrics (``ledger.anchor.observability``). The lifespan mines the bundled chain
+every ``pow_block_time_s`` (a Bitcoin node's chain is mined by its network) and runs an anchoring round every ``poll_interval_s``; everything is
 closed when it ends.
 """
 
@@ -12,13 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from starlette.applications import Starlette
 
 from ledger.anchor.backend import EmbeddedPowBackend
+from ledger.anchor.bitcoin_rpc import BitcoinRpcBackend
 from ledger.anchor.chain import PowChain
 from ledger.anchor.mining import MiningProcess
 from ledger.anchor.observability import anchor_observability
@@ -44,11 +47,13 @@ __all__ = ["AnchorRuntime", "build_runtime", "create_app"]
 
 @dataclass
 class AnchorRuntime:
-    """Everything the anchoring service runs on; ``close()`` releases the stores."""
+    """Everything the anchoring service runs on; ``close()`` releases the stores.
+
+    ``chain`` is the bundled proof-of-work chain (None with a Bitcoin node's backend)."""
 
     settings: AnchorSettings
-    chain: PowChain
-    backend: EmbeddedPowBackend
+    chain: PowChain | None
+    backend: EmbeddedPowBackend | BitcoinRpcBackend
     state: AnchorState
     node: AsyncJsonRpcClient
     service: AnchorService
@@ -59,14 +64,17 @@ class AnchorRuntime:
     stamper: TsaRequester | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Mine, anchor (and ask the TSAs) until ``stop`` is set."""
-        miner = self.backend.run_miner(
-            stop,
-            interval_s=self.settings.pow_block_time_s,
-            depth=self.settings.confirmations,
-            idle_interval_s=self.settings.pow_idle_block_time_s,
-        )
-        loops = [miner, self.service.run(stop)]
+        """Mine (the bundled chain), anchor (and ask the TSAs) until ``stop`` is set."""
+        loops: list[Coroutine[Any, Any, None]] = [self.service.run(stop)]
+        if isinstance(self.backend, EmbeddedPowBackend):  # a Bitcoin node's chain is mined
+            loops.append(
+                self.backend.run_miner(
+                    stop,
+                    interval_s=self.settings.pow_block_time_s,
+                    depth=self.settings.confirmations,
+                    idle_interval_s=self.settings.pow_idle_block_time_s,
+                )
+            )
         if self.stamper is not None:
             loops.append(self.stamper.run(stop, interval_s=self.settings.poll_interval_s))
         await asyncio.gather(*loops)
@@ -78,7 +86,10 @@ class AnchorRuntime:
         if self.timestamps is not None:
             self.timestamps.close()
         self.state.close()
-        self.chain.close()
+        if self.chain is not None:
+            self.chain.close()
+        if isinstance(self.backend, BitcoinRpcBackend):
+            self.backend.close()
         if self.mining is not None:
             self.mining.close()
 
@@ -89,22 +100,41 @@ def build_runtime(
     clock: Clock | None = None,
     node_transport: httpx.AsyncBaseTransport | None = None,
 ) -> AnchorRuntime:
-    """Open the stores (mining the genesis block on first start) and wire the service.
+    """Open the stores (mining the genesis block of the bundled chain on first start) and
+    wire the service.
+
+    Raises:
+        OSError: ``btc_rpc_password_file`` cannot be read.
+        CredentialsError: the Bitcoin node's RPC credentials are incomplete or malformed.
 
     ``node_transport`` replaces the HTTP transport to the node (``httpx.ASGITransport``
     around an in-process node app in tests).
     """
     clock = clock or SystemClock()
-    mining = MiningProcess() if settings.pow_mining == "process" else None
-    chain = PowChain(
-        settings.pow_path,
-        params=settings.pow_params(),
-        clock=clock,
-        synchronous=settings.sqlite_synchronous,
-        miner=None if mining is None else mining.mine,
-    )
-    chain.open()
-    backend = EmbeddedPowBackend(chain)
+    mining: MiningProcess | None = None
+    chain: PowChain | None = None
+    backend: EmbeddedPowBackend | BitcoinRpcBackend
+    if settings.backend == "bitcoin-rpc":
+        backend = BitcoinRpcBackend(
+            settings.btc_rpc_url,
+            wallet=settings.btc_wallet,
+            coin=settings.btc_coin,
+            access=settings.btc_access(),
+            fee_rate_sat_vb=settings.btc_fee_rate_sat_vb,
+            stuck_blocks=settings.btc_stuck_blocks,
+            timeout_s=settings.btc_timeout_s,
+        )
+    else:
+        mining = MiningProcess() if settings.pow_mining == "process" else None
+        chain = PowChain(
+            settings.pow_path,
+            params=settings.pow_params(),
+            clock=clock,
+            synchronous=settings.sqlite_synchronous,
+            miner=None if mining is None else mining.mine,
+        )
+        chain.open()
+        backend = EmbeddedPowBackend(chain)
     state = AnchorState(settings.state_path, synchronous=settings.sqlite_synchronous)
     node = AsyncJsonRpcClient(
         settings.node_url,
@@ -175,6 +205,8 @@ def create_app(
         base=observability,
         settings=settings,
         chain=runtime.chain,
+        backend=runtime.backend,
+        service=runtime.service,
         state=runtime.state,
         node=runtime.node,
     )

@@ -5,7 +5,9 @@ submit an anchor (docs/formats.md §7.2) or a window commitment (7.3), then ask 
 was included, with how many confirmations, and for the proof (transaction, Merkle path,
 headers) that a proof bundle carries. ``EmbeddedPowBackend`` implements it over the
 bundled proof-of-work chain and also mines it; another chain (a Bitcoin node, say) can be
-plugged in by implementing the same five members.
+plugged in by implementing the same members (``ledger.anchor.bitcoin_rpc.BitcoinRpcBackend``
+anchors in a Bitcoin Core or Litecoin Core node). A backend that cannot act (its node is
+down, its wallet locked or empty) raises ``AnchorBackendError`` naming the ``reason``.
 
 Hashes are raw 32 bytes in internal order inside; ``InclusionProof.to_json`` renders the
 ``anchor`` section of a proof bundle (``docs/proof-bundle.md``).
@@ -27,6 +29,7 @@ from ledger.core.pow.tx import anchor_transaction, op_return_script
 
 __all__ = [
     "AnchorBackend",
+    "AnchorBackendError",
     "EmbeddedPowBackend",
     "Inclusion",
     "InclusionProof",
@@ -34,6 +37,21 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+class AnchorBackendError(AnchorError, RuntimeError):
+    """The external chain cannot take or answer for anchors now; nothing was lost.
+
+    Attributes:
+        reason: a short code for health checks and metrics: ``node-unreachable``,
+            ``rpc-refused`` (credentials), ``wallet-missing``, ``wallet-locked``,
+            ``wallet-empty``, ``fee-too-low`` (an anchor waits longer than allowed),
+            ``rejected`` (the node refused the transaction), ``rpc-error``.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
 
 
 class NotConfirmed(AnchorError, LookupError):
@@ -109,6 +127,11 @@ class AnchorBackend(Protocol):
         """Proof of ``txid`` with ``depth`` headers; NotConfirmed when not that deep yet."""
         ...
 
+    def lost(self, txid: bytes) -> bool:
+        """True when ``txid`` will not be mined as it stands (conflicted, dropped from the
+        node's pool, unknown): its anchor must be submitted again."""
+        ...
+
 
 class EmbeddedPowBackend:
     """``AnchorBackend`` over the bundled ``PowChain``; ``run_miner`` mines it."""
@@ -160,6 +183,11 @@ class EmbeddedPowBackend:
         return InclusionProof(
             self.chain, found.raw, txid, index, tuple(path), tuple(headers), found.block_height
         )
+
+    def lost(self, txid: bytes) -> bool:
+        """True only for a txid the bundled chain does not hold (it keeps every submitted
+        transaction until it is mined, and never reorganizes)."""
+        return self._chain.transaction(txid) is None
 
     async def run_miner(
         self,

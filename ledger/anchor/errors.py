@@ -3,6 +3,8 @@
 Exception tree::
 
     AnchorError (Exception)             root of every error the ``ledger.anchor`` package defines
+    ├── AnchorBackendError (RuntimeError)  ``ledger.anchor.backend``: the external chain cannot
+    │                                      take or answer for anchors now (``reason``)
     ├── AnchorServiceError (RuntimeError)  ``ledger.anchor.service``: the node answered
     │                                      something the service cannot use
     ├── MiningExhausted (RuntimeError)     ``ledger.anchor.chain``: no nonce meets the target

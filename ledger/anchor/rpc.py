@@ -18,7 +18,9 @@ anchor-status      height (directory block)     directoryblockheight, keymr, txi
 anchor-proof       height, depth (optional)     anchor, contract (proof bundle sections)
 =================  ===========================  ===============================================
 
-Errors: -32008 (not found; ``data`` says why, e.g. "not confirmed"), -32602 (bad params).
+Errors: -32008 (not found; ``data`` says why, e.g. "not confirmed"), -32602 (bad params),
+-32603 (a Bitcoin node's backend failed; ``data`` names the reason, e.g.
+``node-unreachable: ...``).
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ledger.anchor.backend import NotConfirmed
+from ledger.anchor.backend import AnchorBackendError, NotConfirmed
 from ledger.anchor.chain import BlockInfo, PowChain
 from ledger.anchor.service import AnchorService
 from ledger.core.errors import DecodeError
 from ledger.core.pow.encoding import from_display_hex, to_display_hex
-from ledger.jsonrpc import InvalidParams, ObjectNotFound
+from ledger.jsonrpc import InternalError, InvalidParams, ObjectNotFound
 from ledger.jsonrpc.registry import MethodRegistry
 
 __all__ = ["build_registry"]
@@ -80,12 +82,17 @@ def build_registry(service: AnchorService, chain: PowChain | None) -> MethodRegi
     if chain is not None:
         _register_chain(registry, service, chain)
 
-    @registry.method("anchor-status", params=HeightParams, blocking=False)
+    remote = chain is None  # a Bitcoin node's backend answers over the network: off the loop
+
+    @registry.method("anchor-status", params=HeightParams, blocking=remote)
     def anchor_status(params: HeightParams) -> dict[str, Any]:
         block = service.state.block(params.height)
         if block is None:
             raise ObjectNotFound(data=f"directory block {params.height} is not anchored yet")
-        inc = service.backend.inclusion(block.anchor_txid)
+        try:
+            inc = service.backend.inclusion(block.anchor_txid)
+        except AnchorBackendError as exc:
+            raise InternalError(str(exc)) from exc
         return {
             "directoryblockheight": block.height,
             "keymr": block.keymr.hex(),
@@ -97,7 +104,7 @@ def build_registry(service: AnchorService, chain: PowChain | None) -> MethodRegi
             "recordentryhash": None if block.record_entry is None else block.record_entry.hex(),
         }
 
-    @registry.method("anchor-proof", params=ProofParams, blocking=False)
+    @registry.method("anchor-proof", params=ProofParams, blocking=remote)
     def anchor_proof(params: ProofParams) -> dict[str, Any]:
         try:
             return service.anchor_proof(params.height, depth=params.depth)
@@ -107,6 +114,8 @@ def build_registry(service: AnchorService, chain: PowChain | None) -> MethodRegi
             ) from None
         except NotConfirmed as exc:
             raise ObjectNotFound(data=f"not confirmed: {exc}") from exc
+        except AnchorBackendError as exc:
+            raise InternalError(str(exc)) from exc
 
     return registry
 

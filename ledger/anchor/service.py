@@ -6,7 +6,8 @@ One round (``step``):
    anchored yet, in height order (at most ``max_heights_per_round``); check each block's
    KeyMR by hashing its raw bytes; submit one anchor per block (docs/formats.md §7.2) and one window
    commitment (7.3) over the last ``window_blocks`` KeyMRs up to the newest block; save them.
-2. **record**: for every anchor whose transaction has ``confirmations`` blocks, write a
+2. **record**: an anchor whose transaction left the best chain for good (``lost``: a
+   conflict, a pool that dropped it) is submitted again; for every anchor whose transaction has ``confirmations`` blocks, write a
    signed ``AnchorRecord`` (7.4 v2) into ChainID(["FactomAnchorChain"]); for every confirmed
    window, one into ChainID(["FactomEthereumAnchorChain"]). Both chains are created at the
    first record. The node's ``anchors`` method reads these records. Before the first
@@ -16,6 +17,10 @@ One round (``step``):
 
 ``anchor_proof`` serves the material of a proof bundle's ``anchor`` and ``contract``
 sections (docs/proof-bundle.md) from the service's state and the backend.
+
+The backend's calls run in a worker thread (``asyncio.to_thread``): a remote chain's
+node answers over the network, and the bundled stack's other services share this
+event loop.
 """
 
 from __future__ import annotations
@@ -26,7 +31,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.anchor.backend import AnchorBackend, Inclusion, InclusionProof, NotConfirmed
+from ledger.anchor.backend import (
+    AnchorBackend,
+    AnchorBackendError,
+    Inclusion,
+    InclusionProof,
+    NotConfirmed,
+)
 from ledger.anchor.errors import AnchorError
 from ledger.anchor.reconcile import records_on_node
 from ledger.anchor.settings import AnchorSettings
@@ -102,14 +113,27 @@ class AnchorService:
         self._signer = signer
         self._address = settings.contract_address_bytes()
         self._reconciled = False  # the node's records were read back since the start
+        #: Why the last round could not use the external chain (None: it could).
+        self.fault: AnchorBackendError | None = None
 
     # -- the loop -------------------------------------------------------------------------
 
     async def step(self) -> RoundReport:
-        """One round: discover and submit new blocks, then record confirmed anchors."""
-        tip = await self._node_height()
-        submitted = await self.discover(tip)
-        recorded, windows = await self.record(record_height=tip + 1)
+        """One round: discover and submit new blocks, then record confirmed anchors.
+
+        Raises:
+            AnchorBackendError: the external chain failed (``fault`` keeps it until a
+                round succeeds; what was submitted before the failure is saved, the rest
+                waits for the next round).
+        """
+        try:
+            tip = await self._node_height()
+            submitted = await self.discover(tip)
+            recorded, windows = await self.record(record_height=tip + 1)
+        except AnchorBackendError as exc:
+            self.fault = exc
+            raise
+        self.fault = None
         return RoundReport(submitted, recorded, windows)
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -137,16 +161,30 @@ class AnchorService:
         heights = list(range(start, end + 1))
         replies = await self._node.batch([("dblock-by-height", {"height": h}) for h in heights])
         blocks: list[AnchoredBlock] = []
+        fault: AnchorBackendError | None = None
         for height, reply in zip(heights, replies, strict=True):
             if isinstance(reply, JsonRpcCallError):
                 break
             keymr = _checked_keymr(reply, height)
-            blocks.append(AnchoredBlock(height, keymr, self.backend.submit_anchor(height, keymr)))
+            try:
+                txid = await asyncio.to_thread(self.backend.submit_anchor, height, keymr)
+            except AnchorBackendError as exc:
+                fault = exc
+                break
+            blocks.append(AnchoredBlock(height, keymr, txid))
         if blocks:
-            self.state.add(blocks, self._submit_window(blocks))
+            window = None
+            if fault is None:
+                try:
+                    window = await self._submit_window(blocks)
+                except AnchorBackendError as exc:
+                    fault = exc  # the next window covers these blocks too
+            self.state.add(blocks, window)
+        if fault is not None:
+            raise fault
         return len(blocks)
 
-    def _submit_window(self, blocks: list[AnchoredBlock]) -> AnchoredWindow:
+    async def _submit_window(self, blocks: list[AnchoredBlock]) -> AnchoredWindow:
         top = blocks[-1].height
         low = max(0, top - self.settings.window_blocks + 1)
         keymrs = self.state.keymrs(low, blocks[0].height - 1)
@@ -154,7 +192,7 @@ class AnchorService:
         if len(keymrs) != top - low + 1:
             raise AnchorServiceError(f"window {low}..{top} misses directory blocks")
         commitment = WindowCommitment(self._address, low, top, window_root(keymrs))
-        txid = self.backend.submit_window(commitment)
+        txid = await asyncio.to_thread(self.backend.submit_window, commitment)
         return AnchoredWindow(txid, low, top, commitment.window_mr)
 
     # -- step 2: record -------------------------------------------------------------------
@@ -168,18 +206,42 @@ class AnchorService:
             await self.reconcile()
             self._reconciled = True
         need = self.settings.confirmations
-        blocks = [
-            (b, inc)
-            for b in self.state.unrecorded_blocks(_RECORD_BATCH)
-            if (inc := self.backend.inclusion(b.anchor_txid)) and inc.confirmations >= need
-        ]
-        windows = [
-            (w, inc)
-            for w in self.state.unrecorded_windows(_RECORD_BATCH)
-            if (inc := self.backend.inclusion(w.txid)) and inc.confirmations >= need
-        ]
+        blocks: list[tuple[AnchoredBlock, Inclusion]] = []
+        for b in self.state.unrecorded_blocks(_RECORD_BATCH):
+            inc = await asyncio.to_thread(self.backend.inclusion, b.anchor_txid)
+            if inc is None and await asyncio.to_thread(self.backend.lost, b.anchor_txid):
+                await self._reanchor_block(b)
+            elif inc is not None and inc.confirmations >= need:
+                blocks.append((b, inc))
+        windows: list[tuple[AnchoredWindow, Inclusion]] = []
+        for w in self.state.unrecorded_windows(_RECORD_BATCH):
+            inc = await asyncio.to_thread(self.backend.inclusion, w.txid)
+            if inc is None and await asyncio.to_thread(self.backend.lost, w.txid):
+                await self._reanchor_window(w)
+            elif inc is not None and inc.confirmations >= need:
+                windows.append((w, inc))
         recorded = await self._record_blocks(blocks, record_height)
         return recorded, await self._record_windows(windows, record_height)
+
+    async def _reanchor_block(self, block: AnchoredBlock) -> None:
+        """Anchor ``block`` again: its transaction was lost (``AnchorBackend.lost``)."""
+        txid = await asyncio.to_thread(self.backend.submit_anchor, block.height, block.keymr)
+        self.state.replace_anchor(block.height, txid)
+        log.warning(
+            "anchor of directory block %d lost (%s); anchored again in %s",
+            block.height,
+            _display(block.anchor_txid),
+            _display(txid),
+        )
+
+    async def _reanchor_window(self, window: AnchoredWindow) -> None:
+        """Submit ``window`` again: its transaction was lost."""
+        commitment = WindowCommitment(
+            self._address, window.height_min, window.height_max, window.window_mr
+        )
+        txid = await asyncio.to_thread(self.backend.submit_window, commitment)
+        self.state.replace_window(window.txid, txid)
+        log.warning("window %d..%d anchored again", window.height_min, window.height_max)
 
     async def reconcile(self) -> tuple[int, int]:
         """Mark recorded the unrecorded blocks and windows whose record, signed by this

@@ -12,8 +12,9 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 from ledger import devnet
 from ledger.core.hexbytes import from_hex
 from ledger.core.pow.params import PowParams
+from ledger.jsonrpc.credentials import RpcAccess
 from ledger.observability.logs import LogFormat
-from ledger.serving import NodeAccess, RpcServing
+from ledger.serving import NodeAccess, RpcServing, rpc_access
 
 
 class AnchorSettings(RpcServing, NodeAccess):
@@ -35,6 +36,15 @@ class AnchorSettings(RpcServing, NodeAccess):
     ``rpc_password`` lock its JSON-RPC route, ``tls_cert_file`` / ``tls_key_file`` serve
     HTTPS, ``node_rpc_user`` / ``node_rpc_password`` / ``node_tls_ca_file`` reach a locked
     node.
+
+    The external chain (``backend``): ``embedded`` (default) mines the bundled
+    proof-of-work chain; ``bitcoin-rpc`` anchors in a Bitcoin Core or Litecoin Core node
+    (``ledger.anchor.bitcoin_rpc``) reached at ``btc_rpc_url`` with ``btc_rpc_user`` and
+    ``btc_rpc_password`` (or ``btc_rpc_password_file``, read at start; the password is a
+    secret and never logged), paying from wallet ``btc_wallet`` at ``btc_fee_rate_sat_vb``
+    (sat/vB; None: the wallet's estimate); ``btc_coin`` names the coin in bundles
+    (``litecoin-regtest``); an anchor unmined ``btc_stuck_blocks`` blocks after it was sent
+    makes readiness say ``fee-too-low``; each call waits at most ``btc_timeout_s``.
     """
 
     model_config = SettingsConfigDict(env_prefix="NOTARY_ANCHOR_", extra="ignore")
@@ -60,6 +70,16 @@ class AnchorSettings(RpcServing, NodeAccess):
     node_timeout_s: float = Field(default=30.0, gt=0)
     sqlite_synchronous: str = "FULL"
     max_body_bytes: int = 1_048_576
+    backend: Literal["embedded", "bitcoin-rpc"] = "embedded"
+    btc_rpc_url: str = "http://127.0.0.1:8332/"
+    btc_rpc_user: str | None = None
+    btc_rpc_password: SecretStr | None = None
+    btc_rpc_password_file: Path | None = None
+    btc_wallet: str = ""
+    btc_coin: Literal["bitcoin", "litecoin"] = "bitcoin"
+    btc_fee_rate_sat_vb: float | None = Field(default=None, gt=0)
+    btc_stuck_blocks: int = Field(default=6, ge=1)
+    btc_timeout_s: float = Field(default=10.0, gt=0)
     #: Log lines as ``text`` (people) or ``json`` (log collectors), at ``log_level`` or
     #: above (``python -m ledger.anchor``; ``notary up`` takes the command line's).
     log_format: LogFormat = "text"
@@ -97,6 +117,18 @@ class AnchorSettings(RpcServing, NodeAccess):
     def pow_params(self) -> PowParams:
         """Name, difficulty and confirmations of the bundled chain."""
         return PowParams(self.pow_chain_name, self.pow_difficulty_bits, self.confirmations)
+
+    def btc_access(self) -> RpcAccess:
+        """Credentials of the Bitcoin node's RPC (``btc_rpc_password_file`` read now).
+
+        Raises:
+            OSError: the password file cannot be read.
+            CredentialsError: only one of user and password is set, or either is malformed.
+        """
+        password = self.btc_rpc_password
+        if password is None and self.btc_rpc_password_file is not None:
+            password = SecretStr(self.btc_rpc_password_file.read_text(encoding="utf-8").strip())
+        return rpc_access(self.btc_rpc_user, password, None)
 
     def contract_address_bytes(self) -> bytes:
         """The 20-byte contract address."""

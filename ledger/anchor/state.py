@@ -131,6 +131,21 @@ class AnchorState:
         ).fetchone()
         return None if row is None else _window(row)
 
+    def replace_anchor(self, height: int, txid: bytes) -> None:
+        """Point the unrecorded anchor of ``height`` at a new transaction (its former one
+        was lost: a reorganization, a conflict, a pool that dropped it)."""
+        self._conn.execute(
+            "UPDATE dblocks SET anchor_txid=? WHERE height=? AND record_entry IS NULL",
+            (txid, height),
+        )
+
+    def replace_window(self, old_txid: bytes, new_txid: bytes) -> None:
+        """Point an unrecorded window at a new transaction (as ``replace_anchor``)."""
+        self._conn.execute(
+            "UPDATE windows SET txid=? WHERE txid=? AND record_entry IS NULL",
+            (new_txid, old_txid),
+        )
+
     def mark_block_recorded(self, height: int, entry_hash: bytes) -> None:
         self._conn.execute("UPDATE dblocks SET record_entry=? WHERE height=?", (entry_hash, height))
 

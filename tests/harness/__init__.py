@@ -17,10 +17,12 @@ module             what it holds
 ``stack``          fixtures: the bundled stack in a thread (``running_stack`` to configure
                    it), pipeline settings, Prefect
 ``tls``            ``issue_certificate``: a throw-away authority and server certificate
+``litecoind``      a real ``litecoind -regtest`` (``LitecoinNode``, the ``litecoin_node``
+                   fixture, ``BlockTicker``), installed with apt-get when missing
 ``tsa``            OpenSSL's RFC 3161 timestamp authority over HTTP (``issue_tsa``,
                    ``tsa_server``), and the faulty one (``fault=...``)
 =================  ========================================================================
 
 Tests import what they need from the module that holds it; ``tests/conftest.py`` loads the
-fixture modules (``stack``, ``postgres``) as plugins.
+fixture modules (``stack``, ``postgres``, ``litecoind``) as plugins.
 """

@@ -4,7 +4,9 @@
 to, a Prefect server the other commands reuse) until Ctrl-C. ``--rpc-auth``,
 ``--rpc-user`` and ``--rpc-password-file`` lock the JSON-RPC services with HTTP basic
 authentication (docs/jsonrpc.md §1.1); the credentials go to
-``<data_dir>/rpc-credentials`` (0600), where the other commands find them. ``demo`` starts
+``<data_dir>/rpc-credentials`` (0600), where the other commands find them. The
+``--anchor-*`` flags anchor in a Bitcoin Core or Litecoin Core node instead of the bundled
+chain (``ledger.anchor.bitcoin_rpc``). ``demo`` starts
 the services in a background thread, notarizes one folder end to end, prints the summary,
 waits for the ``anchor`` stage, exports the proof bundles and the verification page
 (``flows.cli.demo_ending``), shows how to check one document, and stops.
@@ -23,6 +25,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+import httpx
 import typer
 from pydantic import SecretStr, ValidationError
 from rich.markup import escape
@@ -187,6 +190,43 @@ def up(
             "NOTARY_NODE_TLS_CA_FILE / NOTARY_ANCHOR_TLS_CA_FILE.",
         ),
     ] = None,
+    anchor_chain: Annotated[
+        str | None,
+        typer.Option(
+            "--anchor-chain",
+            help="Where directory blocks are anchored: 'embedded' (the bundled chain, "
+            "default) or 'bitcoin-rpc' (a Bitcoin Core or Litecoin Core node's wallet).",
+        ),
+    ] = None,
+    anchor_rpc_url: Annotated[
+        str | None,
+        typer.Option("--anchor-rpc-url", help="RPC URL of that node (http://127.0.0.1:8332/)."),
+    ] = None,
+    anchor_rpc_user: Annotated[
+        str | None, typer.Option("--anchor-rpc-user", help="Its RPC user (rpcuser).")
+    ] = None,
+    anchor_rpc_password_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--anchor-rpc-password-file",
+            help="File holding its RPC password (or NOTARY_STACK_ANCHOR_RPC_PASSWORD).",
+        ),
+    ] = None,
+    anchor_wallet: Annotated[
+        str | None, typer.Option("--anchor-wallet", help="The node's wallet paying anchors.")
+    ] = None,
+    anchor_fee_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--anchor-fee-rate", help="Fee rate of anchors, sat/vB (default: the wallet's)."
+        ),
+    ] = None,
+    anchor_coin: Annotated[
+        str | None,
+        typer.Option(
+            "--anchor-coin", help="'bitcoin' (default) or 'litecoin': names the chain in proofs."
+        ),
+    ] = None,
     tsa: Annotated[
         list[str] | None,
         typer.Option(
@@ -213,6 +253,16 @@ def up(
     tls = {"tls_cert_file": tls_cert_file, "tls_key_file": tls_key_file, "tls_ca_file": tls_ca_file}
     options = _rpc_options(rpc_auth, rpc_user, rpc_password_file)
     options |= {name: value for name, value in tls.items() if value is not None}
+    anchor = {
+        "anchor_chain": anchor_chain,
+        "anchor_rpc_url": anchor_rpc_url,
+        "anchor_rpc_user": anchor_rpc_user,
+        "anchor_rpc_password_file": anchor_rpc_password_file,
+        "anchor_wallet": anchor_wallet,
+        "anchor_fee_rate": anchor_fee_rate,
+        "anchor_coin": anchor_coin,
+    }
+    options |= {name: value for name, value in anchor.items() if value is not None}
     options |= _tsa_options(tsa, tsa_ca)
     options |= _wallet_options(wallet_passphrase_file, plain_wallet)
     prefect_auth = _prefect_auth(prefect_host, prefect_auth_file) if prefect else None
@@ -220,7 +270,8 @@ def up(
         stack = _stack(data_dir, block_time, host, **options)
         stack.prepare()
         credentials = stack.rpc_credentials()
-    except (CredentialsError, ValidationError, WalletAtRestError, ExposureError) as exc:
+        stack.anchor_settings().btc_access()  # a bad password file or user: usage error
+    except (CredentialsError, ValidationError, WalletAtRestError, ExposureError, OSError) as exc:
         fail(str(exc), ExitCode.USAGE)
     s = stack.settings
     console.print(
@@ -243,6 +294,11 @@ def up(
         console.print(
             f"JSON-RPC services locked: user {escape(credentials.user)}, credentials in "
             f"{stack.rpc_credentials_file}"
+        )
+    if s.anchor_chain == "bitcoin-rpc":
+        node = httpx.URL(s.anchor_rpc_url)  # host and port only: a URL may hold a password
+        console.print(
+            f"anchoring in the {s.anchor_coin} node at {escape(f'{node.host}:{node.port}')}"
         )
     if s.tsa_urls:
         console.print(f"RFC 3161 tokens from {len(s.tsa_urls)} TSA(s), trusted by {s.tsa_ca_file}")

@@ -11,11 +11,14 @@ import pytest
 EXPECTED = {
     "ledger.anchor.backend": {
         "AnchorBackend",
+        "AnchorBackendError",
         "EmbeddedPowBackend",
         "Inclusion",
         "InclusionProof",
         "NotConfirmed",
     },
+    "ledger.anchor.bitcoin_rpc": {"NETWORKS", "BitcoinRpcBackend", "chain_name"},
+    "ledger.anchor.legacy_tx": {"legacy_serialization"},
     "ledger.anchor.app": {"AnchorRuntime", "build_runtime", "create_app"},
     "ledger.anchor.export": {"fetch_bundle"},
     "ledger.anchor.chain": {"BlockInfo", "MiningExhausted", "PowChain", "TxLocation", "mine"},

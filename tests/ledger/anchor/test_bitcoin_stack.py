@@ -1,0 +1,216 @@
+"""The bundled stack anchoring in a real Litecoin regtest node (``notary up --anchor-chain
+bitcoin-rpc``), with a block mined every second as on a chain with 1-second blocks.
+
+Documents are published through the REST API with callbacks; they reach ``anchor``; the
+``anchor`` callback, ``/v1/anchors`` and the node's ``anchors`` name the Litecoin block
+and transaction; the exported bundle verifies (``verify_litecoin_bundle``). The time from
+each document's directory block to its ``anchor`` stage is printed (``-s`` shows it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import httpx
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from flows.cli.application import app as cli_app
+from flows.cli.exit_codes import ExitCode
+from flows.cli.proof_check import verify_command
+from ledger.anchor.export import fetch_bundle
+from ledger.core.pow.encoding import from_display_hex
+from ledger.core.pow.header import BlockHeader
+from ledger.core.proof.steps import Step
+from ledger.jsonrpc.client import JsonRpcClient
+from ledger.stack import Stack, StackThread
+from tasks.documents import collection_chain, document_entry
+from tests.harness.litecoind import WALLET, BlockTicker, LitecoinNode
+from tests.harness.ports import free_port
+from tests.harness.servers import HttpServer
+from tests.harness.stack import stack_settings
+from tests.harness.waiting import wait_until
+from tests.ledger.anchor.litecoin import CHAIN, verify_litecoin_bundle
+from tests.ledger.anchor.test_e2e import DOCUMENTS, b64
+
+pytestmark = pytest.mark.e2e
+
+CONFIRMATIONS = 2
+
+
+class Hook:
+    """Callback receiver on a free loopback port: the query of every POST, kept."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.received: list[dict[str, str]] = []
+        lock = threading.Lock()
+        received = self.received
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
+                self.rfile.read(int(self.headers.get("content-length", "0")))
+                with lock:
+                    received.append(dict(parse_qsl(urlsplit(self.path).query)))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+        self.server = HttpServer(Handler, self.port)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+
+def test_the_stack_anchors_in_litecoin(tmp_path: Path, litecoin_node: LitecoinNode) -> None:
+    password_file = tmp_path / "litecoin-password"
+    password_file.write_text(litecoin_node.password)
+    hook = Hook()
+    settings = stack_settings(
+        tmp_path / "data",
+        collector_port=hook.port,  # the one loopback port the API's callbacks may reach
+        anchor_confirmations=CONFIRMATIONS,
+        anchor_chain="bitcoin-rpc",
+        anchor_rpc_url=litecoin_node.url,
+        anchor_rpc_user=litecoin_node.user,
+        anchor_rpc_password_file=password_file,
+        anchor_wallet=WALLET,
+        anchor_coin="litecoin",
+        anchor_fee_rate=1.0,
+    )
+    stack = Stack(settings)
+    key = stack.prepare()
+    thread = StackThread(stack)
+    entered_block: dict[str, float] = {}
+    anchored_at: dict[str, float] = {}
+    with hook.server, BlockTicker(litecoin_node, interval_s=1.0):
+        thread.start()
+        try:
+            api = httpx.Client(base_url=settings.api_url, headers={"user-key": key}, timeout=10)
+            chain = collection_chain("litecoin anchors")
+            body = {"external_ids": [b64(x) for x in chain.external_ids]}
+            assert api.post("/chains", json=body | {"content": b64(chain.content)}).is_success
+            published: dict[str, str] = {}
+            for name, data in DOCUMENTS.items():
+                le = document_entry(
+                    chain.chain_id,
+                    sha256=hashlib.sha256(data).hexdigest(),
+                    size_bytes=len(data),
+                    path=name,
+                )
+                reply = api.post(
+                    f"/chains/{chain.chain_id}/entries",
+                    json={
+                        "external_ids": [b64(x) for x in le.external_ids],
+                        "content": b64(le.content),
+                        "callback_url": hook.url,
+                        "callback_stages": ["anchor"],
+                    },
+                )
+                assert reply.status_code == 202, reply.text
+                published[name] = reply.json()["entry_hash"]
+
+            def stages() -> bool:
+                for name, entry_hash in published.items():
+                    stage = api.get(f"/chains/{chain.chain_id}/entries/{entry_hash}").json()
+                    now = time.monotonic()
+                    if stage["stage"] in ("ledger", "anchor"):
+                        entered_block.setdefault(name, now)
+                    if stage["stage"] == "anchor":
+                        anchored_at.setdefault(name, now)
+                return len(anchored_at) == len(published)
+
+            wait_until(stages, 90, 0.1, what=lambda: f"every entry anchored: {anchored_at}")
+            wait_until(lambda: len(hook.received) >= len(published), 30, what="the callbacks")
+            node = JsonRpcClient(settings.node_url)
+            anchor = JsonRpcClient(settings.anchor_url)
+            for name, entry_hash in published.items():
+                data = DOCUMENTS[name]
+                bundle = fetch_bundle(
+                    bytes.fromhex(entry_hash),
+                    hashlib.sha256(data).digest(),
+                    node=node,
+                    anchor=anchor,
+                )
+                assert bundle.anchor.chain == CHAIN
+                steps = verify_litecoin_bundle(bundle, data, confirmations=CONFIRMATIONS)
+                assert steps == list(Step)
+                # `notary verify` with the bundled chain's policy (its default) refuses it.
+                (tmp_path / name).write_bytes(data)
+                (tmp_path / f"{name}.proof.json").write_text(bundle.dumps())
+                out = io.StringIO()
+                code = verify_command(
+                    tmp_path / name,
+                    tmp_path / f"{name}.proof.json",
+                    console=Console(file=out, width=200),
+                )
+                assert code == ExitCode.INCOMPLETE, out.getvalue()
+                assert "litecoin-regtest" in out.getvalue()
+                print(out.getvalue())
+                height = node.call("receipt", {"hash": entry_hash})["receipt"][
+                    "directoryblockheight"
+                ]
+                anchors = node.call("anchors", {"height": height})["anchor_pow"]
+                block_hash = anchors["blockhash"]
+                assert BlockHeader.unmarshal(bundle.anchor.headers[0]).hash() == (
+                    from_display_hex(block_hash)
+                )
+                header = litecoin_node.rpc("getblockheader", block_hash)
+                assert header["confirmations"] >= CONFIRMATIONS  # in the best chain
+                tx = litecoin_node.rpc("gettransaction", anchors["transactionhash"], wallet=WALLET)
+                assert tx["blockhash"] == block_hash
+                sdk = {"app_id": "tests", "app_key": key}  # Connect's shapes: /v1/anchors
+                reply = httpx.get(f"{settings.api_url}/anchors/{height}", headers=sdk, timeout=10)
+                connect = reply.json()["data"]["anchors"]
+                assert connect[0]["network"] == "pow"
+                assert connect[0]["block_hash"] == block_hash
+                assert connect[0]["tx_hash"] == anchors["transactionhash"]
+            called = {
+                c.get("anchor_block_hash") for c in hook.received if c.get("stage") == "anchor"
+            }
+            node_blocks = {
+                node.call("anchors", {"height": h})["anchor_pow"]["blockhash"]
+                for h in {
+                    node.call("receipt", {"hash": e})["receipt"]["directoryblockheight"]
+                    for e in published.values()
+                }
+            }
+            assert called == node_blocks
+            node.close()
+            anchor.close()
+            api.close()
+        finally:
+            thread.stop()
+    waits = sorted(anchored_at[n] - entered_block[n] for n in published)
+    print(f"\ndirectory block to anchor stage, 1-second blocks: {[round(w, 1) for w in waits]} s")
+
+
+def test_up_refuses_an_unreadable_password_file(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli_app,
+        [
+            "up",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--no-prefect",
+            "--anchor-chain",
+            "bitcoin-rpc",
+            "--anchor-rpc-user",
+            "notary",
+            "--anchor-rpc-password-file",
+            str(tmp_path / "missing"),
+        ],
+    )
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert "missing" in result.output

@@ -93,11 +93,7 @@ def time_steps(browser: Any, folder: Path, version: str) -> Figure:
     page = browser.new_page()
     page.goto(page_path.as_uri())
     p = forged.policy
-    policy = {
-        "chain": p.chain,
-        "difficultyBits": p.difficulty_bits,
-        "confirmations": p.confirmations,
-    }
+    policy = p.to_json()
     args = [forged.bundle.dumps(), hashlib.sha256(document).hexdigest(), policy, STEP_RUNS]
     in_page = float(page.evaluate(STEPS_JS, args))
     page.close()

@@ -144,6 +144,8 @@ def audit_report(
             checked = reverify_sample(quote(streamed.sampled), settings)
             report = streamed.finish(checked)
             report.summary["runs_crashed"] = _crashed(store.runs.crashed(since=start, until=end))
+            # the anchors were verified at the anchor stage under this policy
+            report.summary["trust_policy"] = settings.trust_policy
             paths = write_report_files(report, target, proofs=proof_links(target, proofs_dir))
             counts, status = report.summary, "completed"
         finally:

@@ -87,7 +87,11 @@ def _collect(services: Services, collection: str | None) -> dict[str, Any]:
         given_up = check_failed_writes(services.store, services.api, collection=collection)
     try:
         anchor = sweep_anchor_once(
-            services.store, services.node, services.anchor, collection=collection
+            services.store,
+            services.node,
+            services.anchor,
+            collection=collection,
+            policy=services.settings.policy(),
         )
     except ConnectorError as exc:
         # The ledger sweep's work is recorded; anchors wait for the next sweep.

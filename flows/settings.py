@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from connectors.audit import PublishMode
 from flows.errors import FlowError
+from ledger.core.proof.policy import TrustPolicy, policy_named
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.observability.logs import LogFormat
 from tasks.hashing import SmallFilesIn
@@ -108,6 +109,10 @@ class PipelineSettings(BaseSettings):
         metrics_host: the address that server binds (loopback by default).
         ready_max_unanchored_age_s: the collector's ``/health/ready`` fails when a
             notarization has waited longer than this for its anchor, seconds.
+        trust_policy: the trust policy (``ledger.core.proof.policy``) under which the
+            pipeline checks anchors and exports bundles (``NOTARY_TRUST_POLICY``): a shipped
+            name; ``devnet`` (the default) for the bundled chain, e.g. ``litecoin-regtest``
+            for a node run in regtest.
     """
 
     # hide_input_in_errors: a validation error must not quote a password or a URL's.
@@ -157,6 +162,11 @@ class PipelineSettings(BaseSettings):
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_host: str = "127.0.0.1"
     ready_max_unanchored_age_s: float = Field(default=3600.0, gt=0)
+    trust_policy: str = "devnet"
+
+    def policy(self) -> TrustPolicy:
+        """The shipped policy ``trust_policy`` names (``PolicyError`` for an unknown one)."""
+        return policy_named(self.trust_policy)
 
     @property
     def audit_url(self) -> str:
@@ -178,6 +188,11 @@ class PipelineSettings(BaseSettings):
         ):
             if (user is None) != (password is None):
                 raise ValueError(f"set both {name}_user and {name}_password, or neither")
+        return self
+
+    @model_validator(mode="after")
+    def _known_policy(self) -> Self:
+        self.policy()  # PolicyError (a ValueError) names the shipped policies
         return self
 
     @property

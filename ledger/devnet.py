@@ -10,9 +10,10 @@ derived from a public string or copied from public Factom test material.
   its public key unless another key is configured. The window contract has a made-up
   20-byte address.
 - The bundled proof-of-work chain: its name, difficulty and confirmation depth are the
-  anchoring service's defaults and the proof verifier's default policy; they are defined
-  with that policy (``ledger.core.pow.params``, which imports nothing outside
-  ``ledger.core``) and listed here with the rest.
+  anchoring service's defaults and the verifier's ``devnet`` trust policy
+  (``ledger.core.proof.policy.DEVNET``); they are defined with the chain's parameters
+  (``ledger.core.pow.params``, which imports nothing outside ``ledger.core``) and listed
+  here with the rest.
 
 Derived values are written out rather than computed, so that this module imports nothing
 but those parameters; ``tests/ledger/test_devnet.py`` derives them again.

@@ -18,7 +18,7 @@ from connectors.anchor import AnchorClient
 from connectors.audit import AnchorRecord, AuditStore, NotarizationRow
 from connectors.node import NodeClient
 from ledger.core.errors import LedgerFormatError
-from ledger.core.pow.params import PowParams
+from ledger.core.proof.policy import TrustPolicy
 from tasks.proofs import bundle_for
 
 
@@ -39,9 +39,11 @@ def sweep_anchor(
     anchor: AnchorClient,
     *,
     collection: str | None = None,
-    policy: PowParams | None = None,
+    policy: TrustPolicy,
 ) -> AnchorSweep:
     """Move the notarizations of every anchored, verified directory block to ``anchor``.
+
+    ``policy``: the trust policy each block's anchor is verified under.
 
     Raises:
         ConnectorError: a service could not be reached (the caller retries the sweep).
@@ -90,7 +92,7 @@ def _verify_block(
     row: NotarizationRow,
     *,
     proof: dict[str, object],
-    policy: PowParams | None,
+    policy: TrustPolicy,
 ) -> None:
     if row.kind == "batch":  # a batch's first member stands for it (same entry, receipt)
         stored = store.proofs.records(batch_id=row.id, limit=1)

@@ -26,8 +26,8 @@ from typing import Any
 from connectors.audit import NotarizationRow
 from ledger.core.commitment import document_nonce
 from ledger.core.entry import Entry
-from ledger.core.pow.params import PowParams
 from ledger.core.proof.bundle import Aggregation, ProofBundle, build_bundle
+from ledger.core.proof.policy import TrustPolicy
 from ledger.core.proof.verify import verify_bundle
 from ledger.core.timestamps.bundle_part import TimestampsPart
 from tasks.documents import notarization_entry
@@ -92,7 +92,7 @@ def bundle_for(
     dblock_raw: bytes,
     anchor_proof: Mapping[str, Any],
     collection_key: bytes | None = None,
-    policy: PowParams | None = None,
+    policy: TrustPolicy,
     timestamps: TimestampsPart | None = None,
 ) -> ProofBundle:
     """Build and verify the bundle of the document of ``row``.
@@ -104,7 +104,7 @@ def bundle_for(
         receipt, dblock_raw, anchor_proof: the notarization's stored receipt, its directory
             block bytes and the anchor proof of that block.
         collection_key: the collection's secret key (private rows: derives the nonce).
-        policy: proof-of-work policy of the anchor check (default: the bundled chain's).
+        policy: the trust policy the bundle is verified under (``ledger.core.proof.policy``).
         timestamps: the block's independent timestamps (a version-3 bundle).
 
     Raises:

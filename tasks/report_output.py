@@ -95,6 +95,7 @@ def _headline(s: Mapping[str, Any]) -> list[tuple[str, Any]]:
         ("in a block without a stored receipt", s["without_receipt"]),
         ("receipts stored", s["receipts_stored"]),
         ("anchors stored", s["anchors_stored"]),
+        ("anchors verified under trust policy", s.get("trust_policy", "not stated")),
         ("receipts re-verified", s["reverified"]),
         ("re-verification ok", s["reverify_ok"]),
         ("re-verification rejected", s["reverify_rejected"]),

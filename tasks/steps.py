@@ -27,6 +27,7 @@ from connectors.audit import (
 from connectors.folder_source import ScanEntry
 from connectors.node import NodeClient
 from connectors.publishing import PublishingClient
+from ledger.core.proof.policy import TrustPolicy
 from tasks.anchor_stage import AnchorSweep, sweep_anchor
 from tasks.documents import batch_members
 from tasks.errors import TaskError
@@ -239,7 +240,12 @@ def backoff_delays(total_s: float, *, first_s: float = 0.5, cap_s: float = 15.0)
 
 @task(name="sweep-anchor", cache_policy=NO_CACHE)
 def sweep_anchor_once(
-    store: AuditStore, node: NodeClient, anchor: AnchorClient, *, collection: str | None
+    store: AuditStore,
+    node: NodeClient,
+    anchor: AnchorClient,
+    *,
+    collection: str | None,
+    policy: TrustPolicy,
 ) -> AnchorSweep:
     """One sweep of the ``anchor`` stage (see ``tasks.anchor_stage.sweep_anchor``)."""
-    return sweep_anchor(store, node, anchor, collection=collection)
+    return sweep_anchor(store, node, anchor, collection=collection, policy=policy)

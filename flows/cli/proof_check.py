@@ -1,16 +1,24 @@
-"""``notary verify FILE --proof BUNDLE``: check a file against its proof bundle, offline.
+"""``notary verify FILE --proof BUNDLE [--policy NAME|FILE]``: check a file against its
+proof bundle, offline, under a named trust policy.
 
 No service is contacted: the file is hashed here and the bundle is checked with the pure
 verifier ``ledger.core.proof.verify.verify_bundle`` (numbered steps, docs/proof-bundle.md).
-Each step is printed as it passes; the first failing step is printed with its reason.
+Each step is printed as it passes; the first failing step is printed with its reason; a
+bundle that holds ends with the verdict: the policy applied and the date the anchor proves.
+
+The policy (``ledger.core.proof.policy``): ``--policy`` names a shipped one
+(``bitcoin-mainnet``, ``devnet``, ...) or a policy file (JSON). Without it, the shipped
+policy whose chain the bundle names is applied, and the output says plainly that it was
+assumed from the bundle; a bundle whose chain no shipped policy names needs ``--policy``.
 
 Exit codes (``ExitCode``): 0 every step holds; 1 a step failed (a forged, damaged or
-mismatched bundle); 2 bad usage (the file or the bundle cannot be read).
+mismatched bundle); 2 bad usage (the file, the bundle or the policy cannot be read).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from rich.console import Console
@@ -18,14 +26,15 @@ from rich.markup import escape
 
 from flows.cli.common import fail
 from flows.cli.exit_codes import ExitCode
-from ledger.core.pow.params import PowParams
 from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.policy import PolicyError, TrustPolicy, policy_for_chain, policy_named
 from ledger.core.proof.steps import ProofError, Step, StepReport
+from ledger.core.proof.verdict import Verdict
 from ledger.core.proof.verify import verify_bundle
 from ledger.core.timestamps.bundle_part import TimestampCheck, check_timestamps
 from ledger.core.timestamps.tsa_chain import TsaTrust
 
-__all__ = ["hash_file", "load_tsa_trust", "verify_command"]
+__all__ = ["hash_file", "load_tsa_trust", "read_policy", "verify_command"]
 
 _CHUNK_BYTES = 1 << 20
 _TITLE_WIDTH = max(len(step.title) for step in Step)
@@ -38,6 +47,24 @@ def hash_file(path: Path) -> bytes:
         while chunk := handle.read(_CHUNK_BYTES):
             digest.update(chunk)
     return digest.digest()
+
+
+def read_policy(name_or_file: str) -> TrustPolicy:
+    """The shipped policy of that name, else the policy file at that path (JSON,
+    ``TrustPolicy.from_json``'s form).
+
+    Raises:
+        PolicyError: neither a shipped name nor a readable, valid policy file.
+    """
+    path = Path(name_or_file)
+    if not path.is_file():
+        return policy_named(name_or_file)
+    try:
+        return TrustPolicy.from_json(json.loads(path.read_bytes()))
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, PolicyError):
+            raise
+        raise PolicyError(f"policy file {name_or_file}: {exc}") from exc
 
 
 def load_tsa_trust(ca_file: Path | None) -> TsaTrust | None:
@@ -58,7 +85,7 @@ def verify_command(
     file: Path,
     proof: Path,
     *,
-    policy: PowParams | None = None,
+    policy: TrustPolicy | None,
     tsa_trust: TsaTrust | None = None,
     console: Console | None = None,
 ) -> ExitCode:
@@ -67,15 +94,15 @@ def verify_command(
     Args:
         file: the document to check.
         proof: its proof bundle (JSON).
-        policy: the anchor chain to trust (default: the bundled development chain's
-            name, difficulty and confirmations).
+        policy: the trust policy to apply; None: the shipped policy the bundle's chain
+            names, printed as assumed (``ExitCode.USAGE`` when none does).
         tsa_trust: the trust store RFC 3161 tokens must chain to (``--tsa-ca``); None:
             tokens are listed as present and not checked.
         console: where to print (stdout by default).
 
     Returns:
         ``ExitCode.OK``, ``ExitCode.INCOMPLETE`` (a step failed) or ``ExitCode.USAGE``
-        (the file or the bundle cannot be read).
+        (the file or the bundle cannot be read, or no policy applies).
     """
     out = console or Console()
     try:
@@ -87,13 +114,19 @@ def verify_command(
     out.print(f"Verifying [bold]{escape(str(file))}[/bold] with [bold]{escape(str(proof))}[/bold]")
     try:
         bundle = ProofBundle.loads(text)
-        verify_bundle(
+        if policy is None:
+            policy = _assumed(out, bundle)
+            if policy is None:
+                return ExitCode.USAGE
+        else:
+            out.print(f"Policy [bold]{escape(policy.name)}[/bold] (given with --policy).")
+        verdict = verify_bundle(
             bundle, document_sha256=digest, policy=policy, on_step=lambda r: _passed(out, r)
         )
     except ProofError as exc:
-        _failed(out, exc)
+        _failed(out, exc, policy)
         return ExitCode.INCOMPLETE
-    out.print("[bold green]Verified:[/bold green] every step holds.")
+    _verified(out, verdict)
     if bundle.timestamps is None:
         return ExitCode.OK
     root = bundle.receipt.directory_block_keymr
@@ -124,6 +157,22 @@ def _timestamps(out: Console, checks: list[TimestampCheck]) -> ExitCode:
     return ExitCode.OK
 
 
+def _assumed(out: Console, bundle: ProofBundle) -> TrustPolicy | None:
+    chain = bundle.anchor.chain
+    policy = policy_for_chain(chain)
+    if policy is None:
+        out.print(
+            f"[red]error:[/red] no shipped policy trusts chain {escape(repr(chain))}:"
+            " pass --policy NAME or --policy FILE"
+        )
+        return None
+    out.print(
+        f"Policy [bold]{escape(policy.name)}[/bold]: assumed from the bundle's chain"
+        f" {escape(repr(chain))} (no --policy given)."
+    )
+    return policy
+
+
 def _line(step: Step, mark: str, text: str) -> str:
     return f"  {int(step):>2} {mark} [bold]{step.title:<{_TITLE_WIDTH}}[/bold]  {escape(text)}"
 
@@ -133,12 +182,27 @@ def _passed(out: Console, report: StepReport) -> None:
     out.print(_line(report.step, mark, report.detail), soft_wrap=True)
 
 
-def _failed(out: Console, exc: ProofError) -> None:
+def _failed(out: Console, exc: ProofError, policy: TrustPolicy | None) -> None:
     out.print(_line(exc.step, "[red]✗[/red]", exc.reason), soft_wrap=True)
     if exc.expected is not None:
         out.print(f"      expected {exc.expected.hex()}")
     if exc.computed is not None:
         out.print(f"      computed {exc.computed.hex()}")
+    under = "" if policy is None else f" under policy {escape(policy.name)}"
     out.print(
-        f"[bold red]Verification failed[/bold red] at step {int(exc.step)} ({exc.step.title})."
+        f"[bold red]Verification failed[/bold red] at step {int(exc.step)}"
+        f" ({exc.step.title}){under}."
     )
+
+
+def _verified(out: Console, verdict: Verdict) -> None:
+    name = escape(verdict.policy.name)
+    if verdict.independent:
+        out.print(f"[bold green]Verified[/bold green] under policy {name}: every step holds.")
+    else:
+        out.print(
+            f"[bold yellow]Verified[/bold yellow] under policy {name}: every step holds,"
+            " but this chain is not independent evidence."
+        )
+    for line in verdict.lines():
+        out.print(f"  {escape(line)}", soft_wrap=True)

@@ -101,6 +101,7 @@ def export_bundles(
         pages: also write each document's page with its bundle built in (implies ``html``).
     """
     outcome = ExportOutcome()
+    policy = services.settings.policy()
     dblocks: dict[int, bytes] = {}
     proofs: dict[int, dict[str, object] | None] = {}
     stamps: dict[int, TimestampsPart | None] = {}
@@ -128,6 +129,7 @@ def export_bundles(
                 dblock_raw=dblocks[height],
                 anchor_proof=anchor_proof,
                 collection_key=keys[row.collection],
+                policy=policy,
                 timestamps=stamps[height],
             )
         except (LedgerFormatError, ValueError) as exc:

@@ -118,7 +118,12 @@ def hash32_from_hex(text: object, what: str) -> Hash32:
 
 
 def from_hex_list(
-    value: object, what: str, *, size: int | None = None, allow_0x: bool = False
+    value: object,
+    what: str,
+    *,
+    size: int | None = None,
+    allow_0x: bool = False,
+    lowercase: bool = False,
 ) -> tuple[bytes, ...]:
     """Decode a JSON array (list or tuple) of strict hex strings, items named ``what[i]``.
 
@@ -128,7 +133,8 @@ def from_hex_list(
     if not isinstance(value, list | tuple):
         raise DecodeError(f"{what} must be a list of hex strings")
     return tuple(
-        from_hex(item, f"{what}[{i}]", size=size, allow_0x=allow_0x) for i, item in enumerate(value)
+        from_hex(item, f"{what}[{i}]", size=size, allow_0x=allow_0x, lowercase=lowercase)
+        for i, item in enumerate(value)
     )
 
 

@@ -19,7 +19,7 @@ import hashlib
 import json
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ledger.anchor.chain import mine
@@ -27,11 +27,11 @@ from ledger.core.anchor_record import WindowCommitment, encode_anchor_payload, w
 from ledger.core.entry import Entry
 from ledger.core.hashing import sha256d
 from ledger.core.merkle import merkle_branch
-from ledger.core.pow.header import BlockHeader
+from ledger.core.pow.header import BlockHeader, target_to_bits
 from ledger.core.pow.merkle import merkle_path, merkle_root
-from ledger.core.pow.params import PowParams
 from ledger.core.pow.tx import anchor_transaction, coinbase_transaction, op_return_script
 from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.policy import SHIPPED, TrustPolicy
 from ledger.core.proof.steps import ProofError, StepReport
 from ledger.core.proof.verify import verify_bundle
 from tests.ledger.anchor.bundles import (
@@ -56,7 +56,7 @@ class Case:
     name: str
     text: bytes
     document: bytes | None
-    policy: PowParams
+    policy: TrustPolicy
 
     def to_page(self) -> dict[str, Any]:
         """The case as the page's test hook takes it (hex, so any bytes pass through)."""
@@ -68,12 +68,9 @@ class Case:
         }
 
 
-def policy_json(policy: PowParams) -> dict[str, Any]:
-    return {
-        "chain": policy.chain,
-        "difficultyBits": policy.difficulty_bits,
-        "confirmations": policy.confirmations,
-    }
+def policy_json(policy: TrustPolicy) -> dict[str, Any]:
+    """The policy as the page takes it: its policy-file form."""
+    return policy.to_json()
 
 
 def python_verdict(case: Case) -> dict[str, Any]:
@@ -81,9 +78,12 @@ def python_verdict(case: Case) -> dict[str, Any]:
     steps: list[StepReport] = []
     digest = None if case.document is None else hashlib.sha256(case.document).digest()
     failure = None
+    verdict = None
     try:
         bundle = ProofBundle.loads(case.text)
-        verify_bundle(bundle, document_sha256=digest, policy=case.policy, on_step=steps.append)
+        verdict = verify_bundle(
+            bundle, document_sha256=digest, policy=case.policy, on_step=steps.append
+        ).lines()
     except ProofError as exc:
         failure = {
             "step": int(exc.step),
@@ -96,6 +96,7 @@ def python_verdict(case: Case) -> dict[str, Any]:
         "ok": failure is None,
         "steps": [[int(r.step), r.detail, r.skipped] for r in steps],
         "failure": failure,
+        "verdict": verdict,
     }
 
 
@@ -108,6 +109,7 @@ def page_verdict(result: dict[str, Any]) -> dict[str, Any]:
         "ok": result["ok"],
         "steps": [[s["step"], s["detail"], s["skipped"]] for s in result["steps"]],
         "failure": failure,
+        "verdict": None if result["facts"] is None else result["facts"]["verdict"],
     }
 
 
@@ -190,20 +192,25 @@ def _named_forgeries(forged: Forged, good: dict[str, Any], case: Any) -> Iterato
     yield case("missed target", put(good, ("anchor", "headers", 2), _missed(good)))
     p = forged.policy
     for name, other in [
-        ("harder policy", PowParams(p.chain, p.difficulty_bits + 4, p.confirmations)),
-        ("deeper policy", PowParams(p.chain, p.difficulty_bits, p.confirmations + 1)),
-        ("other chain policy", PowParams("bitcoin-mainnet", p.difficulty_bits, p.confirmations)),
-        ("default policy", PowParams()),
-        ("policy one bit harder", PowParams(p.chain, p.difficulty_bits + 1, p.confirmations)),
-        ("policy one bit easier", PowParams(p.chain, p.difficulty_bits - 1, p.confirmations)),
-        ("policy of the exact depth", PowParams(p.chain, p.difficulty_bits, p.confirmations)),
+        ("harder policy", replace(p, max_target=p.max_target >> 4)),
+        ("deeper policy", replace(p, confirmations=p.confirmations + 1)),
+        ("other chain policy", replace(p, chain="bitcoin-mainnet")),
+        ("policy one bit harder", replace(p, max_target=p.max_target >> 1)),
+        ("policy one bit easier", replace(p, max_target=(p.max_target << 1) | 1)),
+        ("policy of the exact depth", p),
+        ("policy requiring a window", replace(p, require_window=True)),
+        ("policy with a median span", replace(p, median_time_span=3)),
+        *((f"shipped {n}", shipped) for n, shipped in SHIPPED.items()),
     ]:
         yield case(name, good, policy=other)
+    bare = forge_bundle(with_contract=False)
+    strict = replace(bare.policy, require_window=True)
+    yield Case("no window, policy requires one", _text(bare.bundle.to_json()), DOCUMENT, strict)
     wrong = forge_bundle(anchored_height=2)
     yield Case("anchor names height 2", _text(wrong.bundle.to_json()), DOCUMENT, wrong.policy)
     yield case("receipt height 2", put(good, ("receipt", "directoryblockheight"), 2))
     headers = good["anchor"]["headers"]
-    loose = PowParams(p.chain, p.difficulty_bits, 1)
+    loose = replace(p, confirmations=1)
     gap = put(good, ("anchor", "headers"), [headers[0], headers[2]])
     yield case("header gap", gap, policy=loose)
     reordered = put(good, ("anchor", "headers"), [headers[0], headers[2], headers[1]])
@@ -346,6 +353,30 @@ def reading_cases(forged: Forged) -> Iterator[Case]:
     yield raw(
         "duplicate key, last bad",
         text.replace('"version": 1', '"version": 1, "version": 2').encode(),
+    )
+    yield obj("unknown key in the anchor", put(good, ("anchor", "note"), "confirmed"))
+    yield obj("unknown key in a node", put(good, ("receipt", "merklebranch", 0, "side"), "left"))
+    yield obj(
+        "upper-case contract address",
+        put(
+            good,
+            ("contract", "contractaddress"),
+            "0x" + good["contract"]["contractaddress"][2:].upper(),
+        ),
+    )
+    yield obj(
+        "upper-case header",
+        put(good, ("anchor", "headers", 1), good["anchor"]["headers"][1].upper()),
+    )
+    yield obj("tx_index 2.0", put(good, ("anchor", "tx_index"), float(good["anchor"]["tx_index"])))
+    nested = text.replace('"raw": "', '"raw": "00", "raw": "', 1)
+    yield raw("duplicate key in a nested object", nested.encode())
+    yield raw("-Infinity", text.replace('"version": 1', '"version": -Infinity').encode())
+    yield raw(
+        "Infinity as height",
+        text.replace(
+            f'"directoryblockheight": {height}', '"directoryblockheight": Infinity'
+        ).encode(),
     )
     yield raw("UTF-8 BOM", b"\xef\xbb\xbf" + text.encode())
     yield raw("UTF-16 with BOM", text.encode("utf-16"))
@@ -512,7 +543,8 @@ def rebuilt(
     prev = sha256d(b"the block before")
     for i, block in enumerate(blocks):
         root = merkle_root([sha256d(tx) for tx in block])
-        header = mine(BlockHeader(1, prev, root, 1_700_000_000 + i, forged.policy.bits, 0))
+        bits = target_to_bits(forged.policy.max_target)
+        header = mine(BlockHeader(1, prev, root, 1_700_000_000 + i, bits, 0))
         headers.append(header.marshal())
         prev = header.hash()
 
@@ -540,7 +572,7 @@ def codec_cases(forged: Forged) -> Iterator[Case]:
     keymr = forged.bundle.receipt.directory_block_keymr
     payload = encode_anchor_payload(1, keymr)
 
-    def obj(name: str, value: Any, policy: PowParams = p) -> Case:
+    def obj(name: str, value: Any, policy: TrustPolicy = p) -> Case:
         return Case(name, _text(value), DOCUMENT, policy)
 
     def anchored(*scripts: bytes) -> bytes:
@@ -549,7 +581,7 @@ def codec_cases(forged: Forged) -> Iterator[Case]:
     yield obj(
         "contract in header 1",
         rebuilt(forged, contract_header=1),
-        PowParams(p.chain, p.difficulty_bits, 2),
+        replace(p, confirmations=2),
     )
     yield obj("contract in header 1, 3 confirmations", rebuilt(forged, contract_header=1))
     yield obj("header_index = header count", put(good, ("contract", "header_index"), 3))

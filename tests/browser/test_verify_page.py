@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ledger.core.pow.params import PowParams
+from ledger.core.proof.policy import SHIPPED
 from ledger.core.proof.steps import Step, StepReport
 from ledger.core.proof.verify import verify_bundle
 from ledger.core.verify_page import content_security_policy, render_verify_page
@@ -157,15 +157,11 @@ def test_the_csp_stops_the_page_from_sending_anything(page: Any, files: dict[str
     assert {"connect-src", "img-src", "script-src-elem"} <= set(outcome["blocked"])
 
 
-def test_the_page_mirrors_the_python_defaults() -> None:
+def test_the_page_offers_the_shipped_policies_and_trusts_none_by_default() -> None:
     html = render_verify_page()
-    config = html.split('id="notary-page-config">', 1)[1].split("</script>", 1)[0]
-    p = PowParams()
-    assert json.loads(config)["policy"] == {
-        "chain": p.chain,
-        "difficultyBits": p.difficulty_bits,
-        "confirmations": p.confirmations,
-    }
+    config = json.loads(html.split('id="notary-page-config">', 1)[1].split("</script>", 1)[0])
+    assert config["policies"] == [p.to_json() for p in SHIPPED.values()]
+    assert config["policy"] is None
 
 
 def test_step_titles_are_the_python_ones(page: Any, files: dict[str, Path]) -> None:
@@ -173,11 +169,6 @@ def test_step_titles_are_the_python_ones(page: Any, files: dict[str, Path]) -> N
     for version in (1, 2):
         titles = page.evaluate(f"() => NotaryVerify.stepsOf({version})")
         assert [(t["step"], t["title"]) for t in titles] == [(int(s), s.title) for s in Step]
-    assert page.evaluate("() => NotaryVerify.DEFAULT_POLICY") == {
-        "chain": PowParams().chain,
-        "difficultyBits": PowParams().difficulty_bits,
-        "confirmations": PowParams().confirmations,
-    }
 
 
 # -- the verifier against the Python one ----------------------------------------------------
@@ -222,12 +213,19 @@ def test_valid_bundle_passes_every_step_with_the_python_details(
     verify_bundle(
         forged.bundle, document_bytes=DOCUMENT, policy=forged.policy, on_step=reports.append
     )
-    assert shown["verdict"] == "pass" and shown["text"] == "Verified: every step holds."
+    assert shown["verdict"] == "pass"
+    assert shown["text"] == (
+        "Verified under policy test-chain: every step holds, but this chain is not"
+        " independent evidence."
+    )
     assert shown["steps"] == [
         [int(r.step), "skipped" if r.skipped else "passed", r.detail] for r in reports
     ]
     assert "its SHA-256 is recorded in directory block 1" in shown["detail"]
-    assert "by Web Crypto" in shown["note"] and "at least 3 confirmations" in shown["note"]
+    verdict = verify_bundle(forged.bundle, document_bytes=DOCUMENT, policy=forged.policy)
+    assert " ".join(verdict.lines()) in shown["detail"]
+    assert "by Web Crypto" in shown["note"]
+    assert "Policy applied: test-chain, chosen above." in shown["note"]
     assert page.evaluate("() => document.activeElement.id") == "verdict-title"
 
 
@@ -281,17 +279,17 @@ def test_tampered_bundles_fail_in_the_interface_at_the_python_step(
             assert shown["expected"] == want["expected"]
 
 
-def test_policy_changed_on_the_page_is_applied(page: Any, files: dict[str, Path]) -> None:
+def test_policy_chosen_on_the_page_is_applied(page: Any, files: dict[str, Path]) -> None:
     open_page(page, files["page"].as_uri())
     verify_in_ui(page, document=files["document"], bundle=files["bundle"])
-    page.click("#policy summary")
-    page.fill("#policy-confirmations", "4")
-    page.dispatch_event("#policy-confirmations", "change")
-    page.wait_for_function("() => document.getElementById('verdict').dataset.failedStep === '10'")
-    assert "4 required" not in page.inner_text("#steps")
-    assert "at least 4 confirmations" in page.inner_text("#run-note")
-    page.fill("#policy-bits", "0")
-    assert page.is_visible("#policy-error") and page.is_disabled("#verify-button")
+    page.select_option("#policy-select", "bitcoin-mainnet")
+    page.wait_for_function("() => document.getElementById('verdict').dataset.failedStep === '9'")
+    assert "policy bitcoin-mainnet trusts 'bitcoin-mainnet'" in page.inner_text("#verdict-detail")
+    assert "Policy applied: bitcoin-mainnet, chosen above." in page.inner_text("#run-note")
+    page.select_option("#policy-select", "devnet")
+    page.wait_for_function("() => document.getElementById('verdict').dataset.verdict === 'pass'")
+    assert "2 confirmations required" not in page.inner_text("#steps")
+    assert "(2 required)" in page.inner_text("#steps")
 
 
 @pytest.mark.parametrize("kind", ["aggregated", "document"])

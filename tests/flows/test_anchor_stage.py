@@ -15,6 +15,7 @@ from flows.collect_proofs import collect_proofs
 from flows.notarize_folder import notarize_folder
 from flows.pipeline import open_services
 from flows.settings import PipelineSettings
+from ledger.core.proof.policy import DEVNET
 from ledger.core.proof.steps import ProofError
 from ledger.core.proof.verify import verify_bundle
 from tests.harness.waiting import WaitTimeout, wait_until
@@ -77,11 +78,11 @@ def test_collect_moves_documents_to_anchor_and_bundles_verify_offline(
     # offline: every bundle checks against its file; a forged document does not
     for i in range(4):
         bundle = next(p for p in outcome.written if p.name.startswith(f"doc-{i}.txt"))
-        assert verify_command(folder / f"doc-{i}.txt", bundle) == 0
+        assert verify_command(folder / f"doc-{i}.txt", bundle, policy=None) == 0
         parsed = json.loads(bundle.read_text())
         assert parsed["version"] == version
         assert (parsed["aggregation"] is not None) == (mode == "aggregate")
-        verify_bundle(parsed, document_bytes=f"contract number {i}\n".encode())
+        verify_bundle(parsed, document_bytes=f"contract number {i}\n".encode(), policy=DEVNET)
         with pytest.raises(ProofError) as info:
-            verify_bundle(json.loads(bundle.read_text()), document_bytes=b"forged")
+            verify_bundle(json.loads(bundle.read_text()), document_bytes=b"forged", policy=DEVNET)
         assert info.value.step == 1

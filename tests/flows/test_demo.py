@@ -68,7 +68,9 @@ def test_demo_ends_with_anchored_proofs_and_the_ways_to_check_one(
     assert bundle.is_relative_to(proofs) and bundle.name.startswith(document.name + ".")
     assert bundle.name.endswith(".proof.json")  # <name>.<time>-<sha256 prefix>.proof.json
     out = io.StringIO()
-    assert verify_command(document, bundle, console=Console(file=out, width=200)) == 0, out
+    assert (
+        verify_command(document, bundle, policy=None, console=Console(file=out, width=200)) == 0
+    ), out
     assert ProofBundle.loads(bundle.read_text()).document_sha256.hex() in out.getvalue()
 
     page_uri = next(line.strip() for line in text.splitlines() if "file://" in line)

@@ -103,7 +103,7 @@ def test_exported_tsr_verifies_with_openssl_and_notary_verify(tmp_path: Path) ->
 def _said(document: Path, bundle: Path, trust: TsaTrust | None) -> tuple[int, str]:
     buffer = io.StringIO()
     code = verify_command(
-        document, bundle, tsa_trust=trust, console=Console(file=buffer, width=200)
+        document, bundle, policy=None, tsa_trust=trust, console=Console(file=buffer, width=200)
     )
     return int(code), buffer.getvalue()
 

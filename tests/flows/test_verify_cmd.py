@@ -5,14 +5,18 @@ from __future__ import annotations
 import io
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
+from flows.cli.application import app
 from flows.cli.exit_codes import ExitCode
-from flows.cli.proof_check import hash_file, verify_command
+from flows.cli.proof_check import hash_file, read_policy, verify_command
 from ledger.core.hashing import sha256
+from ledger.core.proof.policy import DEVNET, SHIPPED, PolicyError
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
 
 
@@ -108,3 +112,85 @@ def test_hash_file_streams(tmp_path: Path) -> None:
     data = bytes(range(256)) * 9000
     big.write_bytes(data)
     assert hash_file(big) == sha256(data)
+
+
+# -- the trust policy ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def devnet_bundle() -> Forged:
+    return forge_bundle(chain=DEVNET.chain, headers=DEVNET.confirmations)
+
+
+def _write(tmp_path: Path, bundle_text: str) -> tuple[Path, Path]:
+    document = tmp_path / "report.txt"
+    document.write_bytes(DOCUMENT)
+    proof = tmp_path / "report.txt.proof.json"
+    proof.write_text(bundle_text)
+    return document, proof
+
+
+def test_without_a_policy_the_bundles_chain_names_it_and_the_output_says_so(
+    tmp_path: Path, devnet_bundle: Forged
+) -> None:
+    out = io.StringIO()
+    document, proof = _write(tmp_path, devnet_bundle.bundle.dumps())
+    code = verify_command(document, proof, policy=None, console=Console(file=out, width=300))
+    text = out.getvalue()
+    assert code == ExitCode.OK, text
+    assert (
+        "Policy devnet: assumed from the bundle's chain 'notary-devnet-pow' (no --policy given)."
+        in text
+    )
+    assert "Verified under policy devnet: every step holds, but this chain is not independent" in (
+        text
+    )
+    assert "the operator's own chain: not independent evidence" in text
+    assert "existed no later than 2023-11-14 22:13:20 UTC (the anchor block's header time)" in text
+    assert "is the operator's claim, not the proof's" in text
+
+
+def test_a_chain_no_shipped_policy_names_needs_policy(
+    tmp_path: Path, devnet_bundle: Forged
+) -> None:
+    unknown = devnet_bundle.bundle.to_json()
+    unknown["anchor"]["chain"] = "dogecoin"
+    out = io.StringIO()
+    document, proof = _write(tmp_path, json.dumps(unknown))
+    code = verify_command(document, proof, policy=None, console=Console(file=out, width=300))
+    assert code == ExitCode.USAGE
+    assert "no shipped policy trusts chain 'dogecoin': pass --policy" in out.getvalue()
+
+
+def test_notary_verify_policy_by_name_or_file(tmp_path: Path, devnet_bundle: Forged) -> None:
+    document, proof = _write(tmp_path, devnet_bundle.bundle.dumps())
+    runner = CliRunner()
+    mainnet = runner.invoke(
+        app, ["verify", str(document), "--proof", str(proof), "--policy", "bitcoin-mainnet"]
+    )
+    assert mainnet.exit_code == ExitCode.INCOMPLETE, mainnet.output
+    assert "Policy bitcoin-mainnet (given with --policy)." in mainnet.output
+    assert "under policy bitcoin-mainnet" in mainnet.output
+    policy_file = tmp_path / "mine.json"
+    policy_file.write_text(json.dumps(replace(DEVNET, name="my-devnet").to_json()))
+    mine = runner.invoke(
+        app, ["verify", str(document), "--proof", str(proof), "--policy", str(policy_file)]
+    )
+    assert mine.exit_code == ExitCode.OK, mine.output
+    assert "Verified under policy my-devnet" in mine.output
+    unknown = runner.invoke(
+        app, ["verify", str(document), "--proof", str(proof), "--policy", "bitcoin"]
+    )
+    assert unknown.exit_code == ExitCode.USAGE
+    assert "no policy named 'bitcoin'" in unknown.output
+
+
+def test_read_policy_refuses_a_bad_policy_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x"')
+    with pytest.raises(PolicyError, match="policy file"):
+        read_policy(str(bad))
+    bad.write_text(json.dumps(DEVNET.to_json() | {"trust": "all"}))
+    with pytest.raises(PolicyError, match="unknown policy keys: trust"):
+        read_policy(str(bad))
+    assert read_policy("litecoin-mainnet") is SHIPPED["litecoin-mainnet"]

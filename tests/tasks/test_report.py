@@ -556,6 +556,11 @@ def test_markdown_and_table_summaries(store: AuditStore, known: Known) -> None:
     markdown = out.summary_markdown(report)
     assert "## Audit report: c1" in markdown and "| overdue | 2 |" in markdown
     assert "| ledger | 1 | 2 | 52.5 | 59.25 |" in markdown
+    assert "| anchors verified under trust policy | not stated |" in markdown
+    report.summary["trust_policy"] = "bitcoin-mainnet"  # as the audit-report flow sets it
+    assert "| anchors verified under trust policy | bitcoin-mainnet |" in out.summary_markdown(
+        report
+    )
 
 
 def test_seconds_text() -> None:

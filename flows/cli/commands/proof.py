@@ -73,7 +73,10 @@ def proof_export(
             )
     except ConnectorError as exc:
         fail_unreachable(exc)
-    console.print(f"wrote {len(outcome.written)} bundles to {out}")
+    console.print(
+        f"wrote {len(outcome.written)} bundles to {out}, each verified under trust policy"
+        f" {settings.trust_policy} (NOTARY_TRUST_POLICY)"
+    )
     if outcome.unchanged:
         console.print(f"{len(outcome.unchanged)} bundles were there already, unchanged")
     if outcome.index is not None:

@@ -1,4 +1,5 @@
-"""``notary verify FILE --proof BUNDLE``: the offline check of one file against its proof.
+"""``notary verify FILE --proof BUNDLE [--policy NAME|FILE]``: the offline check of one
+file against its proof, under a named trust policy.
 
 The check itself is ``flows.cli.proof_check.verify_command`` (imported when the command
 runs, so ``notary --help`` does not load the verifier). Exit codes (``ExitCode``): 0 every
@@ -23,6 +24,16 @@ def register(app: typer.Typer) -> None:
 def verify(
     file: Annotated[Path, typer.Argument(help="The document to check.")],
     proof: Annotated[Path, typer.Option("--proof", help="Its proof bundle (JSON).")],
+    policy: Annotated[
+        str | None,
+        typer.Option(
+            "--policy",
+            help="Trust policy: a shipped name (bitcoin-mainnet, bitcoin-testnet,"
+            " bitcoin-signet, bitcoin-regtest, litecoin-mainnet, litecoin-regtest, devnet) or"
+            " a policy file (JSON). Default: the shipped policy the bundle's chain names,"
+            " printed as assumed.",
+        ),
+    ] = None,
     tsa_ca: Annotated[
         Path | None,
         typer.Option(
@@ -34,8 +45,17 @@ def verify(
 ) -> None:
     """Check FILE against its proof bundle offline, step by step (no service needed).
 
-    Exit code 0 only when every step holds; 1 when a step fails; 2 when a file cannot be read.
+    Exit code 0 only when every step holds; 1 when a step fails; 2 when a file, the bundle
+    or the policy cannot be read.
     """
-    from flows.cli.proof_check import load_tsa_trust, verify_command
+    from flows.cli.exit_codes import ExitCode
+    from flows.cli.proof_check import load_tsa_trust, read_policy, verify_command
+    from ledger.core.proof.policy import PolicyError
 
-    raise typer.Exit(verify_command(file, proof, tsa_trust=load_tsa_trust(tsa_ca)))
+    try:
+        trusted = None if policy is None else read_policy(policy)
+    except PolicyError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(ExitCode.USAGE) from exc
+    tsa_trust = load_tsa_trust(tsa_ca)
+    raise typer.Exit(verify_command(file, proof, policy=trusted, tsa_trust=tsa_trust))

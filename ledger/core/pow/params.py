@@ -3,8 +3,8 @@
 The bundled development chain mines every block at ``difficulty_bits`` (about that many
 leading zero bits in every block hash) and counts an anchor as final after
 ``confirmations`` blocks (the anchor's own block included, as Bitcoin counts). The
-verifier reads the same object as its policy: every header must be at least that hard and
-a bundle must carry at least that many headers.
+verifier's ``devnet`` trust policy (``ledger.core.proof.policy.DEVNET``) is made from the
+defaults: every header at least that hard, at least that many headers.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ __all__ = ["DEV_POW_CHAIN_NAME", "DEV_POW_CONFIRMATIONS", "DEV_POW_DIFFICULTY_BI
 
 # The bundled development chain's parameters: the anchoring service's defaults (through
 # ``ledger.devnet``, which lists them with the other development constants) and the
-# verifier's default policy. Defined here so that the pure core depends on nothing.
+# verifier's ``devnet`` trust policy. Defined here so that the pure core depends on nothing.
 
 #: Name of the bundled proof-of-work chain, written in proof bundles (``anchor.chain``).
 DEV_POW_CHAIN_NAME = "notary-devnet-pow"

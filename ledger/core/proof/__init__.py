@@ -11,6 +11,10 @@ share these modules.
   directory block) and :mod:`~ledger.core.proof.anchor_steps` (7-11: the anchors).
 - :mod:`ledger.core.proof.steps`: what all report in: ``Step``, ``StepReport`` and
   ``ProofError``.
+- :mod:`ledger.core.proof.policy`: the trust policies ``verify_bundle`` requires (shipped:
+  ``bitcoin-mainnet`` ... ``devnet``; or read from a policy file).
+- :mod:`ledger.core.proof.verdict`: what a bundle that holds proves, under which policy,
+  and since when.
 
 This ``__init__`` imports nothing: import from the module that defines a name.
 """

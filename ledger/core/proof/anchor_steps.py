@@ -5,12 +5,17 @@
 8. anchor transaction: not 64 bytes; SHA256d(transaction) is ``txid``; the Merkle path
    leads from ``tx_index`` to the root of ``headers[0]`` (``ledger.core.pow.merkle``, which
    refuses positions that exist only through Bitcoin's duplicated last node).
-9. proof of work: the policy's chain; every header 80 bytes, with valid ``bits``, a target
-   at most the policy's, and a hash that meets it.
+9. proof of work: the bundle names the policy's chain; every header is 80 bytes, with
+   valid ``bits``, a target at most the policy's ``max_target``, and a proof-of-work hash
+   (the policy's function: SHA256d or scrypt) that meets it; a genesis header (previous
+   hash zero) is the policy's genesis block.
 10. header links: each header names the previous one; at least the policy's confirmations.
-11. window anchor (when present): the contract transaction commits to exactly this window,
-    the height lies in it, the branch leads from the KeyMR at its position to the window
-    root, and the transaction sits in ``headers[header_index]`` with the confirmations.
+    Only headers that passed step 9 are counted, so a header without the policy's work
+    is never a confirmation (it fails step 9).
+11. window anchor: refused when absent and the policy requires one; when present, the
+    contract transaction commits to exactly this window, the height lies in it, the branch
+    leads from the KeyMR at its position to the window root, and the transaction sits in
+    ``headers[header_index]`` with the confirmations.
 
 Pure: no I/O.
 """
@@ -33,15 +38,17 @@ from ledger.core.hashing import sha256d
 from ledger.core.merkle import MerkleNode, walk_branch
 from ledger.core.pow.header import BlockHeader, bits_to_target
 from ledger.core.pow.merkle import root_from_path
-from ledger.core.pow.params import PowParams
 from ledger.core.pow.tx import PowTransaction
+from ledger.core.pow.work import block_work, meets_target
 from ledger.core.proof.bundle import ContractPart, ProofBundle, TxProof
+from ledger.core.proof.policy import TrustPolicy
 from ledger.core.proof.steps import ProofError, Step, StepReport
 
 __all__ = [
     "check_anchor_inclusion",
     "check_anchor_payload",
     "check_contract",
+    "check_headers",
     "check_links",
     "check_proof_of_work",
     "work_report",
@@ -129,49 +136,69 @@ def check_anchor_inclusion(bundle: ProofBundle) -> StepReport:
     )
 
 
-def check_proof_of_work(bundle: ProofBundle, policy: PowParams) -> list[BlockHeader]:
-    """Step 9: the policy's chain, and every header's work; the parsed headers, in order.
+def check_proof_of_work(bundle: ProofBundle, policy: TrustPolicy) -> list[BlockHeader]:
+    """Step 9 on a bundle: ``check_headers`` of its anchor's chain name and headers."""
+    return check_headers(bundle.anchor.chain, bundle.anchor.headers, policy)
+
+
+def check_headers(chain: str, headers: Sequence[bytes], policy: TrustPolicy) -> list[BlockHeader]:
+    """Step 9: ``chain`` (a bundle's ``anchor.chain``) is the policy's, and every raw
+    header carries the policy's work; the parsed headers, in order.
 
     Raises:
-        ProofError: another chain, a header that does not parse, short work, or a hash
-            over its target (``index`` the header).
+        ProofError: another chain, a header that does not parse, short work, a hash
+            over its target, or another genesis block (``index`` the header).
     """
-    if bundle.anchor.chain != policy.chain:
+    if not policy.names_chain(chain):
         raise ProofError(
             Step.PROOF_OF_WORK,
-            f"anchored in chain {bundle.anchor.chain!r}; the policy trusts {policy.chain!r}",
+            f"anchored in chain {chain!r}; policy {policy.name} trusts {policy.chain!r}",
         )
-    headers = []
-    for i, raw in enumerate(bundle.anchor.headers):
-        try:
-            header = BlockHeader.unmarshal(raw)
-            target = bits_to_target(header.bits)
-        except LedgerFormatError as exc:
-            raise ProofError(Step.PROOF_OF_WORK, f"header {i}: {exc}", index=i) from exc
-        if target > policy.target:
-            raise ProofError(
-                Step.PROOF_OF_WORK,
-                f"header {i}: work is short (bits {header.bits:#010x} are easier than"
-                f" {policy.difficulty_bits} bits)",
-                index=i,
-            )
-        if not header.meets_target():
-            raise ProofError(
-                Step.PROOF_OF_WORK, f"header {i}: hash does not meet its target", index=i
-            )
-        headers.append(header)
-    return headers
+    return [_checked_header(i, raw, policy) for i, raw in enumerate(headers)]
 
 
-def work_report(headers: Sequence[BlockHeader], policy: PowParams) -> StepReport:
+def _checked_header(i: int, raw: bytes, policy: TrustPolicy) -> BlockHeader:
+    try:
+        header = BlockHeader.unmarshal(raw)
+        target = bits_to_target(header.bits)
+    except LedgerFormatError as exc:
+        raise ProofError(Step.PROOF_OF_WORK, f"header {i}: {exc}", index=i) from exc
+    if target > policy.max_target:
+        raise ProofError(
+            Step.PROOF_OF_WORK,
+            f"header {i}: work is short (bits {header.bits:#010x} are easier than policy"
+            f" {policy.name} allows)",
+            index=i,
+        )
+    if not meets_target(raw, target, policy.pow_function):
+        raise ProofError(
+            Step.PROOF_OF_WORK,
+            f"header {i}: {policy.pow_function.value} hash does not meet its target",
+            index=i,
+        )
+    if header.prev_hash == bytes(32) and policy.genesis_hash not in (None, header.hash()):
+        raise ProofError(
+            Step.PROOF_OF_WORK,
+            f"header {i} is the genesis block of another chain",
+            index=i,
+            expected=policy.genesis_hash,
+            computed=header.hash(),
+        )
+    return header
+
+
+def work_report(headers: Sequence[BlockHeader], policy: TrustPolicy) -> StepReport:
     """Step 9's report: how many headers, of which chain, with how much work each."""
+    least = min((block_work(h.target()) for h in headers), default=0)
     return StepReport(
         Step.PROOF_OF_WORK,
-        f"{len(headers)} headers of chain {policy.chain!r}, each >= {policy.difficulty_bits} bits",
+        f"{len(headers)} headers of chain {policy.chain!r} ({policy.pow_function.value}),"
+        f" each >= policy {policy.name}'s least work; the least is 2^{least.bit_length() - 1}"
+        " hashes",
     )
 
 
-def check_links(headers: Sequence[BlockHeader], policy: PowParams) -> StepReport:
+def check_links(headers: Sequence[BlockHeader], policy: TrustPolicy) -> StepReport:
     """Step 10: each header names the previous one; at least the policy's confirmations.
 
     Raises:
@@ -190,7 +217,7 @@ def check_links(headers: Sequence[BlockHeader], policy: PowParams) -> StepReport
     if len(headers) < policy.confirmations:
         raise ProofError(
             Step.HEADER_LINKS,
-            f"{len(headers)} confirmations, the policy needs {policy.confirmations}",
+            f"{len(headers)} confirmations, policy {policy.name} needs {policy.confirmations}",
         )
     return StepReport(
         Step.HEADER_LINKS,
@@ -200,14 +227,18 @@ def check_links(headers: Sequence[BlockHeader], policy: PowParams) -> StepReport
 
 
 def check_contract(
-    bundle: ProofBundle, dblock: DirectoryBlock, headers: Sequence[BlockHeader], policy: PowParams
+    bundle: ProofBundle, dblock: DirectoryBlock, headers: Sequence[BlockHeader], policy: TrustPolicy
 ) -> StepReport:
-    """Step 11: the window anchor, when the bundle has one (skipped otherwise).
+    """Step 11: the window anchor, when the bundle has one (skipped otherwise, refused when
+    the policy requires one).
 
     Raises:
-        ProofError: the window, the branch, the transaction's place or its confirmations.
+        ProofError: no window where the policy requires one; the window, the branch, the
+            transaction's place or its confirmations.
     """
     c = bundle.contract
+    if c is None and policy.require_window:
+        raise ProofError(Step.CONTRACT, f"policy {policy.name} requires a window anchor")
     if c is None:
         return StepReport(Step.CONTRACT, "no window anchor in this bundle", skipped=True)
     _check_window_commitment(c, dblock)

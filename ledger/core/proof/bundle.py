@@ -13,9 +13,13 @@ rather than the document's own commitment, the document's leaf index, the tree s
 audit path (``ledger.core.aggregation``). ``ProofBundle.version`` follows from the parts: 2
 exactly when a nonce is present.
 
-Parsing checks shapes only (objects, lists, strict hex, non-negative integers) and raises
-``ProofError`` at ``Step.FORMAT``; lengths and meanings are checked by the verification
-step that uses each field (``ledger.core.proof.verify``).
+Parsing checks shapes and the canonical form (docs/proof-bundle.md, "Canonical form") and
+raises ``ProofError`` at ``Step.FORMAT``: every object has exactly its keys (no unknown,
+missing or duplicated key), hex is lower case without ``0x`` (the contract address alone
+is ``0x`` + lower-case hex), integers are JSON integers (not floats, booleans or strings),
+and JSON's ``NaN``/``Infinity`` are refused. So no field a forger could re-spell or add
+goes unnoticed. Lengths and meanings are checked by the verification step that uses each
+field (``ledger.core.proof.verify``).
 """
 
 from __future__ import annotations
@@ -194,16 +198,19 @@ class ProofBundle:
         if top.get("format") != BUNDLE_FORMAT:
             raise ProofError(Step.FORMAT, f"not a {BUNDLE_FORMAT} document")
         version = top.get("version")
-        if version not in BUNDLE_VERSIONS:
+        if type(version) is not int or version not in BUNDLE_VERSIONS:
             raise ProofError(Step.FORMAT, f"unsupported bundle version {version!r}")
-        private = version == 2 or (version == 3 and top.get("commitment") is not None)
+        _keys(top, "bundle", _TOP_KEYS[version])
+        private = version == 2 or (version == 3 and top["commitment"] is not None)
+        if version == 3 and not private and top["aggregation"] is not None:
+            raise _fail("aggregation must be null without a commitment")
         nonce, aggregation = _private_parts(top) if private else (None, None)
-        receipt = _object(top.get("receipt"), "receipt")
-        anchor = _object(top.get("anchor"), "anchor")
+        receipt = _object(top.get("receipt"), "receipt", _RECEIPT_KEYS)
+        anchor = _object(top.get("anchor"), "anchor", _ANCHOR_KEYS)
         contract = top.get("contract")
         return cls(
-            document_sha256=_hex(_object(top.get("document"), "document"), "sha256"),
-            entry=_hex(_object(top.get("entry"), "entry"), "raw"),
+            document_sha256=_hex(_object(top.get("document"), "document", {"sha256"}), "sha256"),
+            entry=_hex(_object(top.get("entry"), "entry", {"raw"}), "raw"),
             receipt=ReceiptPart(
                 entry_hash=_hex(receipt, "entryhash"),
                 branch=_nodes(receipt.get("merklebranch"), "receipt merklebranch"),
@@ -211,13 +218,17 @@ class ProofBundle:
                 directory_block_keymr=_hex(receipt, "directoryblockkeymr"),
                 directory_block_height=_uint(receipt, "directoryblockheight"),
             ),
-            directory_block=_hex(_object(top.get("directory_block"), "directory_block"), "raw"),
+            directory_block=_hex(
+                _object(top.get("directory_block"), "directory_block", {"raw"}), "raw"
+            ),
             anchor=AnchorPart(
                 chain=_text(anchor, "chain"),
                 tx=_tx_proof(anchor),
                 headers=_hex_list(anchor.get("headers"), "anchor headers"),
             ),
-            contract=None if contract is None else _contract_part(_object(contract, "contract")),
+            contract=None
+            if contract is None
+            else _contract_part(_object(contract, "contract", _CONTRACT_KEYS)),
             commitment_nonce=nonce,
             aggregation=aggregation,
             timestamps=_timestamps_part(top) if version == 3 else None,
@@ -229,18 +240,86 @@ class ProofBundle:
 
     @classmethod
     def loads(cls, text: str | bytes) -> ProofBundle:
-        """Parse bundle JSON text. ``ProofError`` (step 0) for bad JSON or a bad bundle."""
+        """Parse bundle JSON text. ``ProofError`` (step 0) for bad JSON, a duplicated key,
+        ``NaN``/``Infinity``, or a bad bundle."""
         try:
-            obj = json.loads(text)
+            obj = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        except ProofError:
+            raise
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             # RecursionError: nesting deeper than the parser's stack (a hostile file)
             raise ProofError(Step.FORMAT, f"not valid JSON: {exc}") from exc
         return cls.from_json(obj)
 
 
+#: The keys of each object, exactly (docs/proof-bundle.md, "Layout").
+_TX_KEYS = frozenset({"transaction", "txid", "tx_index", "merkle_path"})
+_TOP_KEYS = {
+    1: frozenset(
+        {"format", "version", "document", "entry", "receipt", "directory_block", "anchor"}
+        | {"contract"}
+    ),
+    2: frozenset(
+        {"format", "version", "document", "commitment", "aggregation", "entry", "receipt"}
+        | {"directory_block", "anchor", "contract"}
+    ),
+    3: frozenset(
+        {"format", "version", "document", "commitment", "aggregation", "entry", "receipt"}
+        | {"directory_block", "anchor", "contract", "timestamps"}
+    ),
+}
+_RECEIPT_KEYS = frozenset(
+    {"entryhash", "merklebranch", "entryblockkeymr", "directoryblockkeymr"}
+    | {"directoryblockheight"}
+)
+_ANCHOR_KEYS = _TX_KEYS | {"chain", "headers"}
+_CONTRACT_KEYS = _TX_KEYS | {
+    "contractaddress",
+    "dbheightmin",
+    "dbheightmax",
+    "windowmr",
+    "merklebranch",
+    "header_index",
+}
+_NODE_KEYS = frozenset({"left", "right", "top"})
+_AGGREGATION_KEYS = frozenset({"leaf_index", "tree_size", "audit_path"})
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads`` object hook: a key twice is refused (which one counts differs)."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _fail(f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise _fail(f"{name} is not a JSON number")
+
+
+def _keys(obj: Mapping[str, Any], what: str, keys: frozenset[str] | set[str]) -> None:
+    """Exactly ``keys``: an unknown key or a missing one is refused."""
+    unknown = sorted(set(obj) - keys)
+    if unknown:
+        raise _fail(f"{what} has unknown keys: {', '.join(unknown)}")
+    missing = sorted(keys - set(obj))
+    if missing:
+        raise _fail(f"{what} lacks keys: {', '.join(missing)}")
+
+
 def _timestamps_part(top: Mapping[str, Any]) -> TimestampsPart:
+    """Version 3's ``timestamps``, in the canonical form: exact keys, lower-case ``root``."""
+    section = _object(top.get("timestamps"), "timestamps", {"root", "rfc3161"})
+    _hex(section, "root")
+    tokens = section["rfc3161"]
+    if not isinstance(tokens, list):
+        raise _fail("timestamps.rfc3161 must be a list")
+    for i, item in enumerate(tokens):
+        _object(item, f"timestamps.rfc3161[{i}]", {"token", "certificates"})
     try:
-        return TimestampsPart.from_json(top.get("timestamps"))
+        return TimestampsPart.from_json(section)
     except DecodeError as exc:
         raise _fail(str(exc)) from exc
 
@@ -257,13 +336,11 @@ def _aggregation_json(aggregation: Aggregation | None) -> dict[str, Any] | None:
 
 def _private_parts(top: Mapping[str, Any]) -> tuple[bytes, Aggregation | None]:
     """Version 2's ``commitment`` and ``aggregation`` (present; ``null`` for one document)."""
-    nonce = _hex(_object(top.get("commitment"), "commitment"), "nonce")
-    if "aggregation" not in top:
-        raise _fail("aggregation must be present (null for a per-document entry)")
+    nonce = _hex(_object(top.get("commitment"), "commitment", {"nonce"}), "nonce")
     value = top["aggregation"]
     if value is None:
         return nonce, None
-    obj = _object(value, "aggregation")
+    obj = _object(value, "aggregation", _AGGREGATION_KEYS)
     return nonce, Aggregation(
         leaf_index=_uint(obj, "leaf_index"),
         tree_size=_uint(obj, "tree_size"),
@@ -300,17 +377,31 @@ def _fail(what: str) -> ProofError:
     return ProofError(Step.FORMAT, what)
 
 
-def _object(value: Any, what: str) -> Mapping[str, Any]:
+def _object(
+    value: Any, what: str, keys: frozenset[str] | set[str] | None = None
+) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise _fail(f"{what} must be a JSON object")
+    if keys is not None:
+        _keys(value, what, keys)
     return value
 
 
 def _hex(obj: Mapping[str, Any], key: str) -> bytes:
-    """Strict hex, an optional ``0x`` (the contract address has one; v1 readers have
-    always dropped it from any field)."""
+    """Canonical hex: lower case, no ``0x``."""
     try:
-        return from_hex(obj.get(key), key, allow_0x=True)
+        return from_hex(obj.get(key), key, lowercase=True)
+    except DecodeError as exc:
+        raise _fail(str(exc)) from exc
+
+
+def _address(obj: Mapping[str, Any], key: str) -> bytes:
+    """The contract address: ``0x`` and lower-case hex, as docs/proof-bundle.md writes it."""
+    value = obj.get(key)
+    if not isinstance(value, str) or not value.startswith("0x"):
+        raise _fail(f"{key} must be 0x and lowercase hex")
+    try:
+        return from_hex(value[2:], key, lowercase=True)
     except DecodeError as exc:
         raise _fail(str(exc)) from exc
 
@@ -331,7 +422,7 @@ def _text(obj: Mapping[str, Any], key: str) -> str:
 
 def _hex_list(value: Any, what: str) -> tuple[bytes, ...]:
     try:
-        return from_hex_list(value, what, allow_0x=True)
+        return from_hex_list(value, what, lowercase=True)
     except DecodeError as exc:
         raise _fail(str(exc)) from exc
 
@@ -341,7 +432,7 @@ def _nodes(value: Any, what: str) -> tuple[Node, ...]:
         raise _fail(f"{what} must be a list")
     nodes = []
     for i, item in enumerate(value):
-        node = _object(item, f"{what}[{i}]")
+        node = _object(item, f"{what}[{i}]", _NODE_KEYS)
         nodes.append((_hex(node, "left"), _hex(node, "right"), _hex(node, "top")))
     return tuple(nodes)
 
@@ -357,7 +448,7 @@ def _tx_proof(obj: Mapping[str, Any]) -> TxProof:
 
 def _contract_part(obj: Mapping[str, Any]) -> ContractPart:
     return ContractPart(
-        contract_address=_hex(obj, "contractaddress"),
+        contract_address=_address(obj, "contractaddress"),
         height_min=_uint(obj, "dbheightmin"),
         height_max=_uint(obj, "dbheightmax"),
         window_mr=_hex(obj, "windowmr"),

@@ -15,10 +15,11 @@ styles (by SHA-256) and no connection, form target or base URL.
 Assets (this package's data files)::
 
     page.html, page.css           the document and its style
-    vendor/noble-hashes.min.js    SHA-256 / SHA-512 (@noble/hashes, MIT; vendor/build.sh)
+    vendor/noble-hashes.min.js    SHA-256 / SHA-512 / scrypt (@noble/hashes, MIT; vendor/build.sh)
     pyjson.js                     JSON read as Python's json.loads reads it; repr()
     codecs.js                     entry, directory block, transaction, header, Merkle rules
-    verify.js                     step 0, the trust policy, the version registry, the run
+    verify.js                     step 0, the trust policies, the version registry, the run,
+                                  the verdict's wording
     bundle_v1.js                  bundle version 1: its parser and steps 1-11 (2-3 skipped)
     bundle_v2.js                  bundle version 2: its parser and steps 2-4 (commitment,
                                   aggregation, entry); version 1's checks for the rest
@@ -42,8 +43,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ledger.core.pow.params import PowParams
 from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.policy import SHIPPED, TrustPolicy
 
 __all__ = ["DEFAULT_TITLE", "IN_MEMORY_MAX_BYTES", "content_security_policy", "render_verify_page"]
 
@@ -118,7 +119,7 @@ def content_security_policy() -> str:
 def render_verify_page(
     bundle: Mapping[str, Any] | ProofBundle | None = None,
     *,
-    policy: PowParams | None = None,
+    policy: TrustPolicy | None = None,
     title: str = DEFAULT_TITLE,
 ) -> str:
     """The verification page, optionally carrying one bundle (then only the file is dropped).
@@ -126,21 +127,22 @@ def render_verify_page(
     Args:
         bundle: a proof bundle (``ProofBundle`` or its JSON object) to build into the page;
             it is embedded as given, not checked here: the page checks it.
-        policy: the trust policy the page starts with (``PowParams()``, the policy of
-            ``notary verify``, when None); the person can change it on the page.
+        policy: the trust policy the page starts with; None: the shipped policy the
+            bundle's ``anchor.chain`` names, which the page states was assumed. The
+            policy panel offers every shipped policy (``ledger.core.proof.policy``) and this
+            one; the person chooses.
         title: the page's title and heading.
 
     Returns:
         The HTML text (UTF-8 when written to a file); no network resource is referenced.
     """
     assets = _assets()
-    trusted = policy or PowParams()
+    policies = dict(SHIPPED)
+    if policy is not None:
+        policies[policy.name] = policy
     config = {
-        "policy": {
-            "chain": trusted.chain,
-            "difficultyBits": trusted.difficulty_bits,
-            "confirmations": trusted.confirmations,
-        },
+        "policies": [p.to_json() for p in policies.values()],
+        "policy": None if policy is None else policy.name,
         "inMemoryMaxBytes": IN_MEMORY_MAX_BYTES,
     }
     values = {

@@ -34,8 +34,9 @@
     walkBranch,
   } = root.NotaryCodecs;
   const { loadsJson, reprStr } = root.NotaryPyJson;
-  const { ProofError, fields, registerVersion } = root.NotaryVerify;
-  const { hexField, hexList, nodeList, object, textField, uintField } = fields;
+  const { ProofError, fields, namesChain, registerVersion } = root.NotaryVerify;
+  const { addressField, hexField, hexList, nodeList, object, textField, uintField } = fields;
+  const noble = root.nobleHashes;
 
   /** `ReceiptError`: a receipt check (its own step numbers 1-5) that failed. */
   class ReceiptError extends FormatError {
@@ -58,13 +59,26 @@
   }
 
   /** Version 1's parser: raw bytes of whatever length the JSON held (steps check them). */
+  const TX_KEYS = ["transaction", "txid", "tx_index", "merkle_path"];
+  const RECEIPT_KEYS = [
+    "entryhash", "merklebranch", "entryblockkeymr", "directoryblockkeymr", "directoryblockheight",
+  ];
+  const ANCHOR_KEYS = [...TX_KEYS, "chain", "headers"];
+  const CONTRACT_KEYS = [
+    ...TX_KEYS, "contractaddress", "dbheightmin", "dbheightmax", "windowmr", "merklebranch", "header_index",
+  ];
+  /** Version 1's top-level keys, exactly (docs/proof-bundle.md, "Layout"). */
+  const V1_KEYS = Object.freeze([
+    "format", "version", "document", "entry", "receipt", "directory_block", "anchor", "contract",
+  ]);
+
   function parseV1(top) {
-    const receipt = object(top.get("receipt"), "receipt");
-    const anchor = object(top.get("anchor"), "anchor");
+    const receipt = object(top.get("receipt"), "receipt", RECEIPT_KEYS);
+    const anchor = object(top.get("anchor"), "anchor", ANCHOR_KEYS);
     const contract = top.get("contract");
     const bundle = {
-      documentSha256: hexField(object(top.get("document"), "document"), "sha256"),
-      entry: hexField(object(top.get("entry"), "entry"), "raw"),
+      documentSha256: hexField(object(top.get("document"), "document", ["sha256"]), "sha256"),
+      entry: hexField(object(top.get("entry"), "entry", ["raw"]), "raw"),
       receipt: {
         entryHash: hexField(receipt, "entryhash"),
         branch: nodeList(receipt.get("merklebranch"), "receipt merklebranch"),
@@ -72,7 +86,7 @@
         directoryBlockKeyMr: hexField(receipt, "directoryblockkeymr"),
         directoryBlockHeight: uintField(receipt, "directoryblockheight"),
       },
-      directoryBlock: hexField(object(top.get("directory_block"), "directory_block"), "raw"),
+      directoryBlock: hexField(object(top.get("directory_block"), "directory_block", ["raw"]), "raw"),
       anchor: {
         chain: textField(anchor, "chain"),
         tx: txProof(anchor),
@@ -80,13 +94,13 @@
       },
       contract: null,
     };
-    if (contract !== null && contract !== undefined) bundle.contract = contractPart(object(contract, "contract"));
+    if (contract !== null) bundle.contract = contractPart(object(contract, "contract", CONTRACT_KEYS));
     return bundle;
   }
 
   function contractPart(obj) {
     return {
-      contractAddress: hexField(obj, "contractaddress"),
+      contractAddress: addressField(obj, "contractaddress"),
       heightMin: uintField(obj, "dbheightmin"),
       heightMax: uintField(obj, "dbheightmax"),
       windowMr: hexField(obj, "windowmr"),
@@ -359,12 +373,21 @@
     };
   }
 
+  /** The proof-of-work hash of an 80-byte header (`ledger.core.pow.work.pow_hash`). */
+  function powHash(raw, pow) {
+    if (pow === "scrypt") return noble.scrypt(raw, raw, { N: 1024, r: 1, p: 1, dkLen: 32 });
+    return sha256d(raw);
+  }
+
+  const isZero = (bytes) => bytes.every((b) => b === 0);
+
   function checkProofOfWork(ctx) {
     const { bundle, policy } = ctx;
-    if (bundle.anchor.chain !== policy.chain) {
+    if (!namesChain(policy, bundle.anchor.chain)) {
       throw new ProofError(
         9,
-        `anchored in chain ${reprStr(bundle.anchor.chain)}; the policy trusts ${reprStr(policy.chain)}`
+        `anchored in chain ${reprStr(bundle.anchor.chain)}; policy ${policy.name} trusts` +
+          ` ${reprStr(policy.chain)}`
       );
     }
     ctx.state.headers = bundle.anchor.headers.map((raw, i) => {
@@ -376,22 +399,33 @@
         if (!(exc instanceof FormatError)) throw exc;
         throw new ProofError(9, `header ${i}: ${exc.message}`, { index: i });
       }
-      if (target > policy.target) {
+      if (target > policy.maxTarget) {
         throw new ProofError(
           9,
-          `header ${i}: work is short (bits ${bitsHex(header.bits)} are easier than` +
-            ` ${policy.difficultyBits} bits)`,
+          `header ${i}: work is short (bits ${bitsHex(header.bits)} are easier than policy` +
+            ` ${policy.name} allows)`,
           { index: i }
         );
       }
-      if (uintLE(header.hash) > target) {
-        throw new ProofError(9, `header ${i}: hash does not meet its target`, { index: i });
+      if (uintLE(powHash(raw, policy.pow)) > target) {
+        throw new ProofError(9, `header ${i}: ${policy.pow} hash does not meet its target`, { index: i });
       }
-      return header;
+      if (isZero(header.prevHash) && policy.genesis !== null && !equal(header.hash, policy.genesis)) {
+        throw new ProofError(9, `header ${i} is the genesis block of another chain`, {
+          index: i,
+          expected: policy.genesis,
+          computed: header.hash,
+        });
+      }
+      return { ...header, target };
     });
-    const n = ctx.state.headers.length;
+    const works = ctx.state.headers.map((h) => (1n << 256n) / (h.target + 1n));
+    const least = works.length ? works.reduce((a, b) => (b < a ? b : a)) : 0n;
     return {
-      detail: [`${n} headers of chain ${reprStr(policy.chain)}, each >= ${policy.difficultyBits} bits`],
+      detail: [
+        `${works.length} headers of chain ${reprStr(policy.chain)} (${policy.pow}),` +
+          ` each >= policy ${policy.name}'s least work; the least is 2^${bitLength(least) - 1} hashes`,
+      ],
     };
   }
 
@@ -411,7 +445,7 @@
     if (headers.length < policy.confirmations) {
       throw new ProofError(
         10,
-        `${headers.length} confirmations, the policy needs ${policy.confirmations}`
+        `${headers.length} confirmations, policy ${policy.name} needs ${policy.confirmations}`
       );
     }
     return {
@@ -424,6 +458,9 @@
 
   function checkContract(ctx) {
     const c = ctx.bundle.contract;
+    if (c === null && ctx.policy.requireWindow) {
+      throw new ProofError(11, `policy ${ctx.policy.name} requires a window anchor`);
+    }
     if (c === null) return { detail: ["no window anchor in this bundle"], skipped: true };
     const { dblock, headers } = ctx.state;
     checkWindowCommitment(c, dblock);
@@ -535,18 +572,56 @@
     chain: bundle.anchor.chain,
   });
 
-  const facts = (bundle, state) => ({
-    documentSha256: hex(bundle.documentSha256),
-    height: state.dblock.height,
-    startedS: state.dblock.timestampS,
-    chain: bundle.anchor.chain,
-    confirmations: state.headers.length,
-    window: bundle.contract !== null,
-    commitment: null,
-    aggregation: null,
-  });
+  /** `format_utc`: "YYYY-MM-DD HH:MM:SS UTC", or the raw count past Python's datetime. */
+  const formatUtc = (s) =>
+    s <= LAST_DATETIME_S
+      ? new Date(s * 1000).toISOString().slice(0, 19).replace("T", " ") + " UTC"
+      : `${s} s after the Unix epoch`;
+
+  /** The verdict's date (`verify._verdict`) and its words (`Verdict.lines`). */
+  function verdictOf(policy, state) {
+    const times = state.headers.map((h) => h.timestamp);
+    const span = policy.medianTimeSpan;
+    const median =
+      span !== null && times.length >= span ? times.slice(0, span).sort((a, b) => a - b)[Math.floor(span / 2)] : null;
+    const lines = [
+      policy.note ? `Policy ${policy.name}: ${policy.note}.` : `Policy ${policy.name}.`,
+      `The document existed no later than ${formatUtc(times[0])} (the anchor block's header time).`,
+    ];
+    if (median !== null) {
+      lines.push(
+        `By the median time of ${span} headers from the anchor block on: no later than ${formatUtc(median)}.`
+      );
+    }
+    lines.push(`${times.length} confirmations (${policy.confirmations} required).`);
+    lines.push(
+      `The directory block's own time, ${formatUtc(state.dblock.timestampS)}, is the operator's claim,` +
+        " not the proof's."
+    );
+    return { anchorTimeS: times[0], medianTimeS: median, lines };
+  }
+
+  const facts = (bundle, state, policy) => {
+    const verdict = verdictOf(policy, state);
+    return {
+      documentSha256: hex(bundle.documentSha256),
+      height: state.dblock.height,
+      startedS: state.dblock.timestampS,
+      chain: bundle.anchor.chain,
+      confirmations: state.headers.length,
+      window: bundle.contract !== null,
+      commitment: null,
+      aggregation: null,
+      policy: policy.name,
+      independent: policy.independent,
+      anchorTimeS: verdict.anchorTimeS,
+      medianTimeS: verdict.medianTimeS,
+      verdict: verdict.lines,
+    };
+  };
 
   registerVersion(1, {
+    keys: V1_KEYS,
     parse: parseV1,
     steps: [
       step(1, "file hash", checkFileHash),
@@ -561,6 +636,7 @@
 
   root.NotaryBundleV1 = Object.freeze({
     LEDGER_AND_ANCHOR_STEPS,
+    V1_KEYS,
     asProofError,
     checkFileHash,
     checkReceiptEntryHash,

@@ -21,7 +21,7 @@
     rootFromInclusion,
   } = root.NotaryCodecs;
   const { ProofError, fields, registerVersion } = root.NotaryVerify;
-  const { fail, hexField, hexList, object, uintField } = fields;
+  const { hexField, hexList, object, uintField } = fields;
   const V1 = root.NotaryBundleV1;
 
   const H = (bytes) => ({ hex: hex(bytes) });
@@ -29,12 +29,11 @@
   // -- the parser: `commitment` and `aggregation` first, as ProofBundle.from_json reads them --
 
   function parseV2(top) {
-    const nonce = hexField(object(top.get("commitment"), "commitment"), "nonce");
-    if (!top.has("aggregation")) throw fail("aggregation must be present (null for a per-document entry)");
+    const nonce = hexField(object(top.get("commitment"), "commitment", ["nonce"]), "nonce");
     const value = top.get("aggregation");
     let aggregation = null;
     if (value !== null) {
-      const obj = object(value, "aggregation");
+      const obj = object(value, "aggregation", ["leaf_index", "tree_size", "audit_path"]);
       aggregation = {
         leafIndex: uintField(obj, "leaf_index"),
         treeSize: uintField(obj, "tree_size"),
@@ -149,6 +148,7 @@
   const step = V1.step;
 
   registerVersion(2, {
+    keys: Object.freeze([...V1.V1_KEYS, "commitment", "aggregation"]),
     parse: parseV2,
     steps: [
       step(1, "file hash", V1.checkFileHash),
@@ -158,8 +158,8 @@
       ...V1.LEDGER_AND_ANCHOR_STEPS,
     ],
     describe: V1.describe,
-    facts: (bundle, state) => ({
-      ...V1.facts(bundle, state),
+    facts: (bundle, state, policy) => ({
+      ...V1.facts(bundle, state, policy),
       commitment: hex(state.commitment),
       aggregation:
         bundle.aggregation === null

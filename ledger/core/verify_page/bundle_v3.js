@@ -17,12 +17,12 @@
   const baseOf = (top) => VERSIONS.get(top.get("commitment") === null ? 1 : 2);
 
   function parseTimestamps(top) {
-    const section = object(top.get("timestamps"), "timestamps");
+    const section = object(top.get("timestamps"), "timestamps", ["root", "rfc3161"]);
     const stampedRoot = hexField(section, "root");
     const tokens = section.get("rfc3161");
     if (!Array.isArray(tokens)) throw fail("timestamps.rfc3161 must be a list");
     tokens.forEach((item, i) => {
-      const token = object(item, `timestamps.rfc3161[${i}]`);
+      const token = object(item, `timestamps.rfc3161[${i}]`, ["token", "certificates"]);
       if (typeof token.get("token") !== "string") throw fail(`rfc3161[${i}] token must be base64 text`);
     });
     return { root: stampedRoot, rfc3161: tokens.length };
@@ -30,6 +30,9 @@
 
   function parseV3(top) {
     const base = baseOf(top);
+    if (top.get("commitment") === null && top.get("aggregation") !== null) {
+      throw fail("aggregation must be null without a commitment");
+    }
     return { ...base.parse(top), base, timestamps: parseTimestamps(top) };
   }
 
@@ -41,11 +44,12 @@
   }));
 
   registerVersion(3, {
+    keys: Object.freeze([...root.NotaryBundleV1.V1_KEYS, "commitment", "aggregation", "timestamps"]),
     parse: parseV3,
     steps,
     describe: (bundle) => bundle.base.describe(bundle),
-    facts: (bundle, state) => ({
-      ...bundle.base.facts(bundle, state),
+    facts: (bundle, state, policy) => ({
+      ...bundle.base.facts(bundle, state, policy),
       timestamps: {
         root: hex(bundle.timestamps.root),
         rfc3161: bundle.timestamps.rfc3161,

@@ -439,9 +439,9 @@
     r.uint(4);
     const prevHash = r.take(32);
     const merkleRoot = r.take(32);
-    r.uint(4);
+    const timestamp = r.uint(4);
     const bits = r.uint(4);
-    return { prevHash, merkleRoot, bits, hash: sha256d(raw) };
+    return { prevHash, merkleRoot, timestamp, bits, hash: sha256d(raw) };
   }
 
   root.NotaryCodecs = Object.freeze({

@@ -156,6 +156,21 @@
     return [parseInt(digits, 16), at + 6];
   }
 
+  /**
+   * A refusal of the canonical reading (`loadsJson(data, {canonical: true})`): a key twice in
+   * one object (raised when the object closes, as Python's `object_pairs_hook` is called) or
+   * NaN / Infinity (raised where it stands, as `parse_constant` is called). The messages are
+   * `ledger.core.proof.bundle`'s.
+   */
+  class CanonicalError extends Error {
+    constructor(message) {
+      super(message);
+      this.name = "CanonicalError";
+    }
+  }
+
+  let canonical = false;
+
   function scanValue(text, i, depth) {
     const c = text[i];
     if (c === '"') return scanString(text, i + 1);
@@ -168,7 +183,11 @@
       }
       return c === "{" ? scanObject(text, i + 1, depth + 1) : scanArray(text, i + 1, depth + 1);
     }
-    for (const [word, value] of WORDS) if (text.startsWith(word, i)) return [value, i + word.length];
+    for (const [word, value] of WORDS) {
+      if (!text.startsWith(word, i)) continue;
+      if (canonical && typeof value === "number") throw new CanonicalError(`${word} is not a JSON number`);
+      return [value, i + word.length];
+    }
     NUMBER.lastIndex = i;
     const m = NUMBER.exec(text);
     if (!m) throw jsonError("Expecting value", text, i);
@@ -195,6 +214,7 @@
 
   function scanObject(text, i, depth) {
     const obj = new Map();
+    let twice = null;
     i = skipWs(text, i);
     if (text[i] === "}") return [obj, i + 1];
     for (;;) {
@@ -208,9 +228,13 @@
       i = skipWs(text, i + 1);
       let value;
       [value, i] = scanValue(text, i, depth);
+      if (twice === null && obj.has(key)) twice = key;
       obj.set(key, value);
       i = skipWs(text, i);
-      if (text[i] === "}") return [obj, i + 1];
+      if (text[i] === "}") {
+        if (canonical && twice !== null) throw new CanonicalError(`duplicate key ${reprStr(twice)}`);
+        return [obj, i + 1];
+      }
       if (text[i] !== ",") throw jsonError("Expecting ',' delimiter", text, i);
       i = skipWs(text, i + 1);
     }
@@ -242,9 +266,17 @@
     return value;
   }
 
-  /** json.loads(bytes): the encoding found as json.detect_encoding finds it. */
-  function loadsJson(data) {
-    return typeof data === "string" ? loadsJsonText(data) : loadsJsonText(decodeJsonBytes(data), true);
+  /**
+   * json.loads(bytes): the encoding found as json.detect_encoding finds it. `canonical`: as
+   * `ProofBundle.loads` reads (CanonicalError for a duplicate key or NaN / Infinity).
+   */
+  function loadsJson(data, { canonical: strict = false } = {}) {
+    canonical = strict;
+    try {
+      return typeof data === "string" ? loadsJsonText(data) : loadsJsonText(decodeJsonBytes(data), true);
+    } finally {
+      canonical = false;
+    }
   }
 
   function detectEncoding(b) {
@@ -344,5 +376,5 @@
     return fromUnits(units);
   }
 
-  root.NotaryPyJson = Object.freeze({ JSONDecodeError, equalsInt, loadsJson, repr, reprStr });
+  root.NotaryPyJson = Object.freeze({ CanonicalError, JSONDecodeError, equalsInt, loadsJson, repr, reprStr });
 })(globalThis);

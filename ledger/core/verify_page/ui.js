@@ -21,7 +21,10 @@
   /** Files up to this size are read whole and hashed by Web Crypto; larger ones streamed. */
   const IN_MEMORY_MAX_BYTES = config.inMemoryMaxBytes || 256 * MIB;
   const CHUNK_BYTES = config.chunkBytes || 8 * MIB;
-  const DEFAULT_POLICY = { ...V.DEFAULT_POLICY, ...(config.policy || {}) };
+  /** The policies offered (`TrustPolicy.to_json` forms) and the one chosen at first (a
+   * name; null: the one the bundle's chain names, stated as assumed). */
+  const POLICIES = [...(config.policies || [])];
+  const FIRST_POLICY = config.policy || "";
 
   const state = {
     document: null, // File
@@ -79,8 +82,9 @@
 
   async function verifyNow() {
     const input = bundleInput();
-    const policy = readPolicy();
-    if (input === null || policy === null) return null;
+    const chosen = input === null ? null : readPolicy(input);
+    if (input === null || chosen === null) return null;
+    const { policy, assumed } = chosen;
     const id = ++state.runId;
     setRunning(true);
     let hashed = null;
@@ -94,6 +98,7 @@
     }
     if (id !== state.runId) return null;
     const result = V.run(input, { documentSha256: hashed ? hashed.digest : null, policy });
+    result.assumed = assumed;
     state.last = { ...result, hashed: hashed && { method: hashed.method, seconds: hashed.seconds } };
     render(result, hashed);
     return state.last;
@@ -182,7 +187,7 @@
       })
     );
     renderVerdict(result);
-    $("run-note").replaceChildren(policyNote(result.policy), hashed ? ` ${hashNote(hashed)}` : "");
+    $("run-note").replaceChildren(policyNote(result), hashed ? ` ${hashNote(hashed)}` : "");
     $("result").hidden = false;
     $("result").dataset.state = "done";
     if (focus) $("verdict-title").focus();
@@ -211,8 +216,14 @@
         "Every step of the bundle holds. Step 1 needs the document itself: add it above to check" +
           " that it is the one this proof is about."
       );
+    } else if (result.facts.independent) {
+      setVerdict("✓", `Verified under policy ${result.policy}: every step holds.`, passSentence(result.facts));
     } else {
-      setVerdict("✓", "Verified: every step holds.", passSentence(result.facts));
+      setVerdict(
+        "✓",
+        `Verified under policy ${result.policy}: every step holds, but this chain is not independent evidence.`,
+        passSentence(result.facts)
+      );
     }
   }
 
@@ -223,10 +234,6 @@
   }
 
   function passSentence(f) {
-    const started = new Date(f.startedS * 1000);
-    const when = Number.isNaN(started.getTime())
-      ? `${f.startedS} s after the Unix epoch`
-      : `${started.toISOString().slice(0, 16).replace("T", " ")} UTC`;
     const recorded =
       f.commitment === null
         ? "its SHA-256 is recorded"
@@ -235,10 +242,10 @@
           : "its commitment (its SHA-256 sealed with the bundle's nonce) is recorded as leaf" +
             ` ${f.aggregation.leafIndex} of a batch of ${f.aggregation.treeSize}`;
     return (
-      `This file is the document of the proof: ${recorded} in directory block ${f.height}` +
-      ` (started ${when}), which is anchored in the proof-of-work chain “${f.chain}” under` +
-      ` ${f.confirmations} confirmations${f.window ? " and in a window anchor" : ""}. So the file` +
-      " existed, exactly as it is, no later than that block." +
+      `This file is the document of the proof: ${recorded} in directory block ${f.height},` +
+      ` which is anchored in the proof-of-work chain “${f.chain}” under` +
+      ` ${f.confirmations} confirmations${f.window ? " and in a window anchor" : ""}. ` +
+      f.verdict.join(" ") +
       timestampsNote(f.timestamps)
     );
   }
@@ -253,11 +260,9 @@
     );
   }
 
-  function policyNote(p) {
-    return (
-      `Policy applied: chain “${p.chain}”, at least ${p.difficultyBits} bits of work per block,` +
-      ` at least ${p.confirmations} confirmation${p.confirmations === 1 ? "" : "s"}.`
-    );
+  function policyNote(result) {
+    const how = result.assumed ? "assumed from the bundle's chain (choose one above to change it)" : "chosen above";
+    return `Policy applied: ${result.policy}, ${how}.`;
   }
 
   function hashNote(h) {
@@ -287,33 +292,79 @@
 
   // -- the policy ------------------------------------------------------------------------------
 
-  function setPolicyFields(p) {
-    $("policy-chain").value = p.chain;
-    $("policy-bits").value = String(p.difficultyBits);
-    $("policy-confirmations").value = String(p.confirmations);
-    readPolicy();
+  const AUTO = "";
+
+  function fillPolicies(first = FIRST_POLICY) {
+    const select = $("policy-select");
+    const auto = el("option", { value: AUTO }, "the one the bundle's chain names (assumed)");
+    select.replaceChildren(auto, ...POLICIES.map((p) => el("option", { value: p.name }, p.name)));
+    select.value = POLICIES.some((p) => p.name === first) ? first : AUTO;
   }
 
-  /** The policy in the form, checked as PowParams checks it; null (and a message) if bad. */
-  function readPolicy() {
-    const bits = Number($("policy-bits").value);
-    const confirmations = Number($("policy-confirmations").value);
-    const p = { chain: $("policy-chain").value, difficultyBits: bits, confirmations };
+  /** A policy file chosen on the page: checked as `TrustPolicy.from_json` checks it, added to
+   * the list and chosen; a bad one is refused with its reason. */
+  async function addPolicyFile(file) {
     const error = $("policy-error");
+    let obj;
     try {
-      V.makePolicy(p);
+      obj = JSON.parse(await file.text());
+      V.makePolicy(obj);
     } catch (exc) {
-      error.textContent = `This policy cannot be used: ${exc.message}.`;
+      error.textContent = `${file.name} is not a policy: ${exc.message}.`;
       error.hidden = false;
-      $("policy").open = true;
-      $("verify-button").disabled = true;
-      return null;
+      return;
+    }
+    const at = POLICIES.findIndex((p) => p.name === obj.name);
+    if (at >= 0) POLICIES[at] = obj;
+    else POLICIES.push(obj);
+    fillPolicies();
+    $("policy-select").value = obj.name;
+    readPolicy();
+    if ($("result").dataset.state !== "idle") verifyNow();
+  }
+
+  /** The policy to apply to `input`: {policy (JSON form), assumed}; null (and a message) if none. */
+  function readPolicy(input = bundleInput()) {
+    const name = $("policy-select").value;
+    let policy = POLICIES.find((p) => p.name === name) || null;
+    const assumed = name === AUTO;
+    const error = $("policy-error");
+    if (assumed && input !== null) {
+      const about = V.summary(input);
+      policy = about === null ? POLICIES[0] || null : V.policyForChain(POLICIES, about.chain);
+      if (policy === null) {
+        error.textContent =
+          `No policy here trusts the bundle's chain “${about.chain}”: choose one, or check it with` +
+          " notary verify --policy FILE.";
+        error.hidden = false;
+        showPolicy(null, assumed);
+        return null;
+      }
     }
     error.hidden = true;
+    showPolicy(policy, assumed);
+    return policy === null ? null : { policy, assumed };
+  }
+
+  function showPolicy(p, assumed) {
     $("policy-summary").textContent =
-      `chain “${p.chain}”, ≥ ${bits} bits of work per block, ≥ ${confirmations} confirmations`;
-    $("verify-button").disabled = bundleInput() === null;
-    return p;
+      p === null ? "none yet" : `${p.name}${assumed ? " (assumed from the bundle's chain)" : ""}`;
+    if (p === null) {
+      $("policy-facts").replaceChildren();
+      return;
+    }
+    const work = BigInt("0x" + p.max_target);
+    const facts = [
+      ["chain", `${p.chain}${p.genesis ? `, genesis ${p.genesis}` : ", the operator's own (no fixed genesis)"}`],
+      ["proof of work", p.pow === "scrypt" ? "scrypt (N=1024, r=1, p=1)" : "double SHA-256"],
+      ["least work per header", `target at most 0x${work.toString(16)}`],
+      ["confirmations", `at least ${p.confirmations}`],
+      ["window anchor", p.require_window ? "required" : "checked when present"],
+      ["evidence", p.note || (p.independent ? "independent" : "not independent")],
+    ];
+    $("policy-facts").replaceChildren(
+      ...facts.flatMap(([term, value]) => [el("dt", {}, term), el("dd", {}, value)])
+    );
   }
 
   // -- files in --------------------------------------------------------------------------------
@@ -327,6 +378,7 @@
         ` in directory block ${about.height}.`
       : `${file.name} (${formatBytes(file.size)}).`;
     chosen("bundle", text);
+    readPolicy();
     changed();
   }
 
@@ -429,14 +481,15 @@
           ` block ${about.height}. Add the document to check it.`
         : "The bundle in this page cannot be read: Verify shows why.";
     }
-    setPolicyFields(DEFAULT_POLICY);
+    fillPolicies();
+    readPolicy();
     wireDrops();
-    for (const id of ["policy-chain", "policy-bits", "policy-confirmations"]) {
-      $(id).addEventListener("input", readPolicy);
-      $(id).addEventListener("change", () => $("result").dataset.state !== "idle" && verifyNow());
-    }
-    $("policy-reset").addEventListener("click", () => {
-      setPolicyFields(DEFAULT_POLICY);
+    $("policy-file").addEventListener("change", (event) => {
+      const [file] = event.target.files;
+      if (file) addPolicyFile(file);
+    });
+    $("policy-select").addEventListener("change", () => {
+      readPolicy();
       if ($("result").dataset.state !== "idle") verifyNow();
     });
     $("verify-button").addEventListener("click", verifyNow);

@@ -8,7 +8,7 @@
  * hold the two to that on the tamper suite (tests/browser/test_verify_page.py).
  *
  * Versions: each bundle version registers itself (bundle_v1.js, bundle_v2.js) with
- * `registerVersion`: a parser (JSON object -> bundle; ProofError at step 0 for a malformed
+ * `registerVersion`: its exact top-level keys, a parser (JSON object -> bundle; ProofError at step 0 for a malformed
  * one), its numbered steps after step 0 (each a check returning its report or throwing
  * ProofError), and what a passing bundle shows. Every version has the same step numbers:
  * version 1 reports steps 2 (commitment) and 3 (aggregation) as skipped; version 2 has its
@@ -20,8 +20,8 @@
 (function (root) {
   "use strict";
 
-  const { difficultyTarget, fromHexDigits, hex } = root.NotaryCodecs;
-  const { JSONDecodeError, equalsInt, loadsJson, repr } = root.NotaryPyJson;
+  const { fromHexDigits, hex } = root.NotaryCodecs;
+  const { CanonicalError, JSONDecodeError, loadsJson, repr } = root.NotaryPyJson;
 
   /** Step titles, as `ledger.core.proof.Step.title` names them; versions may add more. */
   const STEP_TITLES = {
@@ -54,25 +54,69 @@
     }
   }
 
-  // -- the trust policy ------------------------------------------------------------------------
+  // -- trust policies (ledger/core/proof/policy.py) -------------------------------------------
 
-  /** `PowParams()`: the bundled development chain (ledger/core/pow/params.py). */
-  const DEFAULT_POLICY = Object.freeze({
-    chain: "notary-devnet-pow",
-    difficultyBits: 16,
-    confirmations: 2,
-  });
+  const POW_FUNCTIONS = ["sha256d", "scrypt"];
+  const POLICY_KEYS = [
+    "name", "chain", "genesis", "pow", "max_target", "confirmations",
+    "require_window", "independent", "median_time_span", "note",
+  ];
+  const HASH64 = /^[0-9a-f]{64}$/;
 
-  /** A checked policy with its target; throws RangeError as PowParams does ValueError. */
-  function makePolicy({ chain, difficultyBits, confirmations } = DEFAULT_POLICY) {
-    if (typeof chain !== "string") throw new RangeError("chain must be a string");
-    if (!Number.isInteger(difficultyBits) || difficultyBits < 1 || difficultyBits > 255) {
-      throw new RangeError("difficulty_bits must be in 1..255");
+  /**
+   * A policy from its JSON form (`TrustPolicy.to_json`): {name, chain, genesis (internal
+   * order bytes or null), genesisHex, pow, maxTarget (BigInt), confirmations,
+   * requireWindow, independent, medianTimeSpan, note}. Throws RangeError as
+   * `TrustPolicy.from_json` raises PolicyError.
+   */
+  function makePolicy(obj) {
+    if (obj === null || typeof obj !== "object") throw new RangeError("a policy must be a JSON object");
+    const unknown = Object.keys(obj).filter((k) => !POLICY_KEYS.includes(k)).sort();
+    if (unknown.length) throw new RangeError(`unknown policy keys: ${unknown.join(", ")}`);
+    const { name, chain, genesis, pow, confirmations } = obj;
+    if (genesis === undefined) throw new RangeError("genesis must be given (null for a chain with no fixed genesis)");
+    if (typeof name !== "string" || typeof chain !== "string" || !name || !chain) {
+      throw new RangeError("a policy needs a name and a chain");
     }
+    if (genesis !== null && !(typeof genesis === "string" && HASH64.test(genesis))) {
+      throw new RangeError("genesis must be 64 lowercase hex characters");
+    }
+    if (!POW_FUNCTIONS.includes(pow)) throw new RangeError(`pow must be one of ${POW_FUNCTIONS.join(", ")}`);
+    if (!(typeof obj.max_target === "string" && HASH64.test(obj.max_target))) {
+      throw new RangeError("max_target must be 64 lowercase hex characters");
+    }
+    const maxTarget = BigInt("0x" + obj.max_target);
+    if (maxTarget === 0n) throw new RangeError("max_target must be in 1..2**256-1");
     if (!Number.isInteger(confirmations) || confirmations < 1) {
       throw new RangeError("confirmations must be at least 1");
     }
-    return Object.freeze({ chain, difficultyBits, confirmations, target: difficultyTarget(difficultyBits) });
+    const span = obj.median_time_span === undefined ? null : obj.median_time_span;
+    if (span !== null && (!Number.isInteger(span) || span < 1)) {
+      throw new RangeError("median_time_span must be at least 1");
+    }
+    return Object.freeze({
+      name,
+      chain,
+      genesis: genesis === null ? null : fromHexDigits(genesis).reverse(),
+      genesisHex: genesis,
+      pow,
+      maxTarget,
+      confirmations,
+      requireWindow: obj.require_window === true,
+      independent: obj.independent !== false,
+      medianTimeSpan: span,
+      note: typeof obj.note === "string" ? obj.note : "",
+    });
+  }
+
+  /** `TrustPolicy.names_chain`: the policy's chain name, or its genesis hash (display hex). */
+  const namesChain = (policy, label) =>
+    label === policy.chain || (policy.genesisHex !== null && label === policy.genesisHex);
+
+  /** `policy_for_chain`: the first of `policies` (JSON forms) whose chain `label` names
+   * (that JSON form), or null. */
+  function policyForChain(policies, label) {
+    return policies.find((obj) => namesChain(makePolicy(obj), label)) || null;
   }
 
   // -- step 0: reading the bundle's fields (`ProofBundle.from_json`'s helpers) -----------------
@@ -82,16 +126,31 @@
 
   const fail = (what) => new ProofError(0, what);
 
-  function object(value, what) {
+  /** A JSON object (Map); with `keys`, exactly those keys (`_keys`: unknown, then missing). */
+  function object(value, what, keys = null) {
     if (!(value instanceof Map)) throw fail(`${what} must be a JSON object`);
+    if (keys !== null) {
+      const unknown = [...value.keys()].filter((k) => !keys.includes(k)).sort();
+      if (unknown.length) throw fail(`${what} has unknown keys: ${unknown.join(", ")}`);
+      const missing = keys.filter((k) => !value.has(k)).sort();
+      if (missing.length) throw fail(`${what} lacks keys: ${missing.join(", ")}`);
+    }
     return value;
   }
 
+  /** Canonical hex (`from_hex(..., lowercase=True)`): lower case, no `0x`. */
   function decodeHex(text, what) {
     if (typeof text !== "string") throw fail(`${what} must be a hex string`);
-    const digits = /^0[xX]/.test(text) ? text.slice(2) : text;
-    if (digits.length % 2 || !HEX_DIGITS.test(digits)) throw fail(`${what} is not valid hex`);
-    return fromHexDigits(digits);
+    if (text.length % 2 || !HEX_DIGITS.test(text)) throw fail(`${what} is not valid hex`);
+    if (text !== text.toLowerCase()) throw fail(`${what} must be lowercase hex`);
+    return fromHexDigits(text);
+  }
+
+  /** The contract address: `0x` and lower-case hex (`_address`). */
+  function addressField(obj, key) {
+    const value = obj.get(key);
+    if (typeof value !== "string" || !value.startsWith("0x")) throw fail(`${key} must be 0x and lowercase hex`);
+    return decodeHex(value.slice(2), key);
   }
 
   const hexField = (obj, key) => decodeHex(obj.get(key), key);
@@ -116,7 +175,7 @@
   function nodeList(value, what) {
     if (!Array.isArray(value)) throw fail(`${what} must be a list`);
     return value.map((item, i) => {
-      const node = object(item, `${what}[${i}]`);
+      const node = object(item, `${what}[${i}]`, ["left", "right", "top"]);
       return [hexField(node, "left"), hexField(node, "right"), hexField(node, "top")];
     });
   }
@@ -129,11 +188,12 @@
    * Register a bundle version.
    *
    * @param number the `version` integer.
+   * @param spec.keys the top-level keys of the version, exactly.
    * @param spec.parse JSON object (a Map) -> bundle, throwing ProofError(0, ...).
    * @param spec.steps [{step, title, check}] in order; `check(ctx)` gets {bundle,
    *     documentSha256, policy, state} and returns {detail: [text | {hex}], skipped?}.
    * @param spec.describe bundle -> {documentSha256, height, chain} (shown before a run).
-   * @param spec.facts (bundle, state) -> what a passing run established (the verdict).
+   * @param spec.facts (bundle, state, policy) -> what a passing run established (the verdict).
    */
   function registerVersion(number, spec) {
     for (const { step, title } of spec.steps) STEP_TITLES[step] = STEP_TITLES[step] || title;
@@ -145,8 +205,9 @@
     let top = input;
     if (typeof input === "string" || input instanceof Uint8Array) {
       try {
-        top = loadsJson(input);
+        top = loadsJson(input, { canonical: true });
       } catch (exc) {
+        if (exc instanceof CanonicalError) throw fail(exc.message);
         if (!(exc instanceof JSONDecodeError || exc instanceof RangeError)) throw exc;
         throw new ProofError(0, `not valid JSON: ${exc.message}`);
       }
@@ -155,7 +216,10 @@
     if (top.get("format") !== BUNDLE_FORMAT) throw fail(`not a ${BUNDLE_FORMAT} document`);
     const version = top.get("version");
     for (const [number, spec] of VERSIONS) {
-      if (equalsInt(version, number)) return [number, spec, spec.parse(top)];
+      if (typeof version === "bigint" && version === BigInt(number)) {
+        object(top, "bundle", spec.keys);
+        return [number, spec, spec.parse(top)];
+      }
     }
     throw fail(`unsupported bundle version ${repr(version)}`);
   }
@@ -166,12 +230,14 @@
    * @param input bundle JSON text (string or UTF-8 bytes) or a value read by loadsJson.
    * @param options.documentSha256 the file's SHA-256 (Uint8Array, 32 bytes) or null (step 1
    *     is then skipped, as the Python verifier does without a file).
-   * @param options.policy {chain, difficultyBits, confirmations}; DEFAULT_POLICY if absent.
+   * @param options.policy the trust policy (its JSON form, `TrustPolicy.to_json`): required,
+   *     nothing is trusted by default.
    * @param options.onStep called with {step, title, detail, skipped} for each step held.
    * @returns {version, bundle, state} once every step holds.
-   * @throws ProofError for the first step that fails.
+   * @throws ProofError for the first step that fails; TypeError without a policy.
    */
-  function verifyBundle(input, { documentSha256 = null, policy = DEFAULT_POLICY, onStep = () => {} } = {}) {
+  function verifyBundle(input, { documentSha256 = null, policy, onStep = () => {} } = {}) {
+    if (!policy) throw new TypeError("verifyBundle needs a trust policy");
     const trusted = makePolicy(policy);
     const [version, spec, bundle] = readBundle(input);
     onStep({ step: 0, title: STEP_TITLES[0], detail: [`${BUNDLE_FORMAT} version ${version}`], skipped: false });
@@ -193,12 +259,13 @@
 
   /**
    * `verifyBundle` as plain data, for the page and the tests: {ok, version, steps: [{step,
-   * title, detail, parts, skipped}], failure, policy, facts (what a passing bundle shows)}.
+   * title, detail, parts, skipped}], failure, policy (its name), facts (what a passing
+   * bundle shows, with `verdict`: `Verdict.lines()`)}.
    */
   function run(input, options = {}) {
     const steps = [];
-    const policy = { ...DEFAULT_POLICY, ...(options.policy || {}) };
-    const out = { ok: false, version: null, steps, failure: null, policy, facts: null };
+    const policy = options.policy;
+    const out = { ok: false, version: null, steps, failure: null, policy: policy.name, facts: null };
     try {
       const { version, bundle, state } = verifyBundle(input, {
         ...options,
@@ -207,7 +274,7 @@
       });
       out.ok = true;
       out.version = version;
-      out.facts = VERSIONS.get(version).facts(bundle, state);
+      out.facts = VERSIONS.get(version).facts(bundle, state, makePolicy(policy));
     } catch (exc) {
       if (!(exc instanceof ProofError)) throw exc;
       out.failure = {
@@ -236,13 +303,24 @@
 
   root.NotaryVerify = Object.freeze({
     BUNDLE_FORMAT,
-    DEFAULT_POLICY,
     STEP_TITLES,
     VERSIONS,
     ProofError,
     detailText,
-    fields: Object.freeze({ decodeHex, fail, hexField, hexList, nodeList, object, textField, uintField }),
+    fields: Object.freeze({
+      addressField,
+      decodeHex,
+      fail,
+      hexField,
+      hexList,
+      nodeList,
+      object,
+      textField,
+      uintField,
+    }),
     makePolicy,
+    namesChain,
+    policyForChain,
     registerVersion,
     run,
     stepsOf,

@@ -32,6 +32,7 @@ from ledger.core.pow.merkle import merkle_path, merkle_root
 from ledger.core.pow.params import PowParams
 from ledger.core.pow.tx import anchor_transaction, coinbase_transaction, op_return_script
 from ledger.core.proof.bundle import Aggregation, ProofBundle, build_bundle
+from ledger.core.proof.policy import TrustPolicy
 from ledger.core.receipt import build_receipt
 
 DOCUMENT = b"The quarterly report, final version.\n"
@@ -53,9 +54,16 @@ class Forged:
     leaves (commitments, in leaf order)."""
 
     bundle: ProofBundle
-    policy: PowParams
+    policy: TrustPolicy
     document: bytes
     leaves: tuple[bytes, ...] = ()
+
+
+def policy_of(params: PowParams, *, name: str = "test-chain") -> TrustPolicy:
+    """The trust policy of a bundled-style chain of ``params`` (its work, confirmations)."""
+    return TrustPolicy.from_pow_params(
+        params, name=name, note="a test chain: not independent evidence"
+    )
 
 
 def commitment_of(document: bytes) -> tuple[bytes, bytes]:
@@ -208,8 +216,9 @@ def forge_bundle(
     contract_tx = anchor_transaction([op_return_script(commitment.payload())]).marshal()
     txs, at_anchor, at_contract = _anchor_block(anchored, contract_tx, keymrs[0], last_in_odd_block)
     txids = [sha256d(raw) for raw in txs]
-    policy = PowParams(chain, difficulty_bits, headers)
-    bits = [policy.bits] * headers
+    params = PowParams(chain, difficulty_bits, headers)
+    policy = policy_of(params)
+    bits = [params.bits] * headers
     if short_work_header is not None:
         bits[short_work_header] = target_to_bits(difficulty_target(difficulty_bits - 8))
     raw_headers = _headers(merkle_root(txids), count=headers, bits=bits)

@@ -30,12 +30,13 @@ from ledger.stack import Stack, StackSettings, StackThread
 from tasks.documents import collection_chain, document_entry
 from tests.harness.ports import free_port
 from tests.harness.waiting import wait_until
+from tests.ledger.anchor.bundles import policy_of
 
 pytestmark = pytest.mark.e2e
 
 DIFFICULTY_BITS = 8
 CONFIRMATIONS = 2
-POLICY = PowParams(difficulty_bits=DIFFICULTY_BITS, confirmations=CONFIRMATIONS)
+POLICY = policy_of(PowParams(difficulty_bits=DIFFICULTY_BITS, confirmations=CONFIRMATIONS))
 DOCUMENTS = {f"doc-{i}.txt": f"document number {i}\n".encode() * (i + 1) for i in range(3)}
 
 

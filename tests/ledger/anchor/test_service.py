@@ -31,6 +31,7 @@ from ledger.core.pow.params import PowParams
 from ledger.core.proof.bundle import build_bundle
 from ledger.core.proof.verify import verify_bundle
 from tasks.documents import collection_chain, document_entry
+from tests.ledger.anchor.bundles import policy_of
 from tests.ledger.anchor.conftest import (
     CONFIRMATIONS,
     DIFFICULTY_BITS,
@@ -42,7 +43,7 @@ from tests.ledger.anchor.conftest import (
 
 pytestmark = pytest.mark.anyio
 
-POLICY = PowParams(difficulty_bits=DIFFICULTY_BITS, confirmations=CONFIRMATIONS)
+POLICY = policy_of(PowParams(difficulty_bits=DIFFICULTY_BITS, confirmations=CONFIRMATIONS))
 
 
 async def publish_document(net: Network, data: bytes, path: str = "a.txt") -> Entry:
@@ -217,7 +218,9 @@ async def test_proof_bundle_from_the_services_verifies_offline(network: Network)
         anchor_proof=deeper,
     )
     verify_bundle(
-        deep_bundle, document_bytes=data, policy=PowParams(difficulty_bits=8, confirmations=5)
+        deep_bundle,
+        document_bytes=data,
+        policy=policy_of(PowParams(difficulty_bits=8, confirmations=5)),
     )
 
 

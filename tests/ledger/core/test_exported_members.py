@@ -75,6 +75,7 @@ EXPECTED = {
         "DEV_POW_DIFFICULTY_BITS",
         "PowParams",
     },
+    "ledger.core.pow.work": {"PowFunction", "block_work", "meets_target", "pow_hash"},
     "ledger.core.pow.tx": {
         "NULL_TXID",
         "OP_RETURN",
@@ -90,6 +91,7 @@ EXPECTED = {
         "check_anchor_inclusion",
         "check_anchor_payload",
         "check_contract",
+        "check_headers",
         "check_links",
         "check_proof_of_work",
         "work_report",
@@ -117,7 +119,16 @@ EXPECTED = {
         "check_receipt",
         "directory_block_report",
     },
+    "ledger.core.proof.policy": {
+        "DEVNET",
+        "SHIPPED",
+        "PolicyError",
+        "TrustPolicy",
+        "policy_for_chain",
+        "policy_named",
+    },
     "ledger.core.proof.steps": {"ProofError", "Step", "StepReport"},
+    "ledger.core.proof.verdict": {"Verdict", "format_utc"},
     "ledger.core.proof.verify": {"verify_bundle"},
     "ledger.core.receipt": {
         "NodeMemo",

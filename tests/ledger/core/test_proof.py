@@ -9,14 +9,15 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from ledger.core.anchor_record import encode_anchor_payload
 from ledger.core.pow.header import BlockHeader
-from ledger.core.pow.params import PowParams
 from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.policy import TrustPolicy
 from ledger.core.proof.steps import ProofError, Step, StepReport
 from ledger.core.proof.verify import verify_bundle
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
@@ -30,7 +31,11 @@ def forged() -> Forged:
 
 
 def failure(
-    obj: Any, forged: Forged, *, document: bytes | None = DOCUMENT, policy: PowParams | None = None
+    obj: Any,
+    forged: Forged,
+    *,
+    document: bytes | None = DOCUMENT,
+    policy: TrustPolicy | None = None,
 ) -> ProofError:
     with pytest.raises(ProofError) as caught:
         verify_bundle(obj, document_bytes=document, policy=policy or forged.policy)
@@ -255,11 +260,11 @@ def test_header_whose_hash_misses_its_target_fails_at_proof_of_work(forged: Forg
 
 def test_policy_asking_more_work_or_confirmations_or_another_chain(forged: Forged) -> None:
     p = forged.policy
-    harder = PowParams(p.chain, p.difficulty_bits + 4, p.confirmations)
+    harder = replace(p, max_target=p.max_target >> 4)
     assert failure(forged.bundle, forged, policy=harder).step == Step.PROOF_OF_WORK
-    deeper = PowParams(p.chain, p.difficulty_bits, p.confirmations + 1)
+    deeper = replace(p, confirmations=p.confirmations + 1)
     assert failure(forged.bundle, forged, policy=deeper).step == Step.HEADER_LINKS
-    other = PowParams("bitcoin-mainnet", p.difficulty_bits, p.confirmations)
+    other = replace(p, chain="bitcoin-mainnet")
     assert failure(forged.bundle, forged, policy=other).step == Step.PROOF_OF_WORK
 
 
@@ -278,7 +283,7 @@ def test_wrong_height_in_the_receipt_fails_at_the_directory_block(forged: Forged
 def test_removed_or_reordered_headers_fail_at_the_links(forged: Forged) -> None:
     good = forged.bundle.to_json()
     headers = good["anchor"]["headers"]
-    loose = PowParams(forged.policy.chain, forged.policy.difficulty_bits, 1)
+    loose = replace(forged.policy, confirmations=1)
     gap = put(good, ("anchor", "headers"), [headers[0], headers[2]])
     assert failure(gap, forged, policy=loose).step == Step.HEADER_LINKS
     swapped = put(good, ("anchor", "headers"), [headers[0], headers[2], headers[1]])

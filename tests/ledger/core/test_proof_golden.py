@@ -36,8 +36,10 @@ import pytest
 
 from ledger.core.pow.params import PowParams
 from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.policy import TrustPolicy
 from ledger.core.proof.steps import ProofError, Step, StepReport
 from ledger.core.proof.verify import verify_bundle
+from tests.ledger.anchor.bundles import policy_of
 from tests.ledger.core._vectors import load
 
 GOLDENS = {
@@ -53,8 +55,9 @@ CASES = [
 V1_SKIPPED = {Step.COMMITMENT, Step.AGGREGATION}
 
 
-def _policy(golden: dict[str, Any], overrides: dict[str, Any] | None = None) -> PowParams:
-    return dataclasses.replace(PowParams(**golden["policy"]), **(overrides or {}))
+def _policy(golden: dict[str, Any], overrides: dict[str, Any] | None = None) -> TrustPolicy:
+    params = dataclasses.replace(PowParams(**golden["policy"]), **(overrides or {}))
+    return policy_of(params)
 
 
 def _parent(obj: Any, path: list[Any]) -> Any:

@@ -286,9 +286,13 @@ def test_an_aggregation_claimed_over_a_commitment_entry_and_the_reverse(
 
 
 @pytest.mark.parametrize("kind", ["aggregated", "document"])
-def test_a_version_2_bundle_relabelled_version_1_fails_at_the_entry(kind: str) -> None:
+def test_a_version_2_bundle_relabelled_version_1_fails_at_the_format(kind: str) -> None:
     forged = forge_bundle(private=kind)  # type: ignore[arg-type]
     error = failure(put(forged.bundle.to_json(), ("version",), 1), forged)
+    assert error.step == Step.FORMAT and "unknown keys: aggregation, commitment" in error.reason
+    bare = put(forged.bundle.to_json(), ("version",), 1)
+    del bare["commitment"], bare["aggregation"]
+    error = failure(bare, forged)  # without them, its entry does not carry the hash
     assert error.step == Step.ENTRY and "does not carry the document hash" in error.reason
 
 

@@ -9,12 +9,13 @@ import json
 import re
 
 from ledger.core.pow.params import PowParams
+from ledger.core.proof.policy import SHIPPED
 from ledger.core.verify_page import (
     DEFAULT_TITLE,
     content_security_policy,
     render_verify_page,
 )
-from tests.ledger.anchor.bundles import forge_bundle
+from tests.ledger.anchor.bundles import forge_bundle, policy_of
 
 SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 STYLE = re.compile(r"<style>(.*?)</style>", re.DOTALL)
@@ -61,11 +62,15 @@ def test_an_embedded_bundle_is_inert_and_read_back_exactly() -> None:
 
 
 def test_without_a_bundle_the_block_is_null_and_the_policy_is_the_one_given() -> None:
-    html = render_verify_page(policy=PowParams("other-chain", 20, 6))
+    given = policy_of(PowParams("other-chain", 20, 6), name="other")
+    html = render_verify_page(policy=given)
     assert json_block(html, "notary-embedded-bundle") is None
     config = json_block(html, "notary-page-config")
     assert isinstance(config, dict)
-    assert config["policy"] == {"chain": "other-chain", "difficultyBits": 20, "confirmations": 6}
+    assert config["policy"] == "other"
+    assert config["policies"] == [p.to_json() for p in SHIPPED.values()] + [given.to_json()]
+    unchosen = json_block(render_verify_page(), "notary-page-config")
+    assert isinstance(unchosen, dict) and unchosen["policy"] is None
 
 
 def test_a_proof_bundle_object_embeds_as_its_json() -> None:

@@ -135,7 +135,9 @@ async def test_a_document_anchored_in_litecoin_verifies(net: LitecoinNetwork) ->
 
     bundle = await bundle_of(net, entry.hash(), data)
     assert bundle.anchor.chain == CHAIN and bundle.contract is not None
-    assert verify_litecoin_bundle(bundle, data, confirmations=CONFIRMATIONS) == list(Step)
+    steps, verdict = verify_litecoin_bundle(bundle, data, confirmations=CONFIRMATIONS)
+    assert steps == list(Step)
+    assert verdict.policy.name == CHAIN and not verdict.policy.independent
     dblock_height = (await net.call("receipt", {"hash": entry.hash().hex()}))["receipt"][
         "directoryblockheight"
     ]

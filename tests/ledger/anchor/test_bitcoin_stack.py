@@ -29,6 +29,7 @@ from flows.cli.proof_check import verify_command
 from ledger.anchor.export import fetch_bundle
 from ledger.core.pow.encoding import from_display_hex
 from ledger.core.pow.header import BlockHeader
+from ledger.core.proof.policy import policy_named
 from ledger.core.proof.steps import Step
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.stack import Stack, StackThread
@@ -144,20 +145,33 @@ def test_the_stack_anchors_in_litecoin(tmp_path: Path, litecoin_node: LitecoinNo
                     anchor=anchor,
                 )
                 assert bundle.anchor.chain == CHAIN
-                steps = verify_litecoin_bundle(bundle, data, confirmations=CONFIRMATIONS)
+                steps, verdict = verify_litecoin_bundle(bundle, data, confirmations=CONFIRMATIONS)
                 assert steps == list(Step)
-                # `notary verify` with the bundled chain's policy (its default) refuses it.
+                # verdict's date: the anchor block's header time, not the directory block's.
+                assert (
+                    verdict.anchor_time_s
+                    == BlockHeader.unmarshal(bundle.anchor.headers[0]).timestamp
+                )
+                # `notary verify`: passes under the policy the bundle's chain names (said to be
+                # assumed) and fails under the bundled chain's and the mainnets'.
                 (tmp_path / name).write_bytes(data)
                 (tmp_path / f"{name}.proof.json").write_text(bundle.dumps())
-                out = io.StringIO()
-                code = verify_command(
-                    tmp_path / name,
-                    tmp_path / f"{name}.proof.json",
-                    console=Console(file=out, width=200),
-                )
-                assert code == ExitCode.INCOMPLETE, out.getvalue()
-                assert "litecoin-regtest" in out.getvalue()
-                print(out.getvalue())
+                for policy, expected in (
+                    (None, ExitCode.OK),
+                    (policy_named("devnet"), ExitCode.INCOMPLETE),
+                    (policy_named("litecoin-mainnet"), ExitCode.INCOMPLETE),
+                    (policy_named("bitcoin-mainnet"), ExitCode.INCOMPLETE),
+                ):
+                    out = io.StringIO()
+                    code = verify_command(
+                        tmp_path / name,
+                        tmp_path / f"{name}.proof.json",
+                        policy=policy,
+                        console=Console(file=out, width=200),
+                    )
+                    assert code == expected, out.getvalue()
+                    assert "litecoin-regtest" in out.getvalue()
+                    print(out.getvalue())
                 height = node.call("receipt", {"hash": entry_hash})["receipt"][
                     "directoryblockheight"
                 ]

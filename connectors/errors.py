@@ -3,13 +3,24 @@ publishing API), as the pipeline sees them: from the client's side of the wire.
 
 Exception tree::
 
-    ConnectorError                  base; ``retryable`` tells whether trying again may succeed
-    ├── ServiceUnavailable          connect errors, timeouts, broken connections, HTTP 5xx (retryable)
-    ├── AuthError                   HTTP 401/403: missing or invalid ``user-key`` (not retryable)
-    ├── RequestRejected             other HTTP 4xx, with the body's message (not retryable)
-    │   └── NotFound                HTTP 404 where a resource was required (e.g. unknown chain)
-    ├── RpcError                    a JSON-RPC 2.0 error object (code, message, data kept)
-    └── InvalidResponse             a response that does not have the documented shape
+    ConnectorPackageError           root of every error the ``connectors`` package defines
+    ├── AuditPathError (RuntimeError)       ``connectors.audit.paths``: an audit path unreadable
+    ├── CollectionModeError (ValueError)    ``connectors.audit.collections``: a refused mode switch
+    ├── MigrationError (RuntimeError)       ``connectors.migrations``: not an audit store
+    ├── StoreExposedError (PermissionError) ``connectors.store_modes``: a store file others can read
+    ├── ServerStartError (RuntimeError)     ``connectors.served_app``: the server cannot listen
+    │   └── ReceiverStartError              ``connectors.callback_receiver``
+    ├── TableSourceError                    ``connectors.table_source``
+    │   ├── SourceConfigError (ValueError)
+    │   └── SourceUnreachable
+    ├── UnsafeFileError (OSError)           ``connectors.folder_source``: a path ``open_regular`` refuses
+    └── ConnectorError              a service call failed; ``retryable`` tells whether trying again may succeed
+        ├── ServiceUnavailable          connect errors, timeouts, broken connections, HTTP 5xx (retryable)
+        ├── AuthError                   HTTP 401/403: missing or invalid ``user-key`` (not retryable)
+        ├── RequestRejected             other HTTP 4xx, with the body's message (not retryable)
+        │   └── NotFound                HTTP 404 where a resource was required (e.g. unknown chain)
+        ├── RpcError                    a JSON-RPC 2.0 error object (code, message, data kept)
+        └── InvalidResponse             a response that does not have the documented shape
 
 Each name means one thing across the project: the services' own errors, which they render
 on the wire, have other names (``ledger.api.errors.TemporarilyUnavailable`` is the 503 the
@@ -34,6 +45,7 @@ from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcProtocolError, JsonRp
 __all__ = [
     "AuthError",
     "ConnectorError",
+    "ConnectorPackageError",
     "InvalidResponse",
     "NotFound",
     "RETRYABLE_RPC_CODES",
@@ -50,8 +62,17 @@ __all__ = [
 RETRYABLE_RPC_CODES = frozenset({ErrorCode.INTERNAL_ERROR})
 
 
-class ConnectorError(Exception):
-    """Base of every connector error.
+class ConnectorPackageError(Exception):
+    """Root of the ``connectors`` package's errors (tree in the module docstring): the
+    service-call failures (``ConnectorError``) and the sources' and stores' own errors.
+
+    The builtin bases some keep (``ValueError``, ``RuntimeError``, ``OSError``) stay for
+    the callers that rely on them.
+    """
+
+
+class ConnectorError(ConnectorPackageError):
+    """Base of every error of a call to a service (node, anchoring service, publishing API).
 
     Attributes:
         retryable: True when the same call may succeed later (outage, overload, timeout).

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from connectors.errors import ConnectorPackageError
+
 __all__ = [
     "CHANGED_WHILE_HASHED",
     "DEFAULT_IGNORE_PATTERNS",
@@ -107,7 +109,7 @@ class ScanEntry(_ScanFields):
         return path if isinstance(path, Path) else Path(path)
 
 
-class UnsafeFileError(OSError):
+class UnsafeFileError(ConnectorPackageError, OSError):
     """A path ``open_regular`` refuses: not a regular file, a symlink on the way, a name
     that leaves the root, or a file that changed while it was read."""
 

@@ -17,10 +17,12 @@ from typing import Self
 import uvicorn
 from starlette.types import ASGIApp
 
+from connectors.errors import ConnectorPackageError
+
 __all__ = ["ServedApp", "ServerStartError"]
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(ConnectorPackageError, RuntimeError):
     """The server could not listen (address in use or not available)."""
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from connectors.errors import ConnectorPackageError
 from ledger.secret_file import SECRET_FILE_MODE, ModeChange, create_private_file, tighten_file
 
 __all__ = ["StoreExposedError", "owner_only_sqlite", "sqlite_file"]
@@ -26,7 +27,7 @@ __all__ = ["StoreExposedError", "owner_only_sqlite", "sqlite_file"]
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
-class StoreExposedError(PermissionError):
+class StoreExposedError(ConnectorPackageError, PermissionError):
     """The audit store's file is readable by others and cannot be made owner-only.
 
     Attributes:

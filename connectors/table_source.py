@@ -56,6 +56,7 @@ from sqlalchemy.exc import OperationalError as SAOperationalError
 from sqlalchemy.sql.expression import ColumnElement
 from sqlalchemy.types import NullType
 
+from connectors.errors import ConnectorPackageError
 from connectors.table_position import Position
 
 __all__ = [
@@ -72,7 +73,7 @@ _SUBQUERY = "notary_src"
 _RAW_PREFIX = "__notary_raw_"
 
 
-class TableSourceError(Exception):
+class TableSourceError(ConnectorPackageError):
     """Base of the table source's errors."""
 
 

@@ -33,6 +33,7 @@ from flows.pipeline import (
     wait_ledger,
     windows,
 )
+from flows.refused_list import RefusedList, refused_list_path
 from flows.run_heartbeat import RunHeartbeat
 from flows.run_summary import RunSummary, finish_counts, publish_artifact
 from flows.settings import PipelineSettings
@@ -90,12 +91,16 @@ def notarize_folder(
             stale_after_s=settings.run_stale_s,
         )
         status: RunStatus = "failed"
+        refused = RefusedList(refused_list_path(settings.data_dir, run_id))
         beat = RunHeartbeat(services.store, run_id, interval_s=settings.run_heartbeat_s)
         try:
-            _run(summary, services, record, root=root, wait=wait_for_ledger_stage)
+            with refused:
+                _run(summary, services, record, refused, root=root, wait=wait_for_ledger_stage)
             status = "completed"
         finally:
             beat.stop()
+            if refused.written is not None:
+                summary.refused_list = str(refused.written)
             finish_counts(summary, services.store)
             services.store.runs.finish(run_id, counts=summary.as_dict(), status=status)
     publish_artifact(summary, key="notarize-folder-summary", title=f"Notarization of {root}")
@@ -106,14 +111,20 @@ def _run(
     summary: RunSummary,
     services: Services,
     collection: CollectionRecord,
+    refused_list: RefusedList,
     *,
     root: Path,
     wait: bool,
 ) -> None:
-    summary.timed("chain", lambda: ensure_collection_chain(services.api, collection))
+    summary.timed(
+        "chain",
+        lambda: ensure_collection_chain(
+            services.api, collection, on_created=summary.add_chain_created
+        ),
+    )
     recorder = Recorder(summary, services, collection, source=source_name(root))
     with ledger_followed(summary, services, collection, enabled=wait):
-        summary.timed("hash", lambda: _stream(summary, services, recorder, root))
+        summary.timed("hash", lambda: _stream(summary, services, recorder, root, refused_list))
         get_run_logger().info("found %d files under %s", summary.documents_seen, root)
         summary.timed("publish", lambda: publish_pending(summary, services, summary.collection))
     if wait:
@@ -122,13 +133,20 @@ def _run(
         )
 
 
-def _stream(summary: RunSummary, services: Services, recorder: Recorder, root: Path) -> None:
+def _stream(
+    summary: RunSummary,
+    services: Services,
+    recorder: Recorder,
+    root: Path,
+    refused_list: RefusedList,
+) -> None:
     """Scan, hash, record and publish window by window (``stage_seconds["hash"]`` covers
-    the scan and hashing, and the publishing done meanwhile, also counted in ``publish``)."""
+    the scan and hashing, and the publishing done meanwhile, also counted in ``publish``).
+    Refused entries are counted and listed in ``refused_list``, not in the run's notes."""
 
     def refused(relative_path: str, reason: str) -> None:
         summary.refused += 1
-        summary.note(f"{relative_path}: {reason}")  # display_path made it printable
+        refused_list.add(relative_path, reason)  # display_path made it printable
 
     settings = services.settings
     in_flight: deque[tuple[list[ScanEntry], PrefectFuture[ResultList[HashResult]]]] = deque()

@@ -201,7 +201,12 @@ def _run(
     *,
     wait: bool,
 ) -> Position | None:
-    summary.timed("chain", lambda: ensure_collection_chain(services.api, collection))
+    summary.timed(
+        "chain",
+        lambda: ensure_collection_chain(
+            services.api, collection, on_created=summary.add_chain_created
+        ),
+    )
     recorder = Recorder(summary, services, collection, source=source.name)
     with ledger_followed(summary, services, collection, enabled=wait):
         last = summary.timed("read", lambda: _read_and_record(summary, services, source, recorder))

@@ -325,7 +325,8 @@ def publish_rows_now(
     """Publish ``rows`` (``pending``; ``recheck`` ids looked up first) in pages of
     ``batch_size``; count the outcome into ``summary``: this run's rows in ``published``,
     an earlier or concurrent run's in ``published_for_other_runs`` (both in documents: a
-    batch counts its members)."""
+    batch counts its members); the entries posted, and their entry credits, in
+    ``entries_written`` and ``entry_credits``."""
     settings = services.settings
     own, others = PublishOutcome(), PublishOutcome()
     for page in chunks(rows, settings.batch_size):
@@ -346,6 +347,8 @@ def publish_rows_now(
             total.add(outcome)
     summary.published += own.published + own.already_accepted
     summary.published_for_other_runs += others.published + others.already_accepted
+    summary.entries_written += own.entries_written + others.entries_written
+    summary.entry_credits += own.entry_credits + others.entry_credits
     for total in (own, others):
         summary.publish_failed += total.failed + total.retryable_errors
         for message in total.errors:

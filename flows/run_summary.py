@@ -45,6 +45,8 @@ class RunSummary:
         hash_errors: documents that could not be read or hashed.
         refused: entries the source refused before hashing (a folder's symlinks, FIFOs,
             devices, unreadable or non-UTF-8 names: ``folder_source.scan``'s ``on_skip``).
+        refused_list: path of the file listing every refused entry and why
+            (``flows.refused_list``), ``None`` when none was refused.
         bytes_hashed: bytes hashed (file contents, or the rows' canonical JSON).
         skipped_known: documents whose hash the collection's chain held before this run
             started (notarized, or queued by an earlier run).
@@ -59,6 +61,12 @@ class RunSummary:
             published, or found already accepted.
         publish_failed: entries that failed to publish in this run (retryable or not; its
             own or other runs').
+        entries_written: ledger entries this run posted and got accepted (its own and
+            other runs'; an entry found already accepted is not counted), plus the
+            collection's chain when this run created it. In ``aggregate`` mode one entry
+            serves a whole batch of documents.
+        entry_credits: entry credits (EC) those entries cost: 1 per started KiB of each
+            entry's payload, and 10 more for a new chain (docs/formats.md section 1.4).
         documents_in_ledger: documents whose notarization is in a directory block
             (stage ``ledger`` or ``anchor``) after the run.
         documents_with_receipt: documents whose notarization has a verified receipt stored.
@@ -80,6 +88,7 @@ class RunSummary:
     documents_seen: int = 0
     hash_errors: int = 0
     refused: int = 0
+    refused_list: str | None = None
     bytes_hashed: int = 0
     skipped_known: int = 0
     repeated_in_run: int = 0
@@ -88,6 +97,8 @@ class RunSummary:
     published: int = 0
     published_for_other_runs: int = 0
     publish_failed: int = 0
+    entries_written: int = 0
+    entry_credits: int = 0
     documents_in_ledger: int = 0
     documents_with_receipt: int = 0
     documents_waiting: int = 0
@@ -204,6 +215,11 @@ class RunSummary:
             else:
                 self.queued_by_other_runs += 1
             self._documents_of.add(nid, count)
+
+    def add_chain_created(self, credits: int) -> None:
+        """Count the collection's chain, created by this run for ``credits`` EC."""
+        self.entries_written += 1
+        self.entry_credits += credits
 
     def note(self, message: str) -> None:
         """Keep up to 20 error messages for the run record."""

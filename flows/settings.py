@@ -12,6 +12,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from connectors.audit import PublishMode
+from flows.errors import FlowError
 from ledger.core.proof.policy import TrustPolicy, policy_named
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.observability.logs import LogFormat
@@ -293,15 +294,15 @@ class PipelineSettings(BaseSettings):
         return url if urlsplit(url).scheme in ("http", "https") else None
 
 
-class MissingApiKey(RuntimeError):
+class MissingApiKey(FlowError, RuntimeError):
     """No publishing API key is configured."""
 
 
-class MissingCallbackSecret(RuntimeError):
+class MissingCallbackSecret(FlowError, RuntimeError):
     """Callbacks are to be received but the publishing API's HMAC key is not configured."""
 
 
-class TaskRunnerUnavailable(RuntimeError):
+class TaskRunnerUnavailable(FlowError, RuntimeError):
     """The configured task runner's package is not installed."""
 
 

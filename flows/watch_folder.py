@@ -121,7 +121,12 @@ def _run(
 ) -> dict[str, str]:
     entries = _entries(summary, base, paths)
     summary.documents_seen = len(entries)
-    summary.timed("chain", lambda: ensure_collection_chain(services.api, collection))
+    summary.timed(
+        "chain",
+        lambda: ensure_collection_chain(
+            services.api, collection, on_created=summary.add_chain_created
+        ),
+    )
     recorder = Recorder(summary, services, collection, source=source_name(base))
     docs = summary.timed(
         "hash", lambda: _hash_and_record(summary, services, recorder, entries, base)
@@ -202,7 +207,8 @@ class WatchTotals:
 
     ``published`` counts files a batch queued and published; ``published_for_other_runs``
     the pending notarizations a batch finished for earlier batches (a file handed off
-    again after the API was down) or other runs (``RunSummary``).
+    again after the API was down) or other runs (``RunSummary``); ``entries_written`` and
+    ``entry_credits`` the ledger entries the batches posted and what they cost (EC).
     """
 
     batches: int = 0
@@ -212,6 +218,8 @@ class WatchTotals:
     skipped_known: int = 0
     publish_failed: int = 0
     hash_errors: int = 0
+    entries_written: int = 0
+    entry_credits: int = 0
     retried: int = 0
     moved: int = 0
     interrupted: bool = False
@@ -222,7 +230,8 @@ class WatchTotals:
         self.batches += 1
         self.files += result["documents_seen"]
         counted = ("published", "published_for_other_runs", "skipped_known")
-        for key in (*counted, "publish_failed", "hash_errors"):
+        spent = ("entries_written", "entry_credits")
+        for key in (*counted, *spent, "publish_failed", "hash_errors"):
             setattr(self, key, getattr(self, key) + result[key])
         for message in result["errors"]:
             self.note(message)

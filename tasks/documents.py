@@ -36,12 +36,13 @@ from connectors.audit import (
 from ledger.core.aggregation import AggregationTree
 from ledger.core.entry import MAX_ENTRY_PAYLOAD_BYTES, Entry, chain_id_from_external_ids
 from ledger.core.notary_entry import batch_entry, collection_first_entry, commitment_entry
+from tasks.errors import TaskError
 
 COLLECTION_TAG = b"notary:collection:v1"
 DOCUMENT_TAG = b"notary:document:v1"
 
 
-class EntryTooLarge(ValueError):
+class EntryTooLarge(TaskError, ValueError):
     """A document's path is so long that its entry would exceed the 10 KiB payload limit."""
 
 

@@ -8,34 +8,44 @@ store's unique (chain, SHA-256) constraint stops a document being queued twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from connectors.audit import AuditStore, CollectionRecord, NotarizationRow
 from connectors.errors import ConnectorError
 from connectors.publishing import NewEntry, PublishingClient
+from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry
 from tasks.documents import EntryTooLarge, LedgerEntry, collection_entry, notarization_entry
+from tasks.errors import TaskError
 
 
-class ChainMismatch(RuntimeError):
+class ChainMismatch(TaskError, RuntimeError):
     """The API returned a chain ID other than the one computed from the external IDs."""
 
 
 @dataclass
 class PublishOutcome:
     """Counts of one publish batch, in documents (a batch entry counts its members);
-    ``entries`` counts the entries accepted (published or already accepted); ``errors``
-    holds up to 20 messages for the run record."""
+    ``entries`` counts the entries accepted (published or already accepted),
+    ``entries_written`` those of them this batch posted (not found already accepted), and
+    ``entry_credits`` what those cost (``ledger.core.entry.entry_cost`` of each entry's
+    payload: 1 EC per started KiB, docs/formats.md section 1.4); ``errors`` holds up to 20
+    messages for the run record."""
 
     published: int = 0
     already_accepted: int = 0
     retryable_errors: int = 0
     failed: int = 0
     entries: int = 0
+    entries_written: int = 0
+    entry_credits: int = 0
     errors: list[str] = field(default_factory=list)
 
     def add(self, other: PublishOutcome) -> None:
+        """Add ``other``'s counts to these (messages up to 20)."""
         self.entries += other.entries
+        self.entries_written += other.entries_written
+        self.entry_credits += other.entry_credits
         self.published += other.published
         self.already_accepted += other.already_accepted
         self.retryable_errors += other.retryable_errors
@@ -43,8 +53,17 @@ class PublishOutcome:
         self.errors.extend(other.errors[: max(0, 20 - len(self.errors))])
 
 
-def ensure_collection_chain(client: PublishingClient, collection: CollectionRecord) -> str:
+def ensure_collection_chain(
+    client: PublishingClient,
+    collection: CollectionRecord,
+    *,
+    on_created: Callable[[int], None] | None = None,
+) -> str:
     """Create the chain of ``collection`` unless it exists; return its hex chain ID.
+
+    ``on_created`` is called with the entry credits the new chain cost (its first entry's
+    ``entry_cost`` plus ``NEW_CHAIN_FEE_EC``, docs/formats.md section 1.4) when this call
+    created it.
 
     Raises:
         ChainMismatch: the API computed a different chain ID (an incompatible service).
@@ -58,7 +77,14 @@ def ensure_collection_chain(client: PublishingClient, collection: CollectionReco
     got = client.create_chain(list(chain.external_ids), chain.content)
     if got != chain.chain_id:
         raise ChainMismatch(f"API created chain {got}, expected {chain.chain_id}")
+    if on_created is not None:
+        on_created(_credits(chain) + NEW_CHAIN_FEE_EC)
     return chain.chain_id
+
+
+def _credits(entry: LedgerEntry) -> int:
+    """Entry credits to commit ``entry`` (``Entry.cost``: 1 EC per started KiB of payload)."""
+    return Entry(bytes.fromhex(entry.chain_id), entry.external_ids, entry.content).cost()
 
 
 def publish_rows(
@@ -111,6 +137,9 @@ def publish_rows(
         return sum(members.get(i, 1) for i in ids)
 
     outcome.entries = len(accepted)
+    written = [rid for rid in todo if rid in accepted]
+    outcome.entries_written = len(written)
+    outcome.entry_credits = sum(_credits(entries[rid]) for rid in written)
     outcome.already_accepted = documents(set(accepted) - set(todo))
     outcome.published = documents(accepted) - outcome.already_accepted
     outcome.retryable_errors, outcome.failed = documents(retry), documents(fatal)

@@ -46,6 +46,7 @@ from uuid import UUID
 import rfc8785
 
 from connectors.audit import DocumentIn
+from tasks.errors import TaskError
 
 __all__ = [
     "MAX_SAFE_INTEGER",
@@ -70,7 +71,7 @@ _ADDRESS_TYPES = (
 )
 
 
-class UnsupportedValue(TypeError):
+class UnsupportedValue(TaskError, TypeError):
     """A column value of a Python type with no defined JSON conversion.
 
     Attributes:

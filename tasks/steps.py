@@ -30,6 +30,7 @@ from connectors.publishing import PublishingClient
 from ledger.core.proof.policy import TrustPolicy
 from tasks.anchor_stage import AnchorSweep, sweep_anchor
 from tasks.documents import batch_members
+from tasks.errors import TaskError
 from tasks.hash_process import shared_hash_process
 from tasks.hashing import (
     DEFAULT_HASH_ATTEMPTS,
@@ -44,7 +45,7 @@ from tasks.publish import PublishOutcome, publish_rows
 T = TypeVar("T")
 
 
-class StagePending(RuntimeError):
+class StagePending(TaskError, RuntimeError):
     """Some entries have not reached the stage yet; raised so that Prefect retries.
 
     Args:

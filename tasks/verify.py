@@ -27,11 +27,12 @@ from ledger.core.blocks.directory import DirectoryBlock
 from ledger.core.errors import LedgerFormatError
 from ledger.core.proof.steps import Step
 from ledger.core.receipt import NodeMemo, Receipt, verify_receipt
+from tasks.errors import TaskError
 
 __all__ = ["ReceiptRejected", "TrustedDirectoryBlock", "verify_node_receipt"]
 
 
-class ReceiptRejected(ValueError):
+class ReceiptRejected(TaskError, ValueError):
     """A receipt that does not prove the entry.
 
     The message is ``"step N (title): reason"``, as ``ProofError`` writes it.

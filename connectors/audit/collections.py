@@ -27,6 +27,7 @@ from sqlalchemy import select, update
 from connectors.audit.records import PUBLISH_MODES, CollectionRecord, PublishMode
 from connectors.audit.repository import Repository
 from connectors.audit.sql import aware_utc, collections_table, notarizations_table
+from connectors.errors import ConnectorPackageError
 from ledger.core.commitment import COLLECTION_KEY_BYTES, collection_identifier
 
 __all__ = ["ChainNamer", "CollectionModeError", "Collections"]
@@ -36,7 +37,7 @@ __all__ = ["ChainNamer", "CollectionModeError", "Collections"]
 ChainNamer = Callable[[str, bytes, PublishMode], str]
 
 
-class CollectionModeError(ValueError):
+class CollectionModeError(ConnectorPackageError, ValueError):
     """A run asked for a publish mode its collection cannot switch to.
 
     Attributes:

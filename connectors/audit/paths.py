@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection
 
 from connectors.audit.records import NewMember, NotarizationRow
 from connectors.audit.sql import collections_table, members_table, notarizations_table
+from connectors.errors import ConnectorPackageError
 from ledger.core.aggregation import AggregationTree
 from ledger.core.commitment import document_commitment, document_nonce
 
@@ -36,7 +37,7 @@ __all__ = ["AuditPathError", "BatchTrees", "batch_tree", "commitment_of", "lost_
 TREES_KEPT = 2
 
 
-class AuditPathError(RuntimeError):
+class AuditPathError(ConnectorPackageError, RuntimeError):
     """A member's audit path can be neither read nor rebuilt: its batch lacks leaves, its
     collection is unknown, or the rebuilt root differs from the recorded one.
 

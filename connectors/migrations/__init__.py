@@ -41,6 +41,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
+from connectors.errors import ConnectorPackageError
+
 __all__ = [
     "ANCHORS_REVISION",
     "BATCHES_REVISION",
@@ -124,7 +126,7 @@ _TABLES_BY_REVISION: tuple[tuple[str, dict[str, frozenset[str]]], ...] = (
 )
 
 
-class MigrationError(RuntimeError):
+class MigrationError(ConnectorPackageError, RuntimeError):
     """The database holds tables that are not a recognisable audit store.
 
     Attributes:

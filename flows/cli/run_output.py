@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from flows.cli.exit_codes import ExitCode
 
-__all__ = ["print_run_summary", "run_exit_code"]
+__all__ = ["print_refused_note", "print_run_summary", "run_exit_code"]
 
 
 def run_exit_code(summary: dict[str, Any]) -> ExitCode:
@@ -39,7 +40,9 @@ def print_run_summary(
 
     Every line counts this run's ``unit`` (files, rows), except the ``collection total``
     lines; a line for something that did not happen (0) is left out when it is one of the
-    rarer ones (refused, repeated, queued or finished for other runs).
+    rarer ones (refused, repeated, queued or finished for other runs). ``published now``
+    counts documents; ``ledger entries written`` and ``entry credits spent`` what reached
+    the ledger for them (in ``aggregate`` mode one entry serves a whole batch).
     """
     table = Table(
         title=f"Notarization of {s['source']}",
@@ -57,6 +60,8 @@ def print_run_summary(
         ("queued by another run at the same time", s["queued_by_other_runs"], False),
         ("queued now", s["queued"], True),
         ("published now", s["published"], True),
+        ("ledger entries written", s.get("entries_written", 0), True),
+        ("entry credits spent (EC)", s.get("entry_credits", 0), True),
         ("in a directory block", s["documents_in_ledger"], True),
         ("receipts verified", s["documents_with_receipt"], True),
         ("still waiting", s["documents_waiting"], True),
@@ -85,3 +90,17 @@ _TOTAL_LABELS = {
     "waiting": "still waiting",
     "failed": "failed",
 }
+
+
+def print_refused_note(s: dict[str, Any], console: Console) -> None:
+    """One line for the entries the run refused (links, special files, unreadable): their
+    count and the file listing each with its reason (``RunSummary.refused_list``);
+    nothing when none was refused."""
+    if s.get("refused"):
+        where = s.get("refused_list")
+        listed = f"; the list is in {escape(where)}" if where else ""
+        console.print(
+            f"[yellow]note:[/yellow] {s['refused']} entries refused (links, special files, "
+            f"unreadable){listed}",
+            soft_wrap=True,
+        )

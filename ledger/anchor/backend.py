@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ledger.anchor.chain import PowChain
+from ledger.anchor.errors import AnchorError
 from ledger.core.anchor_record import WindowCommitment, encode_anchor_payload
 from ledger.core.pow.params import PowParams
 from ledger.core.pow.tx import anchor_transaction, op_return_script
@@ -38,7 +39,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class AnchorBackendError(RuntimeError):
+class AnchorBackendError(AnchorError, RuntimeError):
     """The external chain cannot take or answer for anchors now; nothing was lost.
 
     Attributes:
@@ -53,7 +54,7 @@ class AnchorBackendError(RuntimeError):
         self.reason = reason
 
 
-class NotConfirmed(LookupError):
+class NotConfirmed(AnchorError, LookupError):
     """The transaction is unknown, not mined, or has fewer confirmations than asked."""
 
 

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger.anchor.errors import AnchorError
 from ledger.core.clock import Clock
 from ledger.core.pow.header import BlockHeader
 from ledger.core.pow.merkle import merkle_path, merkle_root
@@ -293,7 +294,7 @@ def _block(row: tuple[int, bytes, bytes]) -> BlockInfo:
     return BlockInfo(int(row[0]), bytes(row[1]), BlockHeader.unmarshal(bytes(row[2])))
 
 
-class MiningExhausted(RuntimeError):
+class MiningExhausted(AnchorError, RuntimeError):
     """Every nonce was tried without meeting the target (change the timestamp and retry)."""
 
 

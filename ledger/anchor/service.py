@@ -38,6 +38,7 @@ from ledger.anchor.backend import (
     InclusionProof,
     NotConfirmed,
 )
+from ledger.anchor.errors import AnchorError
 from ledger.anchor.reconcile import records_on_node
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchoredBlock, AnchoredWindow, AnchorState
@@ -69,7 +70,7 @@ _RECORD_BATCH = 200
 _RECONCILE_ROWS = 100_000
 
 
-class AnchorServiceError(RuntimeError):
+class AnchorServiceError(AnchorError, RuntimeError):
     """The node answered something the service cannot use (a block that does not hash)."""
 
 

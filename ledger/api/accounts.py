@@ -15,6 +15,7 @@ import secrets
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ledger.api.errors import LedgerApiError
 from ledger.api.models import Account
 from ledger.core.clock import Clock, SystemClock
 
@@ -31,7 +32,7 @@ __all__ = [
 KEY_BYTES = 32
 
 
-class AccountNotFound(LookupError):
+class AccountNotFound(LedgerApiError, LookupError):
     """No account has the given id. Attributes: ``account_id``."""
 
     def __init__(self, account_id: int) -> None:

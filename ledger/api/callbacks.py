@@ -61,6 +61,7 @@ from sqlalchemy import Connection, Table, insert, select, update
 from sqlalchemy.orm import Session
 
 from ledger.api.db import Database
+from ledger.api.errors import LedgerApiError
 from ledger.api.models import CallbackRow, CallbackStatus, EntryRow, Stage
 from ledger.core.callback_signature import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign_callback
 from ledger.core.clock import Clock
@@ -94,7 +95,7 @@ IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str], list[str]]
 
 
-class CallbackRefused(ValueError):
+class CallbackRefused(LedgerApiError, ValueError):
     """A callback URL that may not be used. Attributes: ``url``, ``reason``."""
 
     def __init__(self, url: str, reason: str) -> None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import base64
 import binascii
 
+from ledger.api.errors import LedgerApiError
 from ledger.core.hexbytes import hex_or_none
 
 __all__ = ["EncodingError", "from_base64", "from_hash_hex", "is_hash_hex", "to_base64"]
 
 
-class EncodingError(ValueError):
+class EncodingError(LedgerApiError, ValueError):
     """A string that is not valid in its declared encoding.
 
     Attributes:

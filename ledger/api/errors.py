@@ -7,22 +7,32 @@ Every error response has the body::
 Exception tree (names as in docs/rest-api.md §7; statuses it does not name carry HTTP's
 own reason phrase)::
 
-    ApiError (Exception)                 .status_code, .name, .message
-    ├── BadRequest                 400   "Bad Request": invalid JSON, Base64, field types, query
-    ├── AuthenticationMissing      403   "Authentication Parameters Missing"
-    ├── AuthenticationFailed       403   "Authentication Failed"
-    ├── NoMappingRuleMatched       404   "No Mapping Rule Matched": no such route or method
-    ├── PageNotFound               404   "Page Not Found": unknown (or not yours) chain / entry,
-    │                                    or a search that matches nothing
-    ├── PayloadTooLarge            413   "Payload Too Large": body above ``max_body_bytes``
-    ├── UnsupportedMediaType       415   "Unsupported Media Type": POST body not application/json
-    ├── Unprocessable              422   "Unprocessable entity": entry too large, chain exists,
-    │                                    chain unknown for entry creation, callback refused
-    ├── TooManyRequests            429   "Too Many Requests": the key's rate limit is used up
-    │                                    (``Retry-After`` header: whole seconds to wait)
-    ├── InternalServerError        500   "Internal Error": a real fault (details only in the log)
-    ├── TemporarilyUnavailable     503   "Service Unavailable": the service is stopping
-    └── InsufficientStorage        507   "Insufficient Storage": the disk is full, nothing stored
+    LedgerApiError (Exception)           root of every error the ``ledger.api`` package defines
+    ├── AccountNotFound (LookupError)    ``ledger.api.accounts``: no account with that id
+    ├── CallbackRefused (ValueError)     ``ledger.api.callbacks``: a callback URL that may not be used
+    ├── EncodingError (ValueError)       ``ledger.api.encoding``: a string not valid in its encoding
+    ├── GatewayUnavailable               ``ledger.api.gateway``: the wallet or node cannot be reached
+    ├── WriteRefused                     ``ledger.api.intake``: a write that cannot be done
+    │   ├── ChainExists, AccountRevoked
+    │   └── ChainNotFound (LookupError)
+    ├── WriterClosed (RuntimeError)      ``ledger.api.writer``: the writer is stopped
+    ├── _Disconnected                    ``ledger.api.fastpath``: the client went away mid-body
+    └── ApiError                         .status_code, .name, .message: the errors rendered
+        ├── BadRequest                 400   "Bad Request": invalid JSON, Base64, field types, query
+        ├── AuthenticationMissing      403   "Authentication Parameters Missing"
+        ├── AuthenticationFailed       403   "Authentication Failed"
+        ├── NoMappingRuleMatched       404   "No Mapping Rule Matched": no such route or method
+        ├── PageNotFound               404   "Page Not Found": unknown (or not yours) chain / entry,
+        │                                    or a search that matches nothing
+        ├── PayloadTooLarge            413   "Payload Too Large": body above ``max_body_bytes``
+        ├── UnsupportedMediaType       415   "Unsupported Media Type": POST body not application/json
+        ├── Unprocessable              422   "Unprocessable entity": entry too large, chain exists,
+        │                                    chain unknown for entry creation, callback refused
+        ├── TooManyRequests            429   "Too Many Requests": the key's rate limit is used up
+        │                                    (``Retry-After`` header: whole seconds to wait)
+        ├── InternalServerError        500   "Internal Error": a real fault (details only in the log)
+        ├── TemporarilyUnavailable     503   "Service Unavailable": the service is stopping
+        └── InsufficientStorage        507   "Insufficient Storage": the disk is full, nothing stored
 
 These are the errors the API renders. Class names differ from the clients' and the JSON-RPC
 layer's on purpose, one name per meaning: ``InternalServerError`` is HTTP 500 here, while
@@ -44,6 +54,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 __all__ = [
     "ApiError",
+    "LedgerApiError",
     "AuthenticationFailed",
     "AuthenticationMissing",
     "BadRequest",
@@ -63,7 +74,15 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 
-class ApiError(Exception):
+class LedgerApiError(Exception):
+    """Root of the ``ledger.api`` package's errors (tree in the module docstring).
+
+    Catch it to catch any of them; the builtin bases some subclasses keep (``LookupError``,
+    ``ValueError``, ``RuntimeError``) stay for the callers that rely on them.
+    """
+
+
+class ApiError(LedgerApiError):
     """An error rendered as the JSON error body with its HTTP status.
 
     Args:

@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ledger.api import bulk, writes
 from ledger.api.deps import authenticate, check_json_media_type, parse_json, presented_key
-from ledger.api.errors import ApiError, InternalServerError, PayloadTooLarge
+from ledger.api.errors import ApiError, InternalServerError, LedgerApiError, PayloadTooLarge
 from ledger.api.schemas import ChainCreate, EntryCreate
 from ledger.api.services import Services
 from ledger.observability.asgi import ROUTE_KEY
@@ -39,7 +39,7 @@ _ENTRIES_PATH = re.compile(r"/v1/chains/([^/]+)/entries")
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
-class _Disconnected(Exception):
+class _Disconnected(LedgerApiError):
     """The client went away before sending the whole body."""
 
 

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from ledger.api.errors import LedgerApiError
 from ledger.core.entry import Entry
 from ledger.jsonrpc.client import JsonRpcClient
 from ledger.jsonrpc.codes import ErrorCode
@@ -56,7 +57,7 @@ __all__ = [
 _CALL_OVERHEAD_BYTES = 64
 
 
-class GatewayUnavailable(Exception):
+class GatewayUnavailable(LedgerApiError):
     """The wallet or node could not be reached or answered something that is not JSON-RPC."""
 
 

@@ -45,6 +45,7 @@ from sqlalchemy import Connection, Table, bindparam, insert, update
 from ledger.api.callbacks import DEFAULT_CALLBACK_STAGES, callback_target
 from ledger.api.driver_sql import driver_sql, marks
 from ledger.api.encoding import to_base64
+from ledger.api.errors import LedgerApiError
 from ledger.api.models import (
     Account,
     CallbackRow,
@@ -76,7 +77,7 @@ _TAGS = cast(Table, ExternalIdTag.__table__)
 _CALLBACKS = cast(Table, CallbackRow.__table__)
 
 
-class WriteRefused(Exception):
+class WriteRefused(LedgerApiError):
     """A write that cannot be done (rendered as HTTP 422 or 403 by the routes)."""
 
 

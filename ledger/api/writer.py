@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from ledger.api.db import Database
+from ledger.api.errors import LedgerApiError
 from ledger.api.intake import WriteOutcome, WriteRequest, accept_batch
 from ledger.core.clock import Clock
 
@@ -42,7 +43,7 @@ _STOP = object()
 Result = WriteOutcome | Exception
 
 
-class WriterClosed(RuntimeError):
+class WriterClosed(LedgerApiError, RuntimeError):
     """The writer is stopped (the service is shutting down); nothing was written."""
 
 

@@ -23,10 +23,12 @@ import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ledger.jsonrpc.errors import JsonRpcLayerError
+
 __all__ = ["BasicCredentials", "CredentialsError", "RpcAccess"]
 
 
-class CredentialsError(ValueError):
+class CredentialsError(JsonRpcLayerError, ValueError):
     """A user name or password that HTTP basic authentication cannot carry, or a
     credentials text that is not ``user:password``."""
 

@@ -8,7 +8,9 @@ JSON-RPC answer came back.
 
 Exception tree::
 
-    JsonRpcError (Exception)       any error object: .code (int), .message (str), .data (JSON or None)
+    JsonRpcLayerError (Exception)  root of every error the ``ledger.jsonrpc`` package defines
+    CredentialsError (JsonRpcLayerError, ValueError)  ``ledger.jsonrpc.credentials``: bad user/password
+    JsonRpcError (JsonRpcLayerError)  any error object: .code (int), .message (str), .data (JSON or None)
     ├── ParseError                 -32700  body is not valid UTF-8 JSON
     ├── InvalidRequest             -32600  not a JSON-RPC 2.0 request object (also: body too large)
     ├── MethodNotFound             -32601  unknown method name
@@ -21,7 +23,7 @@ Exception tree::
     ├── WalletLocked               -32001  "Wallet is locked" (wallet)
     ├── IncorrectPassphrase        -32003  "Incorrect passphrase" (wallet)
     └── JsonRpcCallError           (client) an error object received from a server; .method
-    JsonRpcTransportError (Exception)  (client) the HTTP exchange failed; __cause__ is httpx's error
+    JsonRpcTransportError (JsonRpcLayerError)  (client) the HTTP exchange failed; __cause__ is httpx's error
     └── JsonRpcProtocolError       (client) the reply is not a JSON-RPC response (.status_code, .body)
 
 The server-side classes are the spec's names; a client never raises them (what it received
@@ -43,6 +45,7 @@ __all__ = [
     "InvalidRequest",
     "JsonRpcCallError",
     "JsonRpcError",
+    "JsonRpcLayerError",
     "JsonRpcProtocolError",
     "JsonRpcTransportError",
     "MethodNotFound",
@@ -58,7 +61,11 @@ REPEATED_COMMIT_INFO = "A commit with equal or greater payment already exists"
 _MAX_BODY_CHARS = 1000
 
 
-class JsonRpcError(Exception):
+class JsonRpcLayerError(Exception):
+    """Root of the ``ledger.jsonrpc`` package's errors (tree in the module docstring)."""
+
+
+class JsonRpcError(JsonRpcLayerError):
     """A JSON-RPC error object with any code.
 
     Args:
@@ -229,7 +236,7 @@ class JsonRpcCallError(JsonRpcError):
         self.method = method
 
 
-class JsonRpcTransportError(Exception):
+class JsonRpcTransportError(JsonRpcLayerError):
     """(client) The HTTP exchange with ``url`` failed; the httpx error is chained as ``__cause__``.
 
     Attributes:

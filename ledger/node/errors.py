@@ -16,7 +16,10 @@ Exception tree::
     ├── DuplicateTransaction  a coin transaction with this txid was           -> none: the service
     │                         accepted before                                    answers its txid
     ├── UnknownObject         no block, entry or transaction under that key   -> ObjectNotFound (-32008)
-    └── UnknownChain          no chain with that id                           -> MissingChainHead (-32009)
+    ├── UnknownChain          no chain with that id                           -> MissingChainHead (-32009)
+    └── StoreError            (also RuntimeError; ``ledger.node.store``) a    -> InternalError (-32603)
+        │                     write the store could not complete
+        └── SchemaMismatch    the database holds another schema version
 
 A receipt asked for an entry that no directory block records yet is refused by the
 ``receipt`` handler itself (``ReceiptCreationError``, -32010); a block that does not hold
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 
 class NodeError(Exception):
-    """Base of the node's rule errors."""
+    """Root of the ``ledger.node`` package's errors: the rules' and the store's."""
 
 
 class RuleViolation(NodeError):

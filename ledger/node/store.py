@@ -42,6 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ledger.node.errors import NodeError
 from ledger.node.handoff import settle
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ CREATE INDEX IF NOT EXISTS txs_full ON txs(full_hash);
 """
 
 
-class StoreError(RuntimeError):
+class StoreError(NodeError, RuntimeError):
     """The store could not complete a write (disk full, I/O error); nothing of it was applied.
 
     Attributes:

@@ -86,9 +86,19 @@ def test_demo_without_waiting_for_anchors_stops_after_the_summary(
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "one.txt").write_bytes(b"one\n")
+    (folder / "link.txt").symlink_to(folder / "one.txt")
     data_dir = tmp_path / "data"
     args = ["demo", str(folder), "--data-dir", str(data_dir), "--block-time", "1"]
     result = CliRunner().invoke(app, [*args, "--anchor-wait", "0"], env={"COLUMNS": "400"})
     assert result.exit_code == ExitCode.OK, result.output
     assert "waiting for the anchor stage" not in result.output
     assert not (data_dir / "proofs").exists()
+    # The default aggregate mode: one document, the collection's new chain (1 + 10 EC) and
+    # one batch entry (1 EC); the refused link in one line that names its list.
+    lines = [" ".join(line.split()) for line in result.output.splitlines()]
+    assert "│ published now │ 1 │" in lines and "│ ledger entries written │ 2 │" in lines
+    assert "│ entry credits spent (EC) │ 12 │" in lines
+    listed = data_dir / "runs" / "refused-run-1.txt"
+    note = f"note: 1 entries refused (links, special files, unreadable); the list is in {listed}"
+    assert [line for line in lines if line.startswith("note:")] == [note]
+    assert listed.read_text(encoding="utf-8").startswith("link.txt\t")

@@ -70,7 +70,8 @@ def test_a_hostile_folder_exports_one_verifying_bundle_per_version(
     collection = "hostile names"
     first = notarize_folder(str(folder), collection, settings, True)
     assert first["queued"] == len(NAMES) and first["refused"] == 1
-    assert any("bad\\xffname.txt" in note for note in first["errors"]), first["errors"]
+    refused = Path(first["refused_list"]).read_text(encoding="utf-8")
+    assert refused.startswith("bad\\xffname.txt\t"), refused
 
     old_version = (folder / "a b.txt").read_bytes()
     kept = tmp_path / "a b.txt, first version"

@@ -300,11 +300,18 @@ def test_cli_notarizes_a_table_and_exits_zero(
     result = invoke([*args, "--collection", "cli", "--data-dir", str(s.data_dir)])
     assert result.exit_code == 0, result.output
     assert "rows read (new or changed)" in result.output
+    # Aggregate mode: the new chain (1 + 10 EC) and one batch entry for the 4 rows (1 EC).
+    lines = [" ".join(line.split()) for line in result.output.splitlines()]
+    assert "│ ledger entries written │ 2 │" in lines, result.output
+    assert "│ entry credits spent (EC) │ 12 │" in lines, result.output
     with AuditStore(PipelineSettings(data_dir=s.data_dir).audit_url) as store:
         assert store.runs.summary("cli")["ledger"] == 4 and store.runs.receipt_count("cli") == 4
 
     again = invoke([*args, "--collection", "cli", "--data-dir", str(s.data_dir), "--no-wait"])
     assert again.exit_code == 0 and "No new or changed rows" in again.output
+    assert "│ ledger entries written │ 0 │" in [
+        " ".join(ln.split()) for ln in again.output.splitlines()
+    ]
 
 
 def test_cli_usage_errors_exit_two(sqlite_source: Source, tmp_path: Path) -> None:

@@ -252,3 +252,8 @@ def test_watch_command_notarizes_a_drop_and_stops_cleanly_on_ctrl_c(
         proc.kill9()
     output = proc.log_tail(chars=None)
     assert "1 published" in output and "stopped:" in output, output
+    # The chain was created before watching began: the batch wrote one entry (1 EC).
+    batch = next(line for line in output.splitlines() if "1 published" in line)
+    assert "ledger entries written: 1 (1 EC)" in batch, output
+    stopped = next(line for line in output.splitlines() if "stopped:" in line)
+    assert "ledger entries written: 1 (1 EC)" in stopped, output

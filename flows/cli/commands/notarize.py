@@ -27,7 +27,7 @@ from flows.cli.common import (
     pipeline_settings,
 )
 from flows.cli.exit_codes import ExitCode
-from flows.cli.run_output import print_run_summary, run_exit_code
+from flows.cli.run_output import print_refused_note, print_run_summary, run_exit_code
 from flows.settings import PipelineSettings
 
 __all__ = ["notarize", "register", "run_folder_flow"]
@@ -107,3 +107,4 @@ def _print_summary(s: dict[str, Any]) -> None:
             )
     for message in s["errors"][:10]:
         err.print(f"[yellow]note:[/yellow] {escape(message)}")
+    print_refused_note(s, err)

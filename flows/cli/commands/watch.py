@@ -138,7 +138,7 @@ def _print_batch(root: Path, result: dict[str, Any]) -> None:
     moment = time.strftime("%H:%M:%S")
     line = (
         f"{moment}  {root}: {result['documents_seen']} files, {result['published']} published, "
-        f"{result['skipped_known']} already notarized"
+        f"{result['skipped_known']} already notarized, {_spent(result)}"
         + _for_others(result["published_for_other_runs"])
     )
     failed = result["publish_failed"] + result["hash_errors"]
@@ -151,11 +151,16 @@ def _print_totals(totals: dict[str, Any]) -> None:
     console.print(
         f"stopped: {totals['batches']} batches, {totals['files']} files, "
         f"{totals['published']} published, {totals['skipped_known']} already notarized, "
-        f"{totals['moved']} moved, {totals['publish_failed'] + totals['hash_errors']} failed"
-        + _for_others(totals["published_for_other_runs"])
+        f"{totals['moved']} moved, {totals['publish_failed'] + totals['hash_errors']} failed, "
+        f"{_spent(totals)}" + _for_others(totals["published_for_other_runs"])
     )
     if totals["published"] or totals["published_for_other_runs"]:
         console.print("Run `notary collect` later to fetch and verify their receipts.")
+
+
+def _spent(counts: dict[str, Any]) -> str:
+    """The ledger entries written and the entry credits they cost, as words."""
+    return f"ledger entries written: {counts['entries_written']} ({counts['entry_credits']} EC)"
 
 
 def _for_others(published: int) -> str:

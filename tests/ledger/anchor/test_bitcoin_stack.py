@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
+import json
 import threading
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from connectors.audit import AuditStore
 from flows.cli.application import app as cli_app
 from flows.cli.exit_codes import ExitCode
 from flows.cli.proof_check import verify_command
@@ -254,3 +256,79 @@ def test_up_refuses_an_unreadable_password_file(tmp_path: Path) -> None:
     )
     assert result.exit_code == ExitCode.USAGE, result.output
     assert "missing" in result.output
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_the_pipeline_notarizes_into_litecoin_anchors(
+    tmp_path: Path, litecoin_node: LitecoinNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline's own commands on the stack anchored in Litecoin: ``notary notarize``,
+    ``notary collect`` until every document is at ``anchor``, ``notary proof export`` and
+    ``notary verify``, all under ``NOTARY_TRUST_POLICY=litecoin-regtest``."""
+    password_file = tmp_path / "litecoin-password"
+    password_file.write_text(litecoin_node.password)
+    settings = stack_settings(
+        tmp_path / "data",
+        anchor_confirmations=CONFIRMATIONS,
+        anchor_chain="bitcoin-rpc",
+        anchor_rpc_url=litecoin_node.url,
+        anchor_rpc_user=litecoin_node.user,
+        anchor_rpc_password_file=password_file,
+        anchor_wallet=WALLET,
+        anchor_coin="litecoin",
+        anchor_fee_rate=1.0,
+    )
+    stack = Stack(settings)
+    stack.prepare()
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, data in DOCUMENTS.items():
+        (folder / name).write_bytes(data)
+    for name, value in (
+        ("NOTARY_API_URL", settings.api_url),
+        ("NOTARY_NODE_URL", settings.node_url),
+        ("NOTARY_ANCHOR_URL", settings.anchor_url),
+        ("NOTARY_TRUST_POLICY", CHAIN),
+        ("NOTARY_LEDGER_WAIT_S", "60"),
+    ):
+        monkeypatch.setenv(name, value)
+    data_dir = ["--data-dir", str(settings.data_dir)]
+    runner = CliRunner()
+    out = tmp_path / "proofs"
+    thread = StackThread(stack)
+    with BlockTicker(litecoin_node, interval_s=1.0):
+        thread.start()
+        try:
+            notarized = runner.invoke(
+                cli_app, ["notarize", str(folder), "--collection", "deeds", *data_dir]
+            )
+            assert notarized.exit_code == ExitCode.OK, notarized.output
+
+            seen: dict[str, Any] = {}
+
+            def anchored() -> bool:
+                collected = runner.invoke(cli_app, ["collect", *data_dir])
+                assert collected.exit_code in (ExitCode.OK, ExitCode.INCOMPLETE), collected.output
+                with AuditStore(f"sqlite:///{settings.data_dir / 'audit.sqlite'}") as store:
+                    seen.update(counts=store.runs.summary("deeds"), output=collected.output)
+                counts = seen["counts"]
+                return counts["anchor"] > 0 and sum(counts.values()) == counts["anchor"]
+
+            wait_until(
+                anchored, 120, interval_s=1.0, what=lambda: f"every document at anchor: {seen}"
+            )
+            exported = runner.invoke(cli_app, ["proof", "export", "--out", str(out), *data_dir])
+            assert exported.exit_code == ExitCode.OK, exported.output
+            assert "litecoin-regtest" in exported.output
+        finally:
+            thread.stop()
+    bundles = sorted(out.rglob("*.proof.json"))
+    assert len(bundles) == len(DOCUMENTS)
+    for bundle in bundles:
+        name = next(n for n in DOCUMENTS if bundle.name.startswith(n))
+        assert json.loads(bundle.read_text())["anchor"]["chain"] == CHAIN
+        (tmp_path / name).write_bytes(DOCUMENTS[name])
+        for policy, expected in (("", ExitCode.OK), ("bitcoin-mainnet", ExitCode.INCOMPLETE)):
+            args = ["verify", str(tmp_path / name), "--proof", str(bundle)]
+            checked = runner.invoke(cli_app, args + (["--policy", policy] if policy else []))
+            assert checked.exit_code == expected, checked.output

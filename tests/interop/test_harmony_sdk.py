@@ -334,8 +334,10 @@ class _Hooks(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def hook_url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hooks)
+def hook_url(running: RunningStack) -> Iterator[str]:
+    # The bundled stack's API calls back only its collector's port on loopback.
+    port = running.settings.collector_port
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), _Hooks)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -52,6 +52,8 @@ class FaultStack:
         data_dir: the stack's data folder (``node/``, ``wallet/``, ``api/``, ``api-key``).
         block_time_s: directory block period of the development network, seconds.
         api_overrides: ``ApiSettings`` fields replacing the stack's (e.g. callback back-off).
+        collector_port: the one loopback port the API's callbacks may reach (a test's
+            receiver); default a free port.
         with_anchor: also run the anchoring service (needed for the ``anchor`` stage).
         api_gateway: builds the API's ledger gateway from its settings (a test's wrapper
             around the real one); default: the API's own.
@@ -67,6 +69,7 @@ class FaultStack:
         api_overrides: dict[str, Any] | None = None,
         with_anchor: bool = False,
         api_gateway: Callable[[ApiSettings], LedgerGateway] | None = None,
+        collector_port: int | None = None,
     ) -> None:
         self.stack = Stack(
             StackSettings(
@@ -75,7 +78,7 @@ class FaultStack:
                 wallet_port=free_port(),
                 api_port=free_port(),
                 anchor_port=free_port(),
-                collector_port=free_port(),
+                collector_port=collector_port or free_port(),
                 block_time_s=block_time_s,
                 sqlite_synchronous="NORMAL",
             )

@@ -159,7 +159,12 @@ def test_callbacks_queued_while_the_receiver_is_down_are_all_delivered_after_api
         "callback_retry_max_s": 1.0,
         "callback_timeout_s": 2.0,
     }
-    with FaultStack(tmp_path / "data", api_overrides=overrides, with_anchor=True) as fs:
+    with FaultStack(
+        tmp_path / "data",
+        api_overrides=overrides,
+        with_anchor=True,
+        collector_port=receiver.port,  # the one loopback port callbacks may reach
+    ) as fs:
         headers = {"user-key": fs.api_key}
         with httpx.Client(base_url=fs.settings.api_url, headers=headers, timeout=10) as client:
             chain_id, made = _publish(client, hook)
@@ -231,7 +236,11 @@ def test_a_receiver_that_never_answers_does_not_hold_up_publishing(tmp_path: Pat
     hook = f"http://127.0.0.1:{hung.getsockname()[1]}/hook"
     overrides = {"callback_secret": SecretStr(SECRET), "callback_timeout_s": timeout_s}
     try:
-        with FaultStack(tmp_path / "data", api_overrides=overrides) as fs:
+        with FaultStack(
+            tmp_path / "data",
+            api_overrides=overrides,
+            collector_port=hung.getsockname()[1],  # the one loopback port callbacks may reach
+        ) as fs:
             headers = {"user-key": fs.api_key}
             with httpx.Client(base_url=fs.settings.api_url, headers=headers, timeout=10) as api:
                 chain = api.post(

@@ -394,7 +394,7 @@ def _verify_with(
     named = algorithm["algorithm"].native
     names_hash = kind != "rsassa_pss" and named not in ("rsa", "rsassa_pkcs1v15")
     if names_hash and _HASHES.get(algorithm.hash_algo) is not type(digest):  # sha384_ecdsa
-        raise UnsupportedAlgorithm("the signature algorithm names another digest")
+        raise TimestampError(Check.SIGNATURE, "the signature algorithm names another digest")
     if isinstance(key, rsa.RSAPublicKey) and kind == "rsassa_pkcs1v15":
         key.verify(signature, data, padding.PKCS1v15(), digest)
     elif isinstance(key, rsa.RSAPublicKey) and kind == "rsassa_pss":
@@ -406,4 +406,4 @@ def _verify_with(
     elif isinstance(key, ec.EllipticCurvePublicKey) and kind == "ecdsa":
         key.verify(signature, data, ec.ECDSA(digest))
     else:
-        raise UnsupportedAlgorithm(f"signature algorithm {kind} with this key")
+        raise TimestampError(Check.SIGNATURE, f"signature algorithm {kind} with this key")

@@ -22,7 +22,7 @@ EXPECTED = {
     "ledger.anchor.app": {"AnchorRuntime", "build_runtime", "create_app"},
     "ledger.anchor.export": {"fetch_bundle"},
     "ledger.anchor.chain": {"BlockInfo", "MiningExhausted", "PowChain", "TxLocation", "mine"},
-    "flows.cli.proof_check": {"hash_file", "load_tsa_trust", "verify_command"},
+    "flows.cli.proof_check": {"hash_file", "load_tsa_trust", "read_policy", "verify_command"},
     "ledger.anchor.timestamping": {
         "RETRY_BASE_S",
         "RETRY_MAX_S",

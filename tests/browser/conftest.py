@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.harness.debian import apt_install
 
 SKIP_ENV = "NOTARY_SKIP_BROWSER_TESTS"
 CHROMIUM_ENV = "NOTARY_CHROMIUM"
@@ -34,7 +35,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-_INSTALL_TIMEOUT_S = 900
 
 
 def find_chromium() -> str | None:
@@ -45,23 +45,6 @@ def find_chromium() -> str | None:
     return None
 
 
-def install_chromium() -> str:
-    """``apt-get install chromium`` (as root); what went wrong, or "" on success."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return "not running as root with apt-get, so it cannot be installed here"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "chromium"]):
-        try:
-            done = subprocess.run(
-                command, env=env, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"{' '.join(command)} failed: {exc}"
-        if done.returncode != 0:
-            return f"{' '.join(command)} exited {done.returncode}: {done.stderr.strip()[-500:]}"
-    return ""
-
-
 @pytest.fixture(scope="package")
 def chromium_executable() -> str:
     """Path of Chromium, installed when missing (see the module docstring)."""
@@ -70,7 +53,7 @@ def chromium_executable() -> str:
     path = find_chromium()
     problem = ""
     if path is None:
-        problem = install_chromium()
+        problem = apt_install("chromium")
         path = find_chromium()
     if path is None:
         pytest.fail(

@@ -21,6 +21,8 @@ module             what it holds
                    fixture, ``BlockTicker``), installed with apt-get when missing
 ``tsa``            OpenSSL's RFC 3161 timestamp authority over HTTP (``issue_tsa``,
                    ``tsa_server``), and the faulty one (``fault=...``)
+``debian``         ``apt_install``: a Debian package a test needs (a browser, a daemon, a
+                   command), installed when missing and running as root (as CI does)
 =================  ========================================================================
 
 Tests import what they need from the module that holds it; ``tests/conftest.py`` loads the

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.harness.debian import apt_install
 from tests.harness.ports import free_port
 from tests.harness.processes import ManagedProcess, child_env
 
@@ -43,7 +44,6 @@ __all__ = [
 
 LITECOIND_ENV = "NOTARY_LITECOIND"
 WALLET = "notary"
-_INSTALL_TIMEOUT_S = 900
 
 
 class LitecoinRpcError(RuntimeError):
@@ -62,29 +62,12 @@ def find_litecoind() -> str | None:
     return None
 
 
-def _install() -> str:
-    """``apt-get install litecoind`` (as root); what went wrong, or "" on success."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return "not running as root with apt-get, so it cannot be installed here"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "litecoind"]):
-        try:
-            done = subprocess.run(
-                command, env=env, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"{' '.join(command)} failed: {exc}"
-        if done.returncode != 0:
-            return f"{' '.join(command)} exited {done.returncode}: {done.stderr.strip()[-500:]}"
-    return ""
-
-
 def litecoind_binary() -> str:
     """Path of ``litecoind``, installed when missing; fails (CI) or skips the test."""
     path = find_litecoind()
     problem = ""
     if path is None:
-        problem = _install()
+        problem = apt_install("litecoind")
         path = find_litecoind()
     if path is None:
         message = (

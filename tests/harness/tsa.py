@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import os
 import shutil
 import subprocess
 import tempfile
@@ -37,6 +36,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from tests.harness.debian import apt_install
 from tests.harness.servers import HttpServer
 
 __all__ = [
@@ -154,13 +154,14 @@ def openssl() -> str:
     """The ``openssl`` command (Debian's ``openssl`` package), installed with ``apt-get``
     when missing and running as root (as CI does); the test fails when it cannot be had."""
     found = shutil.which("openssl")
-    if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "openssl"]):
-            subprocess.run(command, env=env, capture_output=True, check=False, timeout=600)
+    problem = ""
+    if found is None:
+        problem = apt_install("openssl")
         found = shutil.which("openssl")
     if found is None:
-        pytest.fail("the RFC 3161 tests need the openssl command (apt-get install openssl)")
+        pytest.fail(
+            f"the RFC 3161 tests need the openssl command (apt-get install openssl): {problem}"
+        )
     return found
 
 

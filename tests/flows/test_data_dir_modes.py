@@ -61,7 +61,6 @@ def _notary(*args: str, env: dict[str, str]) -> str:
     return done.stdout
 
 
-@pytest.mark.slow
 @pytest.mark.e2e
 def test_every_file_of_a_full_run_is_owner_only(tmp_path: Path) -> None:
     data, folder = tmp_path / "data", tmp_path / "docs"

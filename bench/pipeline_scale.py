@@ -142,7 +142,7 @@ def block_time_s(node_url: str, *, timeout_s: float = 60.0) -> float:
 
 def ec_balance(node_url: str) -> int:
     """Entry credits of the address the stack's publishing API pays from (``notary up``
-    pays from the development network's address: ``ledger/stack.py``)."""
+    pays from the development network's address: ``ledger/stack/``)."""
     from connectors.node import NodeClient
     from ledger import devnet
 

@@ -31,6 +31,8 @@ as every client outside the process does.
 them (``ledger.backup``).
 """
 
-from ledger.stack.compose import Stack, StackSettings, StackThread, wait_until_healthy
+from ledger.stack.compose import Stack
+from ledger.stack.running import StackThread, wait_until_healthy
+from ledger.stack.settings import StackSettings
 
 __all__ = ["Stack", "StackSettings", "StackThread", "wait_until_healthy"]

@@ -8,16 +8,13 @@ import contextlib
 import logging
 import secrets
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import httpx
 import uvicorn
-from pydantic import Field, SecretStr
-from pydantic_settings import SettingsConfigDict
+from pydantic import SecretStr
 
 from ledger import devnet
 from ledger.anchor.app import create_app as create_anchor_app
@@ -29,7 +26,7 @@ from ledger.api.gateway import LedgerRpcClients
 from ledger.api.services import take_stored_callback_secret
 from ledger.api.settings import ApiSettings
 from ledger.backup import StoreSpec
-from ledger.exposure import ExposureError, client_host, exposure_problems
+from ledger.exposure import ExposureError, exposure_problems
 from ledger.jsonrpc.credentials import BasicCredentials, RpcAccess
 from ledger.jsonrpc.local import LocalJsonRpcClient
 from ledger.jsonrpc.server import JsonRpcEndpoint
@@ -44,7 +41,8 @@ from ledger.secret_file import (
     tighten_tree,
     write_secret_file,
 )
-from ledger.serving import TlsServing, uvicorn_options
+from ledger.serving import uvicorn_options
+from ledger.stack.settings import StackSettings
 from ledger.wallet.app import create_app as create_wallet_app
 from ledger.wallet.settings import WalletSettings
 from ledger.wallet_at_rest import WalletAtRest
@@ -54,100 +52,6 @@ _SERVICE_DIRS = ("node", "wallet", "api", "anchor")
 _SHOWN_CHANGES = 5  # mode changes named in the start-up log line
 
 log = logging.getLogger(__name__)
-
-
-class StackSettings(TlsServing):
-    """Settings of the bundled stack (environment prefix ``NOTARY_STACK_``).
-
-    ``block_time_s`` is the directory block period of the development network (short, so
-    that the whole pipeline completes in seconds; a real network uses 600 s).
-
-    ``tls_cert_file`` and ``tls_key_file`` (``ledger.serving.TlsServing``) make the node,
-    the wallet, the anchoring service and the publishing API serve HTTPS only (their URLs
-    become ``https://``); ``tls_ca_file`` is the authority the stack's own clients trust
-    for that certificate (default: the system's store).
-
-    ``host`` beyond loopback needs the JSON-RPC services locked and a certificate
-    (``ledger.exposure``: ``prepare`` raises ``ExposureError`` otherwise). The URLs
-    (``node_url``, ...) are where the stack's own clients dial: ``dial_host`` when given (the
-    certificate's name), else loopback for a wildcard ``host``, else ``host``.
-    """
-
-    model_config = SettingsConfigDict(
-        env_prefix="NOTARY_STACK_", extra="ignore", hide_input_in_errors=True
-    )
-
-    data_dir: Path = Path(".notary")
-    host: str = "127.0.0.1"
-    dial_host: str | None = None
-    node_port: int = 8088
-    wallet_port: int = 8089
-    api_port: int = 8090
-    anchor_port: int = 8091
-    block_time_s: float = Field(default=2.0, gt=0)
-    #: The bundled proof-of-work chain: one block per ``pow_block_time_s`` while anchors wait
-    #: (one per ``AnchorSettings.pow_idle_block_time_s`` otherwise), each with about
-    #: ``pow_difficulty_bits`` bits of work; anchors are final after ``anchor_confirmations``.
-    pow_block_time_s: float = Field(default=1.0, gt=0)
-    pow_difficulty_bits: int = Field(default=16, ge=1, le=64)
-    anchor_confirmations: int = Field(default=2, ge=1)
-    #: The external chain of the anchors: the bundled one (default), or ``bitcoin-rpc``: a
-    #: Bitcoin Core / Litecoin Core node at ``anchor_rpc_url`` paying from wallet
-    #: ``anchor_wallet`` at ``anchor_fee_rate`` sat/vB (``AnchorSettings.btc_*``).
-    anchor_chain: Literal["embedded", "bitcoin-rpc"] = "embedded"
-    anchor_rpc_url: str = "http://127.0.0.1:8332/"
-    anchor_rpc_user: str | None = None
-    anchor_rpc_password: SecretStr | None = None
-    anchor_rpc_password_file: Path | None = None
-    anchor_wallet: str = ""
-    anchor_coin: Literal["bitcoin", "litecoin"] = "bitcoin"
-    anchor_fee_rate: float | None = Field(default=None, gt=0)
-    sqlite_synchronous: str = "FULL"
-    #: Lock the JSON-RPC services (module docstring): True locks them (a password is
-    #: generated when none is given or kept), False opens them, None keeps what the data
-    #: folder has (locked when ``rpc-credentials`` exists). ``rpc_password`` locks them too.
-    rpc_auth: bool | None = None
-    rpc_user: str | None = None
-    rpc_password: SecretStr | None = None
-    tls_ca_file: Path | None = None
-    #: The API's worker calls the node and the wallet in process (module docstring); False:
-    #: over loopback JSON-RPC, as a standalone API does.
-    in_process_rpc: bool = True
-    #: RFC 3161 timestamp authorities of the anchoring service (``AnchorSettings.tsa_*``;
-    #: empty: as ``NOTARY_ANCHOR_TSA_URLS`` says).
-    tsa_urls: list[str] = Field(default_factory=list)
-    tsa_ca_file: Path | None = None
-    #: The wallet at rest (``ledger.wallet_at_rest``): encrypted unless ``wallet_plain``;
-    #: its passphrase from ``wallet_passphrase`` (the environment), ``wallet_passphrase_file``
-    #: or ``<data_dir>/wallet-passphrase`` (generated at the first start, 0600).
-    wallet_plain: bool = False
-    wallet_passphrase: SecretStr | None = None
-    wallet_passphrase_file: Path | None = None
-    #: The port of ``notary collect --listen`` (``NOTARY_CALLBACK_PORT`` of the pipeline):
-    #: the one loopback port the API's callbacks may reach (docs/security.md).
-    collector_port: int = Field(default=8092, ge=1, le=65535)
-
-    def url(self, port: int, path: str, *, tls: bool = False) -> str:
-        """``http://<dial host>:port/path`` (``https`` when ``tls``; class docstring)."""
-        host = self.dial_host or client_host(self.host)
-        host = f"[{host}]" if ":" in host else host
-        return f"{'https' if tls else 'http'}://{host}:{port}{path}"
-
-    @property
-    def node_url(self) -> str:
-        return self.url(self.node_port, "/v2", tls=self.tls_enabled)
-
-    @property
-    def wallet_url(self) -> str:
-        return self.url(self.wallet_port, "/v2", tls=self.tls_enabled)
-
-    @property
-    def api_url(self) -> str:
-        return self.url(self.api_port, "/v1", tls=self.tls_enabled)
-
-    @property
-    def anchor_url(self) -> str:
-        return self.url(self.anchor_port, "/v2", tls=self.tls_enabled)
 
 
 class _QuietServer(uvicorn.Server):
@@ -562,99 +466,3 @@ def _local_client(
         url=f"in-process:{name}",
         serving=lambda: server.started and not server.should_exit,
     )
-
-
-class StackThread:
-    """The stack running in a background thread (for ``notary demo`` and tests)."""
-
-    def __init__(self, stack: Stack) -> None:
-        self.stack = stack
-        self._ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._main, name="notary-stack", daemon=True)
-
-    def _main(self) -> None:
-        async def run() -> None:
-            self._loop = asyncio.get_running_loop()
-            self._stop = asyncio.Event()
-            await self.stack.serve(self._stop, ready=self._ready)
-
-        try:
-            asyncio.run(run())
-        except BaseException as exc:  # reported to the starting thread
-            self._error = exc
-            self._ready.set()
-
-    def start(self, *, timeout_s: float = 60.0) -> None:
-        """Start the services and wait until they answer.
-
-        Raises:
-            RuntimeError: a service failed to start (the cause is chained).
-        """
-        self._thread.start()
-        if not self._ready.wait(timeout_s):
-            raise RuntimeError("the stack did not start in time")
-        if self._error is not None:
-            raise RuntimeError(f"the stack failed to start: {self._error}") from self._error
-        wait_until_healthy(self.stack.settings, access=self.stack.node_access())
-
-    def stop(self, *, timeout_s: float = 30.0) -> None:
-        """Stop the services and wait for the thread to end."""
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(timeout_s)
-
-
-def wait_until_healthy(
-    settings: StackSettings, *, timeout_s: float = 30.0, access: RpcAccess | None = None
-) -> None:
-    """Wait until every service answers ``GET /health/ready`` with 200 (docs/jsonrpc.md
-    §1, docs/rest-api.md §5): its database, the services it calls, and for the API its
-    entry credits and write backlog. The probes need no credentials; ``access`` gives the
-    authority trusted for the services' certificate when they serve HTTPS.
-
-    Raises:
-        RuntimeError: a service was still not ready after ``timeout_s`` seconds (the
-            message names it and the checks that failed).
-    """
-    tls = settings.tls_enabled
-    urls = {
-        "node": settings.url(settings.node_port, "/health/ready", tls=tls),
-        "wallet": settings.url(settings.wallet_port, "/health/ready", tls=tls),
-        "api": settings.url(settings.api_port, "/health/ready", tls=tls),
-        "anchor": settings.url(settings.anchor_port, "/health/ready", tls=tls),
-    }
-    waiting = dict(urls)
-    last: dict[str, str] = {}
-    deadline = time.monotonic() + timeout_s
-    verify = (access or RpcAccess()).ssl_verify()
-    with httpx.Client(timeout=5.0, verify=verify) as client:
-        while waiting and time.monotonic() < deadline:
-            for name, url in list(waiting.items()):
-                problem = _readiness_problem(client, url)
-                if problem is None:
-                    del waiting[name]
-                else:
-                    last[name] = problem
-            if waiting:
-                time.sleep(0.05)
-    if waiting:
-        shown = "; ".join(f"{name}: {last.get(name, 'no answer')}" for name in waiting)
-        raise RuntimeError(f"services not ready after {timeout_s:g} s: {shown}")
-
-
-def _readiness_problem(client: httpx.Client, url: str) -> str | None:
-    """None when ``url`` answers 200, else what is wrong (failed checks, or no answer)."""
-    try:
-        response = client.get(url)
-    except httpx.HTTPError as exc:
-        return f"no answer ({type(exc).__name__})"
-    if response.status_code == 200:
-        return None
-    try:
-        checks = response.json()["checks"]
-        return ", ".join(f"{c['name']}: {c['detail']}" for c in checks if not c["ok"])
-    except (ValueError, KeyError, TypeError):
-        return f"HTTP {response.status_code}"

@@ -25,12 +25,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol, Self
 
-from pydantic import SecretStr, model_validator
+from pydantic import BaseModel, SecretBytes, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger.jsonrpc.credentials import BasicCredentials, CredentialsError, RpcAccess
 
-__all__ = ["NodeAccess", "RpcServing", "TlsServing", "rpc_access", "uvicorn_options"]
+__all__ = [
+    "NodeAccess",
+    "RpcServing",
+    "TlsServing",
+    "rpc_access",
+    "settings_secrets",
+    "uvicorn_options",
+]
 
 
 class TlsServing(BaseSettings):
@@ -164,3 +171,40 @@ def uvicorn_options(settings: _Served) -> dict[str, Any]:
         settings: a service's settings (``host``, ``port`` and the ``TlsServing`` fields).
     """
     return {"host": settings.host, "port": settings.port, **settings.uvicorn_tls_options()}
+
+
+def settings_secrets(settings: BaseModel) -> list[str]:
+    """Every secret a settings object holds, as text, for the log filter
+    (``ledger.observability.logs.configure_logging(secrets=...)``).
+
+    Found by the fields' values, not listed by hand: every ``SecretStr`` or ``SecretBytes``
+    field (bytes decoded as UTF-8 with replacement), inside lists, tuples, sets and dict
+    values, and in nested models; so a secret field added later is hidden from the logs
+    without touching any ``__main__``. Empty secrets are left out.
+    """
+    found: list[str] = []
+    _collect_secrets(settings, found)
+    return found
+
+
+def _collect_secrets(value: Any, found: list[str]) -> None:
+    if isinstance(value, SecretStr):
+        text = value.get_secret_value()
+    elif isinstance(value, SecretBytes):
+        text = value.get_secret_value().decode("utf-8", "replace")
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            _collect_secrets(getattr(value, name), found)
+        return
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            _collect_secrets(item, found)
+        return
+    elif isinstance(value, dict):
+        for item in value.values():
+            _collect_secrets(item, found)
+        return
+    else:
+        return
+    if text:
+        found.append(text)

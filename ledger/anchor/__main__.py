@@ -12,26 +12,14 @@ from ledger.anchor.settings import AnchorSettings
 from ledger.long_lived import freeze_long_lived
 from ledger.observability.logs import configure_logging
 from ledger.secret_file import OWNER_ONLY_UMASK
-from ledger.serving import uvicorn_options
+from ledger.serving import settings_secrets, uvicorn_options
 
 
 def main() -> None:
     """Serve until interrupted; one log line per event in ``NOTARY_ANCHOR_LOG_FORMAT``."""
     os.umask(OWNER_ONLY_UMASK)  # its files owner-only (docs/security.md)
     settings = AnchorSettings()
-    secrets = [settings.anchor_secret.get_secret_value(), settings.ec_secret.get_secret_value()]
-    secrets += [
-        s.get_secret_value()
-        for s in (
-            settings.rpc_password,
-            settings.node_rpc_password,
-            settings.tls_key_password,
-            settings.tsa_basic_auth,
-            settings.tsa_bearer_token,
-        )
-        if s
-    ]
-    configure_logging(settings.log_format, settings.log_level, secrets=secrets)
+    configure_logging(settings.log_format, settings.log_level, secrets=settings_secrets(settings))
     app = create_app(settings)
     freeze_long_lived()
     uvicorn.run(

@@ -74,19 +74,9 @@ def _serve(settings: ApiSettings) -> int:
 
     from ledger.api.app import create_app
     from ledger.observability.logs import configure_logging
-    from ledger.serving import uvicorn_options
+    from ledger.serving import settings_secrets, uvicorn_options
 
-    secrets = [
-        s.get_secret_value()
-        for s in (
-            settings.callback_secret,
-            settings.tls_key_password,
-            settings.node_rpc_password,
-            settings.wallet_rpc_password,
-        )
-        if s
-    ]
-    configure_logging(settings.log_format, settings.log_level, secrets=secrets)
+    configure_logging(settings.log_format, settings.log_level, secrets=settings_secrets(settings))
     app = create_app(settings)
     freeze_long_lived()
     uvicorn.run(

@@ -11,6 +11,7 @@ from ledger.node.app import serve
 from ledger.node.settings import NodeSettings
 from ledger.observability.logs import configure_logging
 from ledger.secret_file import OWNER_ONLY_UMASK
+from ledger.serving import settings_secrets
 
 
 def main() -> None:
@@ -18,10 +19,7 @@ def main() -> None:
     per event in ``NOTARY_NODE_LOG_FORMAT`` (text or json)."""
     os.umask(OWNER_ONLY_UMASK)  # its files owner-only (docs/security.md)
     settings = NodeSettings()
-    secrets = [
-        s.get_secret_value() for s in (settings.rpc_password, settings.tls_key_password) if s
-    ]
-    configure_logging(settings.log_format, settings.log_level, secrets=secrets)
+    configure_logging(settings.log_format, settings.log_level, secrets=settings_secrets(settings))
     sys.setswitchinterval(settings.gil_switch_interval_s)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(serve(settings))

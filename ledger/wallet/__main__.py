@@ -13,7 +13,7 @@ import uvicorn
 from ledger.long_lived import freeze_long_lived
 from ledger.observability.logs import configure_logging
 from ledger.secret_file import OWNER_ONLY_UMASK
-from ledger.serving import uvicorn_options
+from ledger.serving import settings_secrets, uvicorn_options
 from ledger.wallet.app import create_app
 from ledger.wallet.settings import WalletSettings
 
@@ -23,14 +23,7 @@ def main() -> None:
     event in ``NOTARY_WALLET_LOG_FORMAT`` (text or json), uvicorn's included."""
     os.umask(OWNER_ONLY_UMASK)  # its files owner-only (docs/security.md)
     settings = WalletSettings()
-    secrets = [s.get_secret_value() for s in (settings.passphrase, settings.restore_mnemonic) if s]
-    secrets += [s.get_secret_value() for s in settings.import_secrets]
-    secrets += [
-        s.get_secret_value()
-        for s in (settings.rpc_password, settings.node_rpc_password, settings.tls_key_password)
-        if s
-    ]
-    configure_logging(settings.log_format, settings.log_level, secrets=secrets)
+    configure_logging(settings.log_format, settings.log_level, secrets=settings_secrets(settings))
     app = create_app(settings)
     freeze_long_lived()
     uvicorn.run(app, **uvicorn_options(settings), log_level=settings.log_level, log_config=None)

@@ -11,27 +11,19 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
 from typing import Self
 
 import uvicorn
 from starlette.types import ASGIApp
 
 from connectors.errors import ConnectorPackageError
+from ledger.serving import QuietServer
 
 __all__ = ["ServedApp", "ServerStartError"]
 
 
 class ServerStartError(ConnectorPackageError, RuntimeError):
     """The server could not listen (address in use or not available)."""
-
-
-class _QuietServer(uvicorn.Server):
-    """Leaves signal handling to the command that runs the server."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 class ServedApp:
@@ -47,7 +39,7 @@ class ServedApp:
         config = uvicorn.Config(
             app, host=host, port=port, log_level="warning", log_config=None, lifespan="off"
         )
-        self._server = _QuietServer(config)
+        self._server = QuietServer(config)
         self._thread = threading.Thread(
             target=self._run, name=f"notary-{name.replace(' ', '-')}", daemon=True
         )

@@ -22,9 +22,12 @@ and the pipeline on one machine.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol, Self
 
+import uvicorn
 from pydantic import BaseModel, SecretBytes, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -32,6 +35,7 @@ from ledger.jsonrpc.credentials import BasicCredentials, CredentialsError, RpcAc
 
 __all__ = [
     "NodeAccess",
+    "QuietServer",
     "RpcServing",
     "TlsServing",
     "rpc_access",
@@ -208,3 +212,12 @@ def _collect_secrets(value: Any, found: list[str]) -> None:
         return
     if text:
         found.append(text)
+
+
+class QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to whoever runs it: the stack (its four
+    servers share one event loop and one Ctrl-C) or a command serving an app in a thread."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield

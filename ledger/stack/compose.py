@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ from ledger.secret_file import (
     tighten_tree,
     write_secret_file,
 )
-from ledger.serving import uvicorn_options
+from ledger.serving import QuietServer, uvicorn_options
 from ledger.stack.settings import StackSettings
 from ledger.wallet.app import create_app as create_wallet_app
 from ledger.wallet.settings import WalletSettings
@@ -52,14 +51,6 @@ _SERVICE_DIRS = ("node", "wallet", "api", "anchor")
 _SHOWN_CHANGES = 5  # mode changes named in the start-up log line
 
 log = logging.getLogger(__name__)
-
-
-class _QuietServer(uvicorn.Server):
-    """A uvicorn server that leaves signal handling to the stack (four share one loop)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 @dataclass
@@ -453,7 +444,7 @@ class Stack:
 def _server(app: Callable[..., Any], options: dict[str, Any]) -> uvicorn.Server:
     """The uvicorn server of one service's ASGI app (the node's own, Starlette, FastAPI)."""
     config = uvicorn.Config(app, **options, log_level="warning", log_config=None, lifespan="on")
-    return _QuietServer(config)
+    return QuietServer(config)
 
 
 def _local_client(

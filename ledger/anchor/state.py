@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["AnchorState", "AnchoredBlock", "AnchoredWindow"]
+__all__ = ["AnchorState", "AnchoredBlock", "AnchoredWindow", "open_store"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS dblocks (
@@ -52,15 +52,23 @@ class AnchoredWindow:
     record_entry: bytes | None = None
 
 
+def open_store(path: Path, schema: str, *, synchronous: str = "FULL") -> sqlite3.Connection:
+    """The anchoring service's SQLite file ``path`` (created with its folder when missing),
+    in WAL mode at ``synchronous`` (FULL: what is acknowledged survives power loss), with
+    ``schema`` (idempotent DDL) applied; autocommit, shared by the service's threads."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    conn.executescript(schema)
+    return conn
+
+
 class AnchorState:
     """The service's store in ``path`` (see the module docstring)."""
 
     def __init__(self, path: Path, *, synchronous: str = "FULL") -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(f"PRAGMA synchronous={synchronous}")
-        self._conn.executescript(SCHEMA)
+        self._conn = open_store(path, SCHEMA, synchronous=synchronous)
 
     def close(self) -> None:
         self._conn.close()

@@ -13,10 +13,11 @@ stays until a token is stored: nothing is dropped after a failure, only retried 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from ledger.anchor.state import open_store
 
 __all__ = ["StoredToken", "TimestampStore", "WaitingStamp"]
 
@@ -58,11 +59,7 @@ class TimestampStore:
     """The ``tsa_tokens`` table in the SQLite file ``path`` (see the module docstring)."""
 
     def __init__(self, path: Path, *, synchronous: str = "FULL") -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(f"PRAGMA synchronous={synchronous}")
-        self._conn.executescript(SCHEMA)
+        self._conn = open_store(path, SCHEMA, synchronous=synchronous)
 
     def close(self) -> None:
         self._conn.close()

@@ -14,10 +14,10 @@ from ledger.api.accounts_cli import (
 )
 from ledger.api.app import create_app
 from ledger.api.auth import KeyCache, Principal, RateLimiter
-from ledger.api.credit_gate import CreditGate
-from ledger.api.credit_status import CreditStatus
 from ledger.api.db import Database
-from ledger.api.gateway import (
+from ledger.api.outbox.credit_gate import CreditGate
+from ledger.api.outbox.credit_status import CreditStatus
+from ledger.api.outbox.gateway import (
     AnchorInfo,
     ComposedCalls,
     Composition,
@@ -28,12 +28,12 @@ from ledger.api.gateway import (
     RpcCall,
     RpcFailure,
 )
-from ledger.api.intake import WriteOutcome, WriteRequest, accept_batch
-from ledger.api.memory_gateway import InMemoryLedger
-from ledger.api.sandbox import Sandbox
+from ledger.api.outbox.intake import WriteOutcome, WriteRequest, accept_batch
+from ledger.api.outbox.worker import LedgerWorker, PassReport
+from ledger.api.outbox.writer import GroupCommitWriter
+from ledger.api.sandbox.memory_ledger import InMemoryLedger
+from ledger.api.sandbox.mode import Sandbox
 from ledger.api.settings import ApiSettings
-from ledger.api.worker import LedgerWorker, PassReport
-from ledger.api.writer import GroupCommitWriter
 from ledger.core.callback_signature import sign_callback, verify_callback_signature
 
 __all__ = [

@@ -9,14 +9,14 @@ own reason phrase)::
 
     LedgerApiError (Exception)           root of every error the ``ledger.api`` package defines
     ├── AccountNotFound (LookupError)    ``ledger.api.accounts``: no account with that id
-    ├── CallbackRefused (ValueError)     ``ledger.api.callbacks``: a callback URL that may not be used
+    ├── CallbackRefused (ValueError)     ``ledger.api.outbox.callbacks``: a callback URL that may not be used
     ├── EncodingError (ValueError)       ``ledger.api.encoding``: a string not valid in its encoding
-    ├── GatewayUnavailable               ``ledger.api.gateway``: the wallet or node cannot be reached
-    ├── WriteRefused                     ``ledger.api.intake``: a write that cannot be done
+    ├── GatewayUnavailable               ``ledger.api.outbox.gateway``: the wallet or node cannot be reached
+    ├── WriteRefused                     ``ledger.api.outbox.intake``: a write that cannot be done
     │   ├── ChainExists, AccountRevoked
     │   └── ChainNotFound (LookupError)
-    ├── WriterClosed (RuntimeError)      ``ledger.api.writer``: the writer is stopped
-    ├── _Disconnected                    ``ledger.api.fastpath``: the client went away mid-body
+    ├── WriterClosed (RuntimeError)      ``ledger.api.outbox.writer``: the writer is stopped
+    ├── _Disconnected                    ``ledger.api.http.fastpath``: the client went away mid-body
     └── ApiError                         .status_code, .name, .message: the errors rendered
         ├── BadRequest                 400   "Bad Request": invalid JSON, Base64, field types, query
         ├── AuthenticationMissing      403   "Authentication Parameters Missing"

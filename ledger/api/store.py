@@ -1,8 +1,8 @@
 """Reads and writes of chains and entries (the record and outbox of the publishing API).
 
 Every function takes an open ``Session``; the caller owns the transaction. The HTTP
-write path records writes in batches through ``ledger.api.writer`` (group commit) and
-``ledger.api.intake``; ``accept_chain``/``accept_entry`` here record one write through the
+write path records writes in batches through ``ledger.api.outbox.writer`` (group commit) and
+``ledger.api.outbox.intake``; ``accept_chain``/``accept_entry`` here record one write through the
 same ``intake.accept_batch`` in a caller's session (tools, tests, the benchmark).
 
 Ordering: entries of a chain are numbered ``seq = 0, 1, 2, ...`` in acceptance order
@@ -25,9 +25,10 @@ from typing import Protocol
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ledger.api.callbacks import DEFAULT_CALLBACK_STAGES
 from ledger.api.encoding import from_base64
-from ledger.api.intake import (
+from ledger.api.models import Chain, EntryRow, ExternalIdTag
+from ledger.api.outbox.callbacks import DEFAULT_CALLBACK_STAGES
+from ledger.api.outbox.intake import (
     AccountRevoked,
     ChainExists,
     ChainNotFound,
@@ -37,7 +38,6 @@ from ledger.api.intake import (
     WriteRequest,
     accept_batch,
 )
-from ledger.api.models import Chain, EntryRow, ExternalIdTag
 from ledger.core.entry import Entry
 
 __all__ = [

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from ledger.api.accounts import create_account
 from ledger.api.app import create_app, services_of
-from ledger.api.memory_gateway import InMemoryLedger
+from ledger.api.sandbox.memory_ledger import InMemoryLedger
 from ledger.api.settings import ApiSettings
 from ledger.core.clock import ManualClock
 from tests.ledger.api.conftest import EC_ADDRESS, b64

@@ -1,7 +1,7 @@
 """Chains and entries in the hosted service's shapes (``ledger.api.connect.shapes``).
 
-The same eleven operations as ``ledger.api.routes``, on the same paths, for requests in
-Connect mode (``ledger.api.connect``). Writes go through the same ``ledger.api.writes``
+The same eleven operations as ``ledger.api.http.routes``, on the same paths, for requests in
+Connect mode (``ledger.api.connect``). Writes go through the same ``ledger.api.http.writes``
 (same checks, same 202 once durably stored); only the bodies differ:
 
 * answers are wrapped (``{"data": ...}``) and lists are ``{"data", "offset", "limit",
@@ -22,7 +22,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 
-from ledger.api import store, writes
+from ledger.api import store
 from ledger.api.auth import Principal
 from ledger.api.connect import queries, shapes
 from ledger.api.connect.common import (
@@ -34,12 +34,13 @@ from ledger.api.connect.common import (
     stage_filter,
 )
 from ledger.api.connect.ledger_reads import LedgerReads
-from ledger.api.deps import current_account, json_body, path_hash, read_json, services
 from ledger.api.errors import PageNotFound
-from ledger.api.failures import FailureInfo, failure_of
+from ledger.api.http import writes
+from ledger.api.http.deps import current_account, json_body, path_hash, read_json, services
+from ledger.api.http.routes import API_VERSION
+from ledger.api.http.schemas import ChainCreate, EntryCreate, ExternalIds
 from ledger.api.models import EntryRow
-from ledger.api.routes import API_VERSION
-from ledger.api.schemas import ChainCreate, EntryCreate, ExternalIds
+from ledger.api.outbox.failures import FailureInfo, failure_of
 from ledger.api.services import Services
 
 __all__ = ["ConnectEntryCreate", "router"]

@@ -13,10 +13,10 @@ from ledger.api import store
 from ledger.api.auth import Principal
 from ledger.api.connect.ledger_reads import LedgerReads
 from ledger.api.connect.shapes import spec_stages
-from ledger.api.deps import path_hash
 from ledger.api.errors import BadRequest, PageNotFound, TemporarilyUnavailable
+from ledger.api.http.deps import path_hash
+from ledger.api.http.openapi import MAX_OFFSET
 from ledger.api.models import Chain, EntryRow
-from ledger.api.openapi import MAX_OFFSET
 from ledger.api.services import Services
 
 __all__ = [

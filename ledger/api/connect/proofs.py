@@ -27,8 +27,8 @@ from ledger.api.auth import Principal
 from ledger.api.connect import queries, shapes
 from ledger.api.connect.common import json_response, ledger_reads
 from ledger.api.connect.ledger_reads import LedgerReads
-from ledger.api.deps import current_account, path_hash, services
 from ledger.api.errors import PageNotFound, TemporarilyUnavailable
+from ledger.api.http.deps import current_account, path_hash, services
 from ledger.api.models import EntryRow
 from ledger.api.services import Services
 

@@ -12,11 +12,11 @@ from typing import cast
 
 from sqlalchemy import Table, select
 
-from ledger.api.block_follower import StageObserver
-from ledger.api.callbacks import move_stage
 from ledger.api.db import Database
-from ledger.api.gateway import AnchorInfo, LedgerGateway
 from ledger.api.models import EntryRow, Stage
+from ledger.api.outbox.block_follower import StageObserver
+from ledger.api.outbox.callbacks import move_stage
+from ledger.api.outbox.gateway import AnchorInfo, LedgerGateway
 from ledger.core.clock import Clock
 
 __all__ = ["AnchorFollower"]

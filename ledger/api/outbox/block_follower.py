@@ -18,10 +18,10 @@ from typing import cast
 
 from sqlalchemy import Connection, Table, insert, select, update
 
-from ledger.api.callbacks import move_stage
 from ledger.api.db import Database
-from ledger.api.gateway import DirectoryBlockInfo, LedgerGateway, RpcFailure
 from ledger.api.models import EntryRow, ServiceState, Stage, SubmitState
+from ledger.api.outbox.callbacks import move_stage
+from ledger.api.outbox.gateway import DirectoryBlockInfo, LedgerGateway, RpcFailure
 from ledger.core.clock import Clock
 
 __all__ = ["LAST_HEIGHT_KEY", "BlockFollower", "StageObserver"]

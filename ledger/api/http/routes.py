@@ -3,7 +3,7 @@ mounted at ``/v1``, and the bulk write (an extension, docs/rest-api.md §5.2).
 
 Writes (operations 2 and 6) answer HTTP 202 only after the row is committed to the
 database: the handler hands the prepared write to the group-commit writer
-(``ledger.api.writer``), which commits it together with the other writes waiting at that
+(``ledger.api.outbox.writer``), which commits it together with the other writes waiting at that
 moment and answers each one after the commit has returned. That commit *is* the
 ``multi_az`` stage (see ``ledger.api.db`` for what it means on SQLite and PostgreSQL).
 The worker then puts the row on the ledger. Write handlers are ``async`` (no thread-pool
@@ -25,7 +25,7 @@ Status codes beyond the original interface's table (docs/rest-api.md §11), chos
 * Rate limit of the key used up: 429 Too Many Requests with ``Retry-After``.
 * The service is stopping and no longer takes writes: 503 Service Unavailable.
 * ``GET /v1/openapi.json``: the OpenAPI 3.1 document of all this; like every route it
-  needs the key (see ``ledger.api.openapi``).
+  needs the key (see ``ledger.api.http.openapi``).
 """
 
 from __future__ import annotations
@@ -38,9 +38,12 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from ledger.api import bulk, store, writes
+from ledger.api import store
 from ledger.api.auth import Principal
-from ledger.api.deps import (
+from ledger.api.encoding import to_base64
+from ledger.api.errors import BadRequest, PageNotFound
+from ledger.api.http import bulk, writes
+from ledger.api.http.deps import (
     check_json_media_type,
     current_account,
     json_body,
@@ -48,12 +51,8 @@ from ledger.api.deps import (
     read_json,
     services,
 )
-from ledger.api.encoding import to_base64
-from ledger.api.errors import BadRequest, PageNotFound
-from ledger.api.failures import failure_of
-from ledger.api.models import PUBLIC_STAGES, Chain, EntryRow
-from ledger.api.openapi import MAX_OFFSET, build_openapi
-from ledger.api.schemas import (
+from ledger.api.http.openapi import MAX_OFFSET, build_openapi
+from ledger.api.http.schemas import (
     AllInfo,
     ChainAccepted,
     ChainCreate,
@@ -66,6 +65,8 @@ from ledger.api.schemas import (
     EntryPublic,
     ExternalIds,
 )
+from ledger.api.models import PUBLIC_STAGES, Chain, EntryRow
+from ledger.api.outbox.failures import failure_of
 from ledger.api.services import Services
 
 __all__ = ["API_VERSION", "router"]
@@ -180,7 +181,7 @@ async def get_info(request: Request, svc: ServicesDep) -> Response:
 
 @router.get("/openapi.json", include_in_schema=False)
 async def get_openapi_document(request: Request, svc: ServicesDep) -> Response:
-    """The OpenAPI document (``ledger.api.openapi``); needs the key like every route."""
+    """The OpenAPI document (``ledger.api.http.openapi``); needs the key like every route."""
     document = getattr(request.app.state, "openapi_document", None)
     if document is None:
         document = build_openapi(request.app, svc.settings)
@@ -261,7 +262,7 @@ async def create_entry(
 async def create_entries(
     chain_id: str, request: Request, account: AccountDep, svc: ServicesDep
 ) -> Response:
-    """Bulk write (an extension, ``ledger.api.bulk``): many entries of one chain at once;
+    """Bulk write (an extension, ``ledger.api.http.bulk``): many entries of one chain at once;
     202 once all are durably stored, with each entry's answer or error, in order."""
     check_json_media_type(request.headers.get("content-type", ""))
     raw = await request.body()

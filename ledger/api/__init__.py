@@ -2,6 +2,22 @@
 
 Build with ``create_app(settings, gateway=..., clock=...)``; run with ``python -m ledger.api``
 (``--sandbox`` for the sandbox); manage accounts with ``ledger.api.accounts_cli``.
+
+Where to look:
+
+* ``http/``: what a request meets: the routes, their dependencies, request and response
+  bodies, the write path (ordinary and fast), the OpenAPI document, the verify page.
+* ``outbox/``: what happens after a 202: group commit, the worker that composes, commits
+  and reveals through the ``gateway``, follows blocks and anchors, gives writes up, holds
+  them while credits are short, and delivers callbacks.
+* ``connect/``: the Harmony Connect shapes of the same chains and entries (docs/interop.md).
+* ``sandbox/``: sandbox mode and its built-in in-memory ledger.
+* At the top, what all of them share: ``settings``, ``db`` (engine, transactions),
+  ``models`` (tables), ``store`` (chain and entry rows), ``entry_reads`` (the entry
+  queries both ``http`` and ``connect`` answer from), ``errors`` (the exception tree and
+  its JSON form), ``encoding``, ``accounts``/``auth`` (keys, rate limits), ``services``
+  (the objects one process shares), ``observability`` (health and metrics) and ``app``
+  (the composition root).
 """
 
 from ledger.api.accounts import create_account, generate_key, hash_key, revoke_account, verify_key

@@ -32,9 +32,9 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from ledger.api import store
+from ledger.api import entry_reads
 from ledger.api.auth import Principal
-from ledger.api.connect import queries, shapes
+from ledger.api.connect import shapes
 from ledger.api.connect.common import json_response, owned_chain, paging
 from ledger.api.encoding import from_base64, to_base64
 from ledger.api.errors import BadRequest, PageNotFound, Unprocessable
@@ -193,12 +193,12 @@ def _identity_rows(
     """
     with svc.db.read() as session:
         chain = owned_chain(session, account, chain_id)
-        first = store.first_entry(session, chain)
+        first = entry_reads.first_entry(session, chain).row
         if not first.external_ids or from_base64(first.external_ids[0], field="stored") != (
             IDENTITY_CHAIN_TAG
         ):
             raise PageNotFound("No such identity")
-        return chain, queries.chain_entries(session, chain)
+        return chain, entry_reads.chain_entries(session, chain)
 
 
 def _load(svc: Services, account: Principal, chain_id: str) -> IdentityView:

@@ -30,6 +30,7 @@ Status codes beyond the original interface's table (docs/rest-api.md §11), chos
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -38,9 +39,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from ledger.api import store
+from ledger.api import entry_reads
 from ledger.api.auth import Principal
 from ledger.api.encoding import to_base64
+from ledger.api.entry_reads import EntryRead
 from ledger.api.errors import BadRequest, PageNotFound
 from ledger.api.http import bulk, writes
 from ledger.api.http.deps import (
@@ -65,8 +67,7 @@ from ledger.api.http.schemas import (
     EntryPublic,
     ExternalIds,
 )
-from ledger.api.models import PUBLIC_STAGES, Chain, EntryRow
-from ledger.api.outbox.failures import failure_of
+from ledger.api.models import PUBLIC_STAGES, Chain
 from ledger.api.services import Services
 
 __all__ = ["API_VERSION", "router"]
@@ -103,8 +104,7 @@ def _chain_url(base: str, chain_id: str) -> str:
     return f"{base}/chains/{chain_id}"
 
 
-def _chain_public(session: Session, base: str, chain: Chain) -> dict[str, Any]:
-    first = store.first_entry(session, chain)
+def _chain_public(base: str, chain: Chain, first: EntryRead) -> dict[str, Any]:
     url = _chain_url(base, chain.chain_id)
     return {
         "chain_id": chain.chain_id,
@@ -114,29 +114,30 @@ def _chain_public(session: Session, base: str, chain: Chain) -> dict[str, Any]:
             "first": f"{url}/entries/first",
             "last": f"{url}/entries/last",
         },
-        **_stage_fields(session, first),
+        **_stage_fields(first),
     }
 
 
-def _entry_public(session: Session, base: str, row: EntryRow) -> dict[str, Any]:
+def _entry_public(base: str, read: EntryRead) -> dict[str, Any]:
+    row = read.row
     return {
         "entry_hash": row.entry_hash,
         "chain_id": row.chain_id,
         "external_ids": list(row.external_ids),
         "content": to_base64(bytes(row.content)),
         "links": {"chain": _chain_url(base, row.chain_id)},
-        **_stage_fields(session, row),
+        **_stage_fields(read),
     }
 
 
-def _stage_fields(session: Session, row: EntryRow) -> dict[str, object]:
+def _stage_fields(read: EntryRead) -> dict[str, object]:
+    row, failure = read.row, read.failure
     fields: dict[str, object] = {
         "stage": row.stage,
         "created_at": _iso(row.created_at),
         "dblock_keymr": row.dblock_keymr,
         "dblock_height": row.dblock_height,
     }
-    failure = failure_of(session, row)
     if failure is not None:  # only on a write given up (docs/rest-api.md §3)
         fields["failure"] = {
             "reason": failure.reason,
@@ -155,11 +156,17 @@ def _page(svc: Services, limit: int | None, offset: int) -> tuple[int, int]:
     return size, offset
 
 
-def _owned_chain(session: Session, account: Principal, chain_id: str) -> Chain:
-    chain = store.get_chain(session, account, path_hash(chain_id))
-    if chain is None:
-        raise PageNotFound("No such chain")
-    return chain
+def _entry_answer(
+    request: Request,
+    svc: Services,
+    account: Principal,
+    chain_id: str,
+    pick: Callable[[Session, Chain], EntryRead],
+) -> Response:
+    """Operations 8, 9 and 11: the entry ``pick`` finds in the account's chain."""
+    with svc.db.read() as session:
+        found = pick(session, entry_reads.owned_chain(session, account, path_hash(chain_id)))
+    return _json(_entry_public(_base(request, svc), found))
 
 
 # -- operations ---------------------------------------------------------------------------
@@ -208,7 +215,7 @@ def list_chains(
     size, start = _page(svc, limit, offset)
     base = _base(request, svc)
     with svc.db.read() as session:
-        chains, total = store.list_chains(session, account, limit=size, offset=start)
+        chains, total = entry_reads.list_chains(session, account, limit=size, offset=start)
     items = [
         {"chain_id": c.chain_id, "links": {"chain": _chain_url(base, c.chain_id)}} for c in chains
     ]
@@ -225,18 +232,20 @@ def search_chains(
     """Operation 4: the oldest chain whose external IDs contain all values; 404 if none."""
     values = writes.decode_all(body.external_ids, "external_ids")
     with svc.db.read() as session:
-        chain = store.search_chains(session, account, values)
+        chain = entry_reads.oldest_chain_match(session, account, values)
         if chain is None:
             raise PageNotFound("No chain matches these external IDs")
-        return _json(_chain_public(session, _base(request, svc), chain))
+        first = entry_reads.first_entry(session, chain)
+    return _json(_chain_public(_base(request, svc), chain, first))
 
 
 @router.get("/chains/{chain_id}", response_model=ChainPublic, operation_id="getChain")
 def get_chain(chain_id: str, request: Request, account: AccountDep, svc: ServicesDep) -> Response:
     """Operation 5: one chain."""
     with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
-        return _json(_chain_public(session, _base(request, svc), chain))
+        chain = entry_reads.owned_chain(session, account, path_hash(chain_id))
+        first = entry_reads.first_entry(session, chain)
+    return _json(_chain_public(_base(request, svc), chain, first))
 
 
 @router.post(
@@ -286,8 +295,11 @@ def list_entries(
         raise BadRequest(f"stage must be one of {', '.join(PUBLIC_STAGES)}")
     base = _base(request, svc)
     with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
-        hashes, total = store.list_entries(session, chain, limit=size, offset=start, stage=stage)
+        chain = entry_reads.owned_chain(session, account, path_hash(chain_id))
+        stages = [] if stage is None else [stage]
+        hashes, total = entry_reads.entry_hashes(
+            session, chain, stages=stages, limit=size, offset=start
+        )
         prefix = f"{_chain_url(base, chain.chain_id)}/entries"
         items = [{"entry_hash": h, "links": {"entry": f"{prefix}/{h}"}} for h in hashes]
     return _json({"items": items, "count": total, "offset": start, "limit": size})
@@ -300,9 +312,7 @@ def get_first_entry(
     chain_id: str, request: Request, account: AccountDep, svc: ServicesDep
 ) -> Response:
     """Operation 8: the first entry (made with the chain)."""
-    with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
-        return _json(_entry_public(session, _base(request, svc), store.first_entry(session, chain)))
+    return _entry_answer(request, svc, account, chain_id, entry_reads.first_entry)
 
 
 @router.get(
@@ -312,9 +322,7 @@ def get_last_entry(
     chain_id: str, request: Request, account: AccountDep, svc: ServicesDep
 ) -> Response:
     """Operation 9: the most recently accepted entry."""
-    with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
-        return _json(_entry_public(session, _base(request, svc), store.last_entry(session, chain)))
+    return _entry_answer(request, svc, account, chain_id, entry_reads.last_entry)
 
 
 @router.post(
@@ -329,12 +337,12 @@ def search_entries(
 ) -> Response:
     """Operation 10: the oldest entry of the chain whose external IDs contain all values."""
     with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
+        chain = entry_reads.owned_chain(session, account, path_hash(chain_id))
         values = writes.decode_all(body.external_ids, "external_ids")
-        row = store.search_entries(session, chain, values)
-        if row is None:
+        found = entry_reads.oldest_entry_match(session, chain, values)
+        if found is None:
             raise PageNotFound("No entry matches these external IDs")
-        return _json(_entry_public(session, _base(request, svc), row))
+    return _json(_entry_public(_base(request, svc), found))
 
 
 @router.get(
@@ -344,9 +352,10 @@ def get_entry(
     chain_id: str, entry_hash: str, request: Request, account: AccountDep, svc: ServicesDep
 ) -> Response:
     """Operation 11: one entry by its hash."""
-    with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
-        row = store.get_entry(session, chain, path_hash(entry_hash))
-        if row is None:
-            raise PageNotFound("No such entry in this chain")
-        return _json(_entry_public(session, _base(request, svc), row))
+    return _entry_answer(
+        request,
+        svc,
+        account,
+        chain_id,
+        lambda session, chain: entry_reads.get_entry(session, chain, path_hash(entry_hash)),
+    )

@@ -17,7 +17,7 @@ from ledger.api.http.fastpath import WriteFastPath
 from ledger.api.http.routes import API_VERSION, router
 from ledger.api.http.verify_page import router as verify_page_router
 from ledger.api.observability import api_observability
-from ledger.api.outbox.callbacks import Resolver
+from ledger.api.outbox.callback_targets import Resolver
 from ledger.api.outbox.gateway import LedgerGateway, LedgerRpcClients
 from ledger.api.services import Services, build_services
 from ledger.api.settings import ApiSettings

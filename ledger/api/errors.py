@@ -5,18 +5,18 @@ Every error response has the body::
     {"error": {"code": <HTTP status>, "name": "<error name>", "message": "<detail>"}}
 
 Exception tree (names as in docs/rest-api.md §7; statuses it does not name carry HTTP's
-own reason phrase)::
+own reason phrase; modules named relative to ``ledger.api``)::
 
     LedgerApiError (Exception)           root of every error the ``ledger.api`` package defines
-    ├── AccountNotFound (LookupError)    ``ledger.api.accounts``: no account with that id
-    ├── CallbackRefused (ValueError)     ``ledger.api.outbox.callbacks``: a callback URL that may not be used
-    ├── EncodingError (ValueError)       ``ledger.api.encoding``: a string not valid in its encoding
-    ├── GatewayUnavailable               ``ledger.api.outbox.gateway``: the wallet or node cannot be reached
-    ├── WriteRefused                     ``ledger.api.outbox.intake``: a write that cannot be done
+    ├── AccountNotFound (LookupError)    ``accounts``: no account with that id
+    ├── CallbackRefused (ValueError)     ``outbox.callback_targets``: a callback URL refused
+    ├── EncodingError (ValueError)       ``encoding``: a string not valid in its encoding
+    ├── GatewayUnavailable               ``outbox.gateway``: the wallet or node cannot be reached
+    ├── WriteRefused                     ``outbox.intake``: a write that cannot be done
     │   ├── ChainExists, AccountRevoked
     │   └── ChainNotFound (LookupError)
-    ├── WriterClosed (RuntimeError)      ``ledger.api.outbox.writer``: the writer is stopped
-    ├── _Disconnected                    ``ledger.api.http.fastpath``: the client went away mid-body
+    ├── WriterClosed (RuntimeError)      ``outbox.writer``: the writer is stopped
+    ├── _Disconnected                    ``http.fastpath``: the client went away mid-body
     └── ApiError                         .status_code, .name, .message: the errors rendered
         ├── BadRequest                 400   "Bad Request": invalid JSON, Base64, field types, query
         ├── AuthenticationMissing      403   "Authentication Parameters Missing"

@@ -22,11 +22,12 @@ from sqlalchemy.exc import IntegrityError
 from ledger.api.auth import KeyCache, RateLimiter
 from ledger.api.db import Database
 from ledger.api.models import ServiceState
-from ledger.api.outbox.block_follower import StageObserver
-from ledger.api.outbox.callbacks import CallbackDispatcher, HostPolicy, Resolver
+from ledger.api.outbox.callback_targets import HostPolicy, Resolver
+from ledger.api.outbox.callbacks import CallbackDispatcher
 from ledger.api.outbox.credit_gate import CreditGate
 from ledger.api.outbox.credit_status import CreditStatus, read_credit_status
 from ledger.api.outbox.gateway import JsonRpcLedgerGateway, LedgerGateway, LedgerRpcClients
+from ledger.api.outbox.stage_moves import StageObserver
 from ledger.api.outbox.worker import LedgerWorker
 from ledger.api.outbox.writer import GroupCommitWriter
 from ledger.api.sandbox.memory_ledger import InMemoryLedger

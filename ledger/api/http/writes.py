@@ -34,7 +34,7 @@ from ledger.api.errors import (
     Unprocessable,
 )
 from ledger.api.http.schemas import ChainCreate, EntryCreate
-from ledger.api.outbox.callbacks import CallbackRefused, check_callback_url
+from ledger.api.outbox.callback_targets import CallbackRefused, check_callback_url
 from ledger.api.outbox.intake import (
     AccountRevoked,
     ChainExists,

@@ -36,11 +36,12 @@ from dataclasses import dataclass, field
 
 from ledger.api.db import Database
 from ledger.api.outbox.anchor_follower import AnchorFollower
-from ledger.api.outbox.block_follower import LAST_HEIGHT_KEY, BlockFollower, StageObserver
+from ledger.api.outbox.block_follower import LAST_HEIGHT_KEY, BlockFollower
 from ledger.api.outbox.callbacks import CallbackDispatcher
 from ledger.api.outbox.credit_gate import CreditGate
 from ledger.api.outbox.failures import adopt_legacy
 from ledger.api.outbox.gateway import GatewayUnavailable, LedgerGateway
+from ledger.api.outbox.stage_moves import StageMoves, StageObserver
 from ledger.api.outbox.submitter import Submitter
 from ledger.core.clock import Clock
 
@@ -110,9 +111,8 @@ class LedgerWorker:
         )
         self._dispatcher = dispatcher
         self._batch = batch_size
-        self._blocks = BlockFollower(
-            db, gateway, clock=clock, batch_size=batch_size, on_moved=stage_observer
-        )
+        moves = StageMoves(db, clock, stage_observer)
+        self._blocks = BlockFollower(moves, gateway, batch_size=batch_size)
         self._submitter = Submitter(
             db,
             gateway,
@@ -124,12 +124,7 @@ class LedgerWorker:
             retry_base_s=retry_base_s,
         )
         self._anchors = AnchorFollower(
-            db,
-            gateway,
-            clock=clock,
-            batch_size=batch_size,
-            poll_interval_s=anchor_poll_interval_s,
-            on_moved=stage_observer,
+            moves, gateway, batch_size=batch_size, poll_interval_s=anchor_poll_interval_s
         )
         self._poll_interval_s = poll_interval_s
         self._stop = threading.Event()

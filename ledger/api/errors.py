@@ -85,12 +85,22 @@ class LedgerApiError(Exception):
 class ApiError(LedgerApiError):
     """An error rendered as the JSON error body with its HTTP status.
 
+    A subclass names its status and error name as class keywords:
+    ``class PageNotFound(ApiError, status=404, name="Page Not Found")``.
+
     Args:
         message: human detail placed in ``error.message``; defaults to the error name.
     """
 
     status_code: ClassVar[int] = 500
     name: ClassVar[str] = "Internal Error"
+
+    def __init_subclass__(cls, *, status: int | None = None, name: str | None = None) -> None:
+        super().__init_subclass__()
+        if status is not None:
+            cls.status_code = status
+        if name is not None:
+            cls.name = name
 
     def __init__(self, message: str | None = None) -> None:
         self.message = message or self.name
@@ -112,55 +122,44 @@ class ApiError(LedgerApiError):
         return response
 
 
-class BadRequest(ApiError):
-    status_code = 400
-    name = "Bad Request"
+class BadRequest(ApiError, status=400, name="Bad Request"):
+    """400: invalid JSON, Base64, field types or query parameters."""
 
 
-class AuthenticationMissing(ApiError):
-    status_code = 403
-    name = "Authentication Parameters Missing"
+class AuthenticationMissing(ApiError, status=403, name="Authentication Parameters Missing"):
+    """403: no ``user-key`` (nor ``app_id`` + ``app_key``) header."""
 
 
-class AuthenticationFailed(ApiError):
-    status_code = 403
-    name = "Authentication Failed"
+class AuthenticationFailed(ApiError, status=403, name="Authentication Failed"):
+    """403: an unknown or revoked key."""
 
 
-class NoMappingRuleMatched(ApiError):
-    status_code = 404
-    name = "No Mapping Rule Matched"
+class NoMappingRuleMatched(ApiError, status=404, name="No Mapping Rule Matched"):
+    """404: no such route, or not with this method."""
 
 
-class PageNotFound(ApiError):
-    status_code = 404
-    name = "Page Not Found"
+class PageNotFound(ApiError, status=404, name="Page Not Found"):
+    """404: an unknown (or another account's) chain or entry, or a search without match."""
 
 
-class PayloadTooLarge(ApiError):
-    status_code = 413
-    name = "Payload Too Large"
+class PayloadTooLarge(ApiError, status=413, name="Payload Too Large"):
+    """413: a body above ``max_body_bytes``."""
 
 
-class UnsupportedMediaType(ApiError):
-    status_code = 415
-    name = "Unsupported Media Type"
+class UnsupportedMediaType(ApiError, status=415, name="Unsupported Media Type"):
+    """415: a POST body that is not ``application/json``."""
 
 
-class Unprocessable(ApiError):
-    status_code = 422
-    name = "Unprocessable entity"
+class Unprocessable(ApiError, status=422, name="Unprocessable entity"):
+    """422: entry too large, chain exists, chain unknown for an entry, callback refused."""
 
 
-class TooManyRequests(ApiError):
+class TooManyRequests(ApiError, status=429, name="Too Many Requests"):
     """429 with a ``Retry-After`` header (seconds, rounded up, at least 1).
 
     Args:
         retry_after_s: seconds until the next request would be allowed.
     """
-
-    status_code = 429
-    name = "Too Many Requests"
 
     def __init__(self, message: str | None = None, *, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
@@ -170,25 +169,16 @@ class TooManyRequests(ApiError):
         return [("retry-after", str(max(1, math.ceil(self.retry_after_s))))]
 
 
-class TemporarilyUnavailable(ApiError):
+class TemporarilyUnavailable(ApiError, status=503, name="Service Unavailable"):
     """503: the service cannot take the request now (it is stopping); send it again later."""
 
-    status_code = 503
-    name = "Service Unavailable"
 
-
-class InsufficientStorage(ApiError):
+class InsufficientStorage(ApiError, status=507, name="Insufficient Storage"):
     """The service's disk is full: nothing was stored; the caller may send the write again."""
 
-    status_code = 507
-    name = "Insufficient Storage"
 
-
-class InternalServerError(ApiError):
+class InternalServerError(ApiError, status=500, name="Internal Error"):
     """500: a fault of the service; the details go to the log, never to the caller."""
-
-    status_code = 500
-    name = "Internal Error"
 
 
 def error_body(code: int, name: str, message: str) -> dict[str, Any]:

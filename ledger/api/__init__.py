@@ -6,7 +6,8 @@ Build with ``create_app(settings, gateway=..., clock=...)``; run with ``python -
 Where to look:
 
 * ``http/``: what a request meets: the routes, their dependencies, request and response
-  bodies, the write path (ordinary and fast), the OpenAPI document, the verify page.
+  bodies, the write path (ordinary and fast), error rendering, the OpenAPI document, the
+  verify page.
 * ``outbox/``: what happens after a 202: group commit, the worker that composes, commits
   and reveals through the ``gateway``, follows blocks and anchors, gives writes up, holds
   them while credits are short, and delivers callbacks.

@@ -10,9 +10,9 @@ from fastapi import FastAPI
 
 from ledger.api.connect import ConnectDispatch, LedgerReads, create_connect_app
 from ledger.api.connect.ledger_reads import JsonRpcLedgerReads
-from ledger.api.errors import install_error_handlers
 from ledger.api.http.bulk import BULK_PATH
 from ledger.api.http.deps import BodySizeLimit
+from ledger.api.http.errors import install_error_handlers
 from ledger.api.http.fastpath import WriteFastPath
 from ledger.api.http.routes import API_VERSION, router
 from ledger.api.http.verify_page import router as verify_page_router

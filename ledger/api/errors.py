@@ -1,4 +1,4 @@
-"""REST errors of the publishing API and their one JSON form.
+"""Errors of the publishing API: the package's exception tree and the REST errors' JSON form.
 
 Every error response has the body::
 
@@ -34,7 +34,7 @@ own reason phrase; modules named relative to ``ledger.api``)::
         ├── TemporarilyUnavailable     503   "Service Unavailable": the service is stopping
         └── InsufficientStorage        507   "Insufficient Storage": the disk is full, nothing stored
 
-These are the errors the API renders. Class names differ from the clients' and the JSON-RPC
+These are the errors the API renders (``ledger.api.http.errors`` installs the handlers). Class names differ from the clients' and the JSON-RPC
 layer's on purpose, one name per meaning: ``InternalServerError`` is HTTP 500 here, while
 ``ledger.jsonrpc.errors.InternalError`` is JSON-RPC -32603; ``TemporarilyUnavailable`` is the
 503 this service answers, while ``connectors.errors.ServiceUnavailable`` is what a client
@@ -43,14 +43,10 @@ raises when a service cannot be reached or answers 5xx.
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import Any, ClassVar
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 __all__ = [
     "ApiError",
@@ -68,10 +64,7 @@ __all__ = [
     "Unprocessable",
     "UnsupportedMediaType",
     "error_body",
-    "install_error_handlers",
 ]
-
-_log = logging.getLogger(__name__)
 
 
 class LedgerApiError(Exception):
@@ -184,36 +177,3 @@ class InternalServerError(ApiError, status=500, name="Internal Error"):
 def error_body(code: int, name: str, message: str) -> dict[str, Any]:
     """The one error body shape: ``{"error": {"code", "name", "message"}}``."""
     return {"error": {"code": code, "name": name, "message": message}}
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    """Render ApiError, routing misses, validation errors and faults in the JSON error form."""
-    app.add_exception_handler(ApiError, _on_api_error)  # type: ignore[arg-type]
-    app.add_exception_handler(StarletteHTTPException, _on_http_exception)  # type: ignore[arg-type]
-    app.add_exception_handler(RequestValidationError, _on_validation_error)  # type: ignore[arg-type]
-    app.add_exception_handler(Exception, _on_fault)
-
-
-async def _on_api_error(_request: Request, exc: ApiError) -> JSONResponse:
-    return exc.to_response()
-
-
-async def _on_http_exception(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-    if exc.status_code in (404, 405):
-        return NoMappingRuleMatched("The call matched no known endpoint").to_response()
-    name = {400: BadRequest.name, 413: PayloadTooLarge.name}.get(exc.status_code, "Error")
-    return JSONResponse(
-        error_body(exc.status_code, name, str(exc.detail)), status_code=exc.status_code
-    )
-
-
-async def _on_validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-    details = "; ".join(
-        f"{'.'.join(str(p) for p in err.get('loc', ()))}: {err.get('msg')}" for err in exc.errors()
-    )
-    return BadRequest(details or "invalid request").to_response()
-
-
-async def _on_fault(_request: Request, exc: Exception) -> JSONResponse:
-    _log.exception("unhandled error in the publishing API", exc_info=exc)
-    return InternalServerError("The request could not be handled").to_response()

@@ -9,7 +9,9 @@ bundle, verifies it completely, and writes
 each version of each path has a name of its own). With ``html``, it also writes the
 verification page (``ledger.core.verify_page``) as ``<out>/verify.html``; with ``pages``, a
 page per document with its bundle built in, beside the bundle as ``<...>.verify.html``;
-a block's RFC 3161 tokens, as responses beside the bundle (``<bundle>.tsr``).
+a block's RFC 3161 tokens, as responses beside the bundle (``<bundle>.tsr``), and its
+OpenTimestamps proofs as standard ``.ots`` files over the KeyMR (``<bundle>.ots``; the
+stock client reads them: ``ots info``).
 
 Nothing is overwritten: a bundle, page or token is written under a temporary name, then linked to
 its own name only if that name is free; a file already there with the same bytes is left
@@ -36,6 +38,7 @@ from flows.pipeline import Services
 from ledger.core.errors import LedgerFormatError
 from ledger.core.proof.bundle import ProofBundle
 from ledger.core.timestamps.bundle_part import Rfc3161Token, TimestampsPart, tokens_from_answer
+from ledger.core.timestamps.ots import OtsStamp
 from ledger.core.timestamps.rfc3161 import response_from_token
 from ledger.core.verify_page import render_verify_page
 from tasks.proofs import PAGE_NAME, bundle_for, bundle_relpath, page_relpath
@@ -65,6 +68,7 @@ class ExportOutcome:
             written.
         entries: this export's lines of the index (``INDEX_NAME``).
         tokens: the RFC 3161 responses written beside the bundles (``<bundle>.tsr``).
+        ots_files: the OpenTimestamps files written beside the bundles (``<bundle>.ots``).
     """
 
     written: list[Path] = field(default_factory=list)
@@ -78,6 +82,7 @@ class ExportOutcome:
     failed: list[str] = field(default_factory=list)
     entries: list[dict[str, Any]] = field(default_factory=list)
     tokens: list[Path] = field(default_factory=list)
+    ots_files: list[Path] = field(default_factory=list)
 
 
 def bundle_path(out_dir: Path, row: NotarizationRow) -> Path:
@@ -177,21 +182,26 @@ def _write_bundle(
 
 
 def _timestamps(services: Services, height: int) -> TimestampsPart | None:
-    """The block's RFC 3161 tokens from the anchoring service, None when it has none."""
+    """The block's RFC 3161 tokens and OpenTimestamps stamps from the anchoring service
+    (its ``opentimestamps`` list holds elements in the bundle's own form,
+    ``OtsStamp.to_json``), None when it has neither."""
     answer = services.anchor.timestamps(height)
     tokens = tokens_from_answer(answer)
-    if not tokens:
+    stamps = tuple(OtsStamp.from_json(s) for s in (answer or {}).get("opentimestamps") or [])
+    if not tokens and not stamps:
         return None
     return TimestampsPart(
         bytes.fromhex(str((answer or {}).get("keymr", ""))),
         tuple(Rfc3161Token.of(t) for t in tokens),
+        stamps,
     )
 
 
 def _write_tokens(outcome: ExportOutcome, bundle_file: Path, bundle: ProofBundle) -> None:
     """Each RFC 3161 token of ``bundle`` as a response beside it: ``<bundle>.tsr``, then
-    ``<bundle>.2.tsr``, ... (``openssl ts -verify -digest <root hex> -in <file>``), never
-    over another file."""
+    ``<bundle>.2.tsr``, ... (``openssl ts -verify -digest <root hex> -in <file>``), and
+    each OpenTimestamps stamp as its ``.ots`` file: ``<bundle>.ots``, ``<bundle>.2.ots``,
+    ... (``ots info <file>``), never over another file."""
     if bundle.timestamps is None:
         return
     for i, item in enumerate(bundle.timestamps.rfc3161):
@@ -202,6 +212,14 @@ def _write_tokens(outcome: ExportOutcome, bundle_file: Path, bundle: ProofBundle
             outcome.refused.append(f"{_shown(token_file)}: another file has its name")
         elif state == "written":
             outcome.tokens.append(token_file)
+    for i, stamp in enumerate(bundle.timestamps.opentimestamps):
+        name = bundle_file.name + (".ots" if i == 0 else f".{i + 1}.ots")
+        ots_file = bundle_file.with_name(name)
+        state = _write_new(ots_file, stamp.ots)
+        if state == "refused":
+            outcome.refused.append(f"{_shown(ots_file)}: another file has its name")
+        elif state == "written":
+            outcome.ots_files.append(ots_file)
 
 
 def _shown(path: Path) -> str:

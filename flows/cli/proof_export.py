@@ -43,7 +43,13 @@ from ledger.core.timestamps.rfc3161 import response_from_token
 from ledger.core.verify_page import render_verify_page
 from tasks.proofs import PAGE_NAME, bundle_for, bundle_relpath, page_relpath
 
-__all__ = ["INDEX_NAME", "ExportOutcome", "bundle_path", "export_bundles"]
+__all__ = [
+    "INDEX_NAME",
+    "ExportOutcome",
+    "bundle_path",
+    "export_bundles",
+    "write_timestamp_files",
+]
 
 #: The export folder's index of bundles (JSON: ``{"version": 1, "bundles": [...]}``).
 INDEX_NAME = "index.json"
@@ -164,7 +170,7 @@ def _write_bundle(
         return
     (outcome.written if state == "written" else outcome.unchanged).append(path)
     outcome.sources[path] = row.path
-    _write_tokens(outcome, path, bundle)
+    write_timestamp_files(outcome, path, bundle)
     entry: dict[str, Any] = {"collection": row.collection, "path": row.path}
     entry |= {"sha256": row.sha256}
     entry |= {"notarized_at": row.created_at.isoformat(), "bundle": str(relative), "page": None}
@@ -197,7 +203,7 @@ def _timestamps(services: Services, height: int) -> TimestampsPart | None:
     )
 
 
-def _write_tokens(outcome: ExportOutcome, bundle_file: Path, bundle: ProofBundle) -> None:
+def write_timestamp_files(outcome: ExportOutcome, bundle_file: Path, bundle: ProofBundle) -> None:
     """Each RFC 3161 token of ``bundle`` as a response beside it: ``<bundle>.tsr``, then
     ``<bundle>.2.tsr``, ... (``openssl ts -verify -digest <root hex> -in <file>``), and
     each OpenTimestamps stamp as its ``.ots`` file: ``<bundle>.ots``, ``<bundle>.2.ots``,

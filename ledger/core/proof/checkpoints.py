@@ -1,10 +1,11 @@
 """Bitcoin mainnet checkpoints: one real header per difficulty period, shipped as data.
 
 Why: a trust policy's least work per header (``ledger.core.proof.policy``) is set for
-today's chain (bitcoin-mainnet: a quarter of block 840,000's work), so a header from 2015
-(difficulty about 4.9e10, some two thousand times easier) can never meet it, although it is
-the real block an OpenTimestamps proof of that year attests. These checkpoints let a
-verifier *place* such a historic header offline (``place_header``):
+today's chain (bitcoin-mainnet: a quarter of block 840,000's work, difficulty about
+2.2e13), so a header from 2015 (difficulty about 4.9e10, about 440 times easier) can never
+meet it, although it is the real block an OpenTimestamps proof of that year attests. These
+checkpoints let a verifier *place* such a historic header offline (``Checkpoints.place``,
+used by ``TrustPolicy.place``):
 
 - **checkpoint**: its hash is one of the shipped headers' hashes (exact);
 - **era**: its height lies in a shipped difficulty period (mainnet retargets every 2016

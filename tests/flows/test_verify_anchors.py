@@ -19,7 +19,7 @@ from ledger.core.proof.bundle import ProofBundle
 from ledger.core.proof.policy import TrustPolicy
 from ledger.core.timestamps.ots import OtsStamp, ots_file
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
-from tests.ledger.core.test_anchors import attested_over, pending_over, with_stamps
+from tests.ledger.core.ots_stamps import attested_over, pending_over, with_stamps
 
 
 @pytest.fixture(scope="module")

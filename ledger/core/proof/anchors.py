@@ -77,7 +77,11 @@ class AnchorList:
     @property
     def earliest(self) -> Anchor | None:
         """The earliest independent anchor that verifies, or None."""
-        good = [a for a in self.anchors if a.independent and a.state == "verified" and a.time_s]
+        good = [
+            a
+            for a in self.anchors
+            if a.independent and a.state == "verified" and a.time_s is not None
+        ]
         return min(good, key=lambda a: a.time_s or 0, default=None)
 
     def lines(self) -> list[str]:
@@ -165,7 +169,7 @@ def _stamp(check: OtsCheck) -> Anchor:
     label = f"OpenTimestamps stamp {check.index + 1}"
     if check.state == "verified":
         att = min(
-            (a for a in check.attestations if a.state == "verified" and a.time_s),
+            (a for a in check.attestations if a.state == "verified" and a.time_s is not None),
             key=lambda a: a.time_s or 0,
         )
         return Anchor(

@@ -180,7 +180,9 @@ class OtsCheck:
     @property
     def times(self) -> tuple[int, ...]:
         """The header times of the verified attestations, Unix seconds."""
-        return tuple(a.time_s for a in self.attestations if a.state == "verified" and a.time_s)
+        return tuple(
+            a.time_s for a in self.attestations if a.state == "verified" and a.time_s is not None
+        )
 
     @property
     def time_s(self) -> int | None:

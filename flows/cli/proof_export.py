@@ -38,7 +38,7 @@ from flows.pipeline import Services
 from ledger.core.errors import LedgerFormatError
 from ledger.core.proof.bundle import ProofBundle
 from ledger.core.timestamps.bundle_part import Rfc3161Token, TimestampsPart, tokens_from_answer
-from ledger.core.timestamps.ots import OtsStamp
+from ledger.core.timestamps.ots import OtsStamp, parse_ots
 from ledger.core.timestamps.rfc3161 import response_from_token
 from ledger.core.verify_page import render_verify_page
 from tasks.proofs import PAGE_NAME, bundle_for, bundle_relpath, page_relpath
@@ -126,7 +126,7 @@ def export_bundles(
         if height not in dblocks:
             dblocks[height] = bytes.fromhex(services.node.dblock_by_height(height)["rawdata"])
             proofs[height] = services.anchor.anchor_proof(height)
-            stamps[height] = _timestamps(services, height)
+            stamps[height] = _block_timestamps(outcome, services, height)
         anchor_proof = proofs[height]
         if anchor_proof is None:
             outcome.not_anchored += 1
@@ -187,20 +187,32 @@ def _write_bundle(
     outcome.entries.append(entry)
 
 
+def _block_timestamps(
+    outcome: ExportOutcome, services: Services, height: int
+) -> TimestampsPart | None:
+    """``_timestamps``; an answer that does not parse is reported in ``outcome.failed`` and
+    the block's bundles are written without timestamps."""
+    try:
+        return _timestamps(services, height)
+    except LedgerFormatError as exc:
+        outcome.failed.append(f"timestamps of directory block {height}: {exc}")
+        return None
+
+
 def _timestamps(services: Services, height: int) -> TimestampsPart | None:
     """The block's RFC 3161 tokens and OpenTimestamps stamps from the anchoring service
     (its ``opentimestamps`` list holds elements in the bundle's own form,
-    ``OtsStamp.to_json``), None when it has neither."""
-    answer = services.anchor.timestamps(height)
+    ``OtsStamp.to_json``), None when it has neither. The root is the answer's ``keymr``,
+    else the digest the first stamp is over (the bundle's check compares it with the
+    receipt's KeyMR)."""
+    answer = services.anchor.timestamps(height) or {}
     tokens = tokens_from_answer(answer)
-    stamps = tuple(OtsStamp.from_json(s) for s in (answer or {}).get("opentimestamps") or [])
+    stamps = tuple(OtsStamp.from_json(s) for s in answer.get("opentimestamps") or [])
     if not tokens and not stamps:
         return None
-    return TimestampsPart(
-        bytes.fromhex(str((answer or {}).get("keymr", ""))),
-        tuple(Rfc3161Token.of(t) for t in tokens),
-        stamps,
-    )
+    keymr = answer.get("keymr")
+    root = bytes.fromhex(keymr) if isinstance(keymr, str) else parse_ots(stamps[0].ots).file_digest
+    return TimestampsPart(root, tuple(Rfc3161Token.of(t) for t in tokens), stamps)
 
 
 def write_timestamp_files(outcome: ExportOutcome, bundle_file: Path, bundle: ProofBundle) -> None:

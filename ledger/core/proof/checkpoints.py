@@ -13,7 +13,11 @@ used by ``TrustPolicy.place``):
   period's, its hash meets them, and its time lies between the period's first header's
   time and the next period's first header's time, give or take ``TIME_SLACK_S``. A forger
   must then spend one block of that period's real work, and the date it claims stays
-  inside that period (about two weeks);
+  inside that period (about two weeks). That work is what the placement is worth, and it
+  is small next to today's blocks (a block of May 2015, 2**67.5 hashes, is about 1/2000
+  of one of 2025, 2**78.7): the placement states it, and a period whose block is below
+  ``MIN_PERIOD_WORK`` (2**64 hashes, first reached at block 292,320 in April 2014; a
+  2011 block is 2**51, minutes of one mining machine) places nothing;
 - **work**: its target is at least as hard as the policy's least work (``max_target``), as
   for chain anchors.
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import cache
@@ -42,12 +47,14 @@ from ledger.core.pow.header import HEADER_BYTES, BlockHeader
 
 __all__ = [
     "BITCOIN_MAINNET_CHECKPOINTS",
+    "MIN_PERIOD_WORK",
     "RETARGET_INTERVAL",
     "TIME_SLACK_S",
     "Checkpoint",
     "Checkpoints",
     "Placement",
     "bitcoin_mainnet_checkpoints",
+    "block_work",
 ]
 
 #: Blocks per difficulty period on Bitcoin mainnet (``consensus.DifficultyAdjustmentInterval``).
@@ -55,6 +62,9 @@ RETARGET_INTERVAL = 2016
 #: How far a header's time may lie outside its period's checkpoint times (two days:
 #: consensus lets a block's time run up to two hours ahead and below the previous blocks').
 TIME_SLACK_S = 2 * 86_400
+#: The least work (expected hashes) a period's block must stand for to place a header by
+#: its period: 2**64, first reached at block 292,320 (April 2014).
+MIN_PERIOD_WORK = 1 << 64
 #: The name of the shipped set (a policy file names it in ``checkpoints``).
 BITCOIN_MAINNET_CHECKPOINTS = "bitcoinj-mainnet"
 
@@ -148,6 +158,12 @@ class Checkpoints:
                 f"bits {header.bits:#010x} are not those of block {height}'s difficulty period"
                 f" ({start.header.bits:#010x}, from block {start.height})"
             )
+        work = block_work(start.header.target())
+        if work < MIN_PERIOD_WORK:
+            return (
+                f"block {height}'s difficulty period stands for 2**{math.log2(work):.1f} hashes"
+                " a block, below the 2**64 needed to place a header by its period"
+            )
         end = self.period_end(height)
         low = start.header.timestamp - TIME_SLACK_S
         high = None if end is None else end.header.timestamp + TIME_SLACK_S
@@ -157,7 +173,7 @@ class Checkpoints:
             "era",
             f"bits {header.bits:#010x} are those of its difficulty period (blocks"
             f" {start.height}-{start.height + RETARGET_INTERVAL - 1}, {self.name}): as costly to"
-            " forge as one block of that period",
+            f" forge as one block of that period, about 2**{math.log2(work):.1f} hashes",
         )
 
     def _by_height(self, height: int) -> Checkpoint | None:
@@ -201,6 +217,11 @@ def _record(line: str) -> Checkpoint:
     if not meets or height % RETARGET_INTERVAL:
         raise DecodeError(f"checkpoint {height} is not a period's first block meeting its target")
     return Checkpoint(height, header, header.hash())
+
+
+def block_work(target: int) -> int:
+    """Expected hashes to meet ``target`` (Bitcoin Core's ``GetBlockProof``): 2**256 / (target + 1)."""
+    return (1 << 256) // (target + 1)
 
 
 @cache

@@ -13,11 +13,13 @@ from ledger.core.errors import DecodeError
 from ledger.core.pow.header import BlockHeader
 from ledger.core.proof.checkpoints import (
     BITCOIN_MAINNET_CHECKPOINTS,
+    MIN_PERIOD_WORK,
     RETARGET_INTERVAL,
     TIME_SLACK_S,
     Checkpoints,
     Placement,
     bitcoin_mainnet_checkpoints,
+    block_work,
 )
 from ledger.core.proof.policy import PolicyError, TrustPolicy, policy_named
 
@@ -51,6 +53,7 @@ def test_a_real_2015_header_is_placed_by_its_period_not_by_the_work_floor() -> N
     assert HEADER_358391.target() > MAINNET.max_target  # far below the floor
     placed = MAINNET.place(HEADER_358391, 358_391)
     assert isinstance(placed, Placement) and placed.basis == "era"
+    assert "2**67.5 hashes" in placed.detail
 
 
 def test_a_checkpoint_header_is_placed_exactly_at_its_height_only() -> None:
@@ -67,6 +70,22 @@ def test_a_header_with_the_wrong_bits_or_time_is_not_placed() -> None:
     late_ok = dataclasses.replace(HEADER_358391, timestamp=HEADER_358391.timestamp + 3600)
     assert isinstance(CHECKPOINTS.place(late_ok, 358_391), Placement)
     assert TIME_SLACK_S == 2 * 86_400
+
+
+def test_a_period_whose_block_is_cheap_places_nothing_but_its_checkpoint() -> None:
+    """2011: a block of 2**51 hashes is minutes of one mining machine; only the shipped
+    checkpoint itself is placed there."""
+    start = CHECKPOINTS.period_start(129_405)
+    assert start is not None and block_work(start.header.target()) < MIN_PERIOD_WORK
+    cheap = dataclasses.replace(
+        HEADER_358391, bits=start.header.bits, timestamp=start.header.timestamp + 600
+    )
+    refused = MAINNET.place(cheap, 129_405)
+    assert isinstance(refused, str) and "2**51.1" in refused
+    exact = MAINNET.place(start.header, start.height)
+    assert isinstance(exact, Placement) and exact.basis == "checkpoint"
+    first = next(c for c in CHECKPOINTS.entries if block_work(c.header.target()) >= MIN_PERIOD_WORK)
+    assert first.height == 292_320
 
 
 def test_beyond_the_checkpoints_the_work_floor_decides() -> None:

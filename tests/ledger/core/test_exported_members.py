@@ -26,12 +26,14 @@ EXPECTED = {
     },
     "ledger.core.proof.checkpoints": {
         "BITCOIN_MAINNET_CHECKPOINTS",
+        "MIN_PERIOD_WORK",
         "RETARGET_INTERVAL",
         "TIME_SLACK_S",
         "Checkpoint",
         "Checkpoints",
         "Placement",
         "bitcoin_mainnet_checkpoints",
+        "block_work",
     },
     "ledger.core.timestamps.rfc3161": {
         "TimestampVerdict",

@@ -267,3 +267,12 @@ def test_the_stock_ots_client_reads_the_files_we_write(tmp_path: Path) -> None:
             [ots_bin, "info", str(path)], capture_output=True, text=True, timeout=60, check=True
         ).stdout
     )
+
+
+@given(
+    st.binary(max_size=300),
+    st.lists(st.binary(min_size=80, max_size=80), max_size=3),
+)
+def test_any_stamp_round_trips_through_json(ots_bytes: bytes, headers: list[bytes]) -> None:
+    stamp = OtsStamp(ots_bytes, tuple(headers))
+    assert OtsStamp.from_json(stamp.to_json()) == stamp

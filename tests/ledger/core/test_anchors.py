@@ -5,6 +5,7 @@ tests/flows/test_verify_anchors.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -14,6 +15,7 @@ from ledger.core.proof.bundle import ProofBundle
 from ledger.core.proof.policy import DEVNET
 from ledger.core.proof.steps import ProofError, Step
 from ledger.core.proof.verify import verify_bundle
+from ledger.core.timestamps.bundle_part import TimestampsPart
 from ledger.core.timestamps.ots import OtsStamp, ots_file
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
 from tests.ledger.core.ots_stamps import (
@@ -92,3 +94,12 @@ def test_every_anchor_is_listed_and_the_earliest_independent_one_dates_it(
 def test_ots_is_checked_under_bitcoin_mainnet_unless_the_policy_is_mainnets() -> None:
     assert ots_policy_for(DEVNET) is MAINNET
     assert ots_policy_for(LAX_MAINNET_DOUBLE) is LAX_MAINNET_DOUBLE
+
+
+def test_a_section_over_another_root_makes_its_stamps_invalid(forged: Forged) -> None:
+    other = bytes(32)
+    part = TimestampsPart(other, (), (OtsStamp(ots_file(pending_over(other)), ()),))
+    bundle = dataclasses.replace(forged.bundle, timestamps=part)
+    verdict = verify_bundle(bundle, document_bytes=DOCUMENT, policy=forged.policy)
+    listed = list_anchors(bundle, verdict, tsa_trust=None, ots_policy=MAINNET)
+    assert listed.anchors[1].state == "invalid" and "another root" in listed.anchors[1].proves

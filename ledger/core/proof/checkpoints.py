@@ -18,6 +18,10 @@ used by ``TrustPolicy.place``):
   of one of 2025, 2**78.7): the placement states it, and a period whose block is below
   ``MIN_PERIOD_WORK`` (2**64 hashes, first reached at block 292,320 in April 2014; a
   2011 block is 2**51, minutes of one mining machine) places nothing;
+- **chain**: the headers that follow it, given with it, link it (each naming the previous
+  one's hash) to the checkpoint that starts the next period (``link``). This is exact: to
+  fake a header there, a forger would need a header chain ending in the real hash the
+  checkpoint names as its previous block;
 - **work**: its target is at least as hard as the policy's least work (``max_target``), as
   for chain anchors.
 
@@ -86,7 +90,7 @@ class Checkpoint:
 class Placement:
     """How a header was placed under a policy: ``basis`` (module docstring) and a sentence."""
 
-    basis: Literal["checkpoint", "era", "work"]
+    basis: Literal["checkpoint", "chain", "era", "work"]
     detail: str
 
 
@@ -175,6 +179,36 @@ class Checkpoints:
             f" {start.height}-{start.height + RETARGET_INTERVAL - 1}, {self.name}): as costly to"
             f" forge as one block of that period, about 2**{math.log2(work):.1f} hashes",
         )
+
+    def link(
+        self, header: BlockHeader, height: int, following: dict[bytes, BlockHeader]
+    ) -> tuple[Placement, list[BlockHeader]] | None:
+        """Place ``header``, claimed at ``height``, by linking it through ``following``
+        (headers by their previous block's hash) to the first shipped checkpoint above
+        ``height`` (basis ``chain``).
+
+        Returns:
+            The placement and the headers the link used, or None when none leads from
+            ``header`` to that checkpoint.
+        """
+        target = self._by_height((height // RETARGET_INTERVAL + 1) * RETARGET_INTERVAL)
+        if target is None:
+            return None
+        used: list[BlockHeader] = []
+        current, at = header, height
+        while at < target.height:
+            nxt = following.get(current.hash())
+            if nxt is None:
+                return None
+            used.append(nxt)
+            current, at = nxt, at + 1
+        if current.hash() != target.hash:
+            return None
+        detail = (
+            f"linked by {len(used)} header(s) to the {self.name} checkpoint at block"
+            f" {target.height}: it is that chain's block {height}"
+        )
+        return Placement("chain", detail), used
 
     def _by_height(self, height: int) -> Checkpoint | None:
         i = bisect_right(self._heights, height) - 1

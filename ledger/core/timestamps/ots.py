@@ -8,7 +8,8 @@ docs/proof-bundle.md, "Version 3": ``timestamps.opentimestamps`` lists ``OtsStam
 ``DetachedTimestampFile``: magic header, major version 1, the SHA-256 file-hash op, the
 32-byte digest, then the timestamp tree), whose digest is the root the bundle's receipt
 leads to (the directory block's KeyMR). ``headers`` are the Bitcoin block headers its
-``BitcoinBlockHeaderAttestation`` s name, as the writer could fetch them.
+``BitcoinBlockHeaderAttestation`` s name, as the writer could fetch them, optionally
+followed by the headers that link one to the first shipped checkpoint above it.
 
 ``check_ots`` gives one ``OtsCheck`` per stamp, in these numbered steps:
 
@@ -16,9 +17,12 @@ leads to (the directory block's KeyMR). ``headers`` are the Bitcoin block header
 2. the file-hash op is SHA-256 and the digest is ``root``;
 3. every header is 80 bytes and its SHA256d hash meets the target its own ``bits`` encode;
 4. every header is the one some Bitcoin attestation's message (the op chain's result from
-   the root) names as its Merkle root, in the header's own byte order;
-5. each Bitcoin attestation whose header is given is placed under the policy applied
-   (``TrustPolicy.place``: a checkpoint, its difficulty period's bits, or the least work).
+   the root) names as its Merkle root, in the header's own byte order, or one of the
+   headers that follow such a header up to the next shipped checkpoint (optional);
+5. each Bitcoin attestation whose header is given is placed under the policy applied: by
+   a chain of following headers to the policy's next checkpoint (``Checkpoints.link``,
+   exact), else ``TrustPolicy.place`` (a checkpoint, its difficulty period's bits and
+   time, or the least work).
 
 Any failure of steps 1-4 makes the stamp ``invalid``. Then: ``verified`` when an
 attestation is placed (the root existed no later than its header's time, as stated by that
@@ -259,18 +263,25 @@ def check_ots(stamp: OtsStamp, root: bytes, *, policy: TrustPolicy, index: int =
     except OtsError as exc:
         return OtsCheck(index, "invalid", policy.name, reasons=(exc.reason,))
     bitcoin, pending, others = _attestations(detached.timestamp)
-    unused = [h for h in headers if all(h.merkle_root != msg for msg, _ in bitcoin)]
+    following = {h.prev_hash: h for h in headers}
+    results, used = [], set()
+    for msg, height in bitcoin:
+        result, linked = _attestation(msg, height, headers, following, policy)
+        results.append(result)
+        used |= {id(h) for h in linked}
+    unused = [
+        h for h in headers if id(h) not in used and all(h.merkle_root != msg for msg, _ in bitcoin)
+    ]
     if unused:
         block = unused[0].hash()[::-1].hex()
         reason = f"Merkle root mismatch: header {block} is no attestation's message"
         return OtsCheck(index, "invalid", policy.name, reasons=(reason,))
-    results = tuple(_attestation(msg, height, headers, policy) for msg, height in bitcoin)
     reasons = tuple(a.describe() for a in results if a.state != "verified") + others
     return OtsCheck(
         index,
-        _state(results, pending),
+        _state(tuple(results), pending),
         policy.name,
-        attestations=results,
+        attestations=tuple(results),
         pending=pending,
         reasons=reasons,
     )
@@ -332,22 +343,36 @@ def _notary(att: TimeAttestation) -> str:
 
 
 def _attestation(
-    msg: bytes, height: int, headers: list[BlockHeader], policy: TrustPolicy
-) -> OtsAttestation:
-    """Steps 4-5 for one Bitcoin attestation."""
+    msg: bytes,
+    height: int,
+    headers: list[BlockHeader],
+    following: dict[bytes, BlockHeader],
+    policy: TrustPolicy,
+) -> tuple[OtsAttestation, list[BlockHeader]]:
+    """Steps 4-5 for one Bitcoin attestation; also the following headers a link used."""
     if len(msg) != 32:
-        return OtsAttestation(height, "invalid", None, None, None, "its message is not 32 bytes")
+        reason = "its message is not 32 bytes"
+        return OtsAttestation(height, "invalid", None, None, None, reason), []
     header = next((h for h in headers if h.merkle_root == msg), None)
     if header is None:
-        return OtsAttestation(height, "unverifiable", None, None, None, "its header is missing")
-    block_hash = header.hash()
+        return OtsAttestation(height, "unverifiable", None, None, None, "its header is missing"), []
+    block_hash, time_s = header.hash(), header.timestamp
     if policy.genesis_hash != BITCOIN_MAINNET_GENESIS or policy.pow_function != PowFunction.SHA256D:
         reason = f"policy {policy.name} is not for Bitcoin mainnet"
-        return OtsAttestation(height, "unverifiable", block_hash, header.timestamp, None, reason)
-    placed = policy.place(header, height)
-    if not isinstance(placed, Placement):
-        reason = f"policy {policy.name} cannot place it: {placed}"
-        return OtsAttestation(height, "unverifiable", block_hash, header.timestamp, None, reason)
-    return OtsAttestation(
-        height, "verified", block_hash, header.timestamp, placed.basis, placed.detail
+        return OtsAttestation(height, "unverifiable", block_hash, time_s, None, reason), []
+    linked = (
+        None if policy.checkpoints is None else policy.checkpoints.link(header, height, following)
     )
+    if linked is not None:
+        placed, used = linked
+        return OtsAttestation(
+            height, "verified", block_hash, time_s, placed.basis, placed.detail
+        ), used
+    placement = policy.place(header, height)
+    if not isinstance(placement, Placement):
+        reason = f"policy {policy.name} cannot place it: {placement}"
+        return OtsAttestation(height, "unverifiable", block_hash, time_s, None, reason), []
+    result = OtsAttestation(
+        height, "verified", block_hash, time_s, placement.basis, placement.detail
+    )
+    return result, []

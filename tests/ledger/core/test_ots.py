@@ -4,6 +4,7 @@ single-byte tampering, and the stock ``ots`` client reading the files we write."
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 import subprocess
@@ -18,6 +19,8 @@ from opentimestamps.core.op import OpAppend, OpSHA256
 from opentimestamps.core.timestamp import Timestamp
 
 from ledger.core.errors import DecodeError
+from ledger.core.pow.header import BlockHeader
+from ledger.core.proof.checkpoints import Checkpoint, Checkpoints
 from ledger.core.proof.policy import DEVNET, policy_named
 from ledger.core.timestamps.errors import OtsError
 from ledger.core.timestamps.ots import (
@@ -276,3 +279,50 @@ def test_the_stock_ots_client_reads_the_files_we_write(tmp_path: Path) -> None:
 def test_any_stamp_round_trips_through_json(ots_bytes: bytes, headers: list[bytes]) -> None:
     stamp = OtsStamp(ots_bytes, tuple(headers))
     assert OtsStamp.from_json(stamp.to_json()) == stamp
+
+
+def _chain_from(first_root: bytes, *, count: int) -> list[BlockHeader]:
+    """``count`` headers mined here, each naming the previous one; the first has
+    ``first_root`` as its Merkle root (a test double of a stretch of chain)."""
+    chain: list[BlockHeader] = []
+    prev = b"\1" * 32
+    for i in range(count):
+        root = first_root if i == 0 else hashlib.sha256(bytes([i])).digest()
+        header = BlockHeader.unmarshal(_mine_linked(prev, root))
+        chain.append(header)
+        prev = header.hash()
+    return chain
+
+
+def _mine_linked(prev: bytes, merkle_root: bytes) -> bytes:
+    for nonce in range(1 << 16):
+        raw = (
+            (2).to_bytes(4, "little") + prev + merkle_root + TIME_358391.to_bytes(4, "little")
+            + (0x207FFFFF).to_bytes(4, "little") + nonce.to_bytes(4, "little")
+        )  # fmt: skip
+        if BlockHeader.unmarshal(raw).meets_target():
+            return raw
+    raise AssertionError("no nonce found")
+
+
+def test_headers_linked_to_the_next_checkpoint_place_it_exactly() -> None:
+    """A test double of a checkpoint set (one checkpoint at 2016, mined here) and of a
+    Bitcoin-genesis policy whose least work nothing here meets: only the link places."""
+    root = hashlib.sha256(b"linked").digest()
+    timestamp = Timestamp(root)
+    leaf = timestamp.ops.add(OpSHA256())
+    leaf.attestations.add(BitcoinBlockHeaderAttestation(2013))
+    attested, *after = _chain_from(leaf.msg, count=4)  # blocks 2013, 2014, 2015, 2016
+    checkpoint = Checkpoint(2016, after[-1], after[-1].hash())
+    doubles = Checkpoints(name="test-double", source="mined here", entries=(checkpoint,))
+    policy = dataclasses.replace(MAINNET, name="test-double", checkpoints=doubles)
+    raw = tuple(h.marshal() for h in [attested, *after])
+    check = check_ots(OtsStamp(ots_file(timestamp), raw), root, policy=policy)
+    assert check.state == "verified", check.reasons
+    [att] = check.attestations
+    assert att.basis == "chain" and "linked by 3 header(s)" in att.reason
+    # a gap in the chain: nothing places it, and the stray headers are no attestation's
+    gap = check_ots(OtsStamp(ots_file(timestamp), raw[:2] + raw[3:]), root, policy=policy)
+    assert gap.state == "invalid" and "Merkle root mismatch" in gap.reasons[0]
+    alone = check_ots(OtsStamp(ots_file(timestamp), raw[:1]), root, policy=policy)
+    assert alone.state == "unverifiable"

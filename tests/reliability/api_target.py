@@ -1,6 +1,6 @@
 """A publishing API started in process for the hostile-input and route-security tests.
 
-``started_api`` runs the app (SQLite, the in-memory twin ledger, a manual clock) behind
+``started_api`` runs the app (SQLite, the sandbox's in-memory ledger, a manual clock) behind
 Starlette's ``TestClient`` with one account and one chain; ``Target.routes()`` lists
 every route the app serves, read from the app itself, so that tests which loop over it
 cover a route added later without being edited.

@@ -1,4 +1,4 @@
-"""Fixtures of the publishing API tests: an app on SQLite (or PostgreSQL) with the twin ledger."""
+"""Fixtures of the API tests: an app on SQLite (or PostgreSQL) and the sandbox's in-memory ledger."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def sqlite_url(tmp_path: Path) -> str:
 
 @dataclass
 class Api:
-    """A running app (lifespan entered), its client, an account key and the twin ledger."""
+    """A running app (lifespan entered), its client, an account key and the in-memory ledger."""
 
     app: FastAPI
     client: TestClient

@@ -14,9 +14,10 @@ Where to look:
 * ``connect/``: the Harmony Connect shapes of the same chains and entries (docs/interop.md).
 * ``sandbox/``: sandbox mode and its built-in in-memory ledger.
 * At the top, what all of them share: ``settings``, ``db`` (engine, transactions),
-  ``models`` (tables), ``store`` (chain and entry rows), ``entry_reads`` (the entry
-  queries both ``http`` and ``connect`` answer from), ``errors`` (the exception tree and
-  its JSON form), ``encoding``, ``accounts``/``auth`` (keys, rate limits), ``services``
+  ``models`` (tables), ``store`` (one write at a time, for tools), ``entry_reads`` (the
+  chain and entry reads both ``http`` and ``connect`` answer from), ``errors`` (the
+  exception tree and its JSON body), ``encoding``, ``accounts``/``auth`` (keys, rate
+  limits), ``accounts_cli`` (account management as plain functions), ``services``
   (the objects one process shares), ``observability`` (health and metrics) and ``app``
   (the composition root).
 """

@@ -150,21 +150,21 @@ def issue_tsa(
     key_pem = tsa_key.private_bytes(
         pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    config = _CONFIG.format(folder=folder, policy=_POLICY)
     for file_name, content in [
         ("ca.pem", ca.public_bytes(pem)),
         ("tsa.pem", tsa.public_bytes(pem)),
         ("tsa.key", key_pem),
         ("serial", b"01"),
-        ("tsa.cnf", config.encode()),
     ]:
         write_secret_file(folder / file_name, content.rstrip(b"\n"))
+    _write_config(folder)
     return _authority(folder, name)
 
 
 def open_tsa(folder: Path, *, now: dt.datetime | None = None) -> TsaAuthority:
     """The authority issued into ``folder`` before, while its TSA certificate is valid at
-    ``now`` (default: the system clock) for at least a day more; else ``issue_tsa(folder)``.
+    ``now`` (default: the system clock) for at least a day more (its configuration written
+    again, for the folder where it is now); else ``issue_tsa(folder)``.
 
     Raises:
         OSError: ``folder`` cannot be created or written.
@@ -172,13 +172,21 @@ def open_tsa(folder: Path, *, now: dt.datetime | None = None) -> TsaAuthority:
     now = now or dt.datetime.now(dt.UTC)
     try:
         cert = x509.load_pem_x509_certificate((folder / "tsa.pem").read_bytes())
-        complete = all((folder / f).is_file() for f in ("ca.pem", "tsa.key", "serial", "tsa.cnf"))
+        complete = all((folder / f).is_file() for f in ("ca.pem", "tsa.key", "serial"))
     except (OSError, ValueError):
         return issue_tsa(folder, now=now)
     if not complete or cert.not_valid_after_utc < now + dt.timedelta(days=1):
         return issue_tsa(folder, now=now)
     name = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
+    _write_config(folder)  # the folder may have moved since
     return _authority(folder, str(name))
+
+
+def _write_config(folder: Path) -> None:
+    """OpenSSL's TSA configuration, naming the files by absolute path (``openssl`` may run
+    from another working folder)."""
+    config = _CONFIG.format(folder=folder.resolve(), policy=_POLICY)
+    write_secret_file(folder / "tsa.cnf", config.encode().rstrip(b"\n"))
 
 
 def _authority(folder: Path, name: str) -> TsaAuthority:

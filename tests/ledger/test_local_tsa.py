@@ -56,6 +56,16 @@ def test_a_valid_authority_is_kept_and_one_about_to_expire_is_renewed(tmp_path: 
     assert first.ca_file.read_bytes() != renewed  # an incomplete folder is issued again
 
 
+def test_a_moved_data_folder_keeps_its_authority_and_it_still_answers(tmp_path: Path) -> None:
+    ca = open_tsa(tmp_path / "before" / "local-tsa").ca_file.read_bytes()
+    moved = (tmp_path / "before").rename(tmp_path / "after") / "local-tsa"
+    authority = open_tsa(moved)
+    assert authority.ca_file.read_bytes() == ca
+    trust = TsaTrust.from_pem(authority.ca_file.read_bytes(), name="ca.pem")
+    reply = openssl_reply(authority, build_request(ROOT, nonce=NONCE), openssl=openssl())
+    verify_response(reply, digest=ROOT, trust=trust, nonce=NONCE)
+
+
 def test_its_tokens_over_http_verify_with_openssl_and_ours(tmp_path: Path) -> None:
     authority = open_tsa(tmp_path / "local-tsa")
     trust = TsaTrust.from_pem(authority.ca_file.read_bytes(), name="ca.pem")

@@ -219,7 +219,13 @@ def create_app(
     calls = RpcCallMetrics(observability.registry, "notary_anchor")
     registry = build_registry(runtime.service, runtime.chain)
     assert runtime.timestamps is not None and runtime.ots is not None
-    register_timestamp_methods(registry, runtime.timestamps, runtime.ots)
+    register_timestamp_methods(
+        registry,
+        runtime.timestamps,
+        runtime.ots,
+        tsas=len(settings.tsa_urls),
+        calendars=runtime.ots_stamper is not None,
+    )
     app = create_jsonrpc_app(
         ObservedRegistry(registry, calls.observe),
         path="/v2",

@@ -12,7 +12,8 @@ anchor-timestamps  height (directory block)    directoryblockheight, keymr (the 
                                                (.ots, base64), headers (80-byte Bitcoin
                                                headers, hex)), otsstatus (state,
                                                bitcoinheights, calendars, attempts,
-                                               lasterror; null when not stamped)
+                                               lasterror; null when not stamped), final
+                                               (every configured TSA and calendar done)
 =================  ==========================  ============================================
 
 ``tsa`` is the authority's URL without credentials. A token listed here was verified
@@ -73,10 +74,16 @@ def _ots_answer(row: OtsRow | None) -> dict[str, Any]:
 
 
 def register_timestamp_methods(
-    registry: MethodRegistry, store: TimestampStore, ots: OtsStore
+    registry: MethodRegistry,
+    store: TimestampStore,
+    ots: OtsStore,
+    *,
+    tsas: int = 0,
+    calendars: bool = False,
 ) -> None:
     """Add ``anchor-timestamps`` (module docstring) to ``registry``: tokens from ``store``,
-    OpenTimestamps proofs from ``ots``."""
+    OpenTimestamps proofs from ``ots``; ``tsas`` (how many TSAs are configured) and
+    ``calendars`` (whether calendars are) decide ``final``."""
 
     @registry.method("anchor-timestamps", params=_HeightParams, blocking=False)
     def anchor_timestamps(params: _HeightParams) -> dict[str, Any]:
@@ -103,4 +110,6 @@ def register_timestamp_methods(
                 for w in waiting
             ],
             **_ots_answer(proof),
+            "final": (tsas == 0 or len(tokens) >= tsas)
+            and (not calendars or (proof is not None and proof.state == "complete")),
         }

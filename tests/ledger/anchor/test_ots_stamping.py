@@ -125,6 +125,7 @@ async def test_submit_pending_upgrade_and_header(service: Service, calendars: Ca
     answer = await service.timestamps(0)
     (pending,) = answer["opentimestamps"]
     assert pending["headers"] == [] and answer["otsstatus"]["state"] == "pending"
+    assert answer["final"] is False
     stamp = parse_stamp(base64.b64decode(pending["ots"]))
     assert stamp.file_digest == service.keymrs[0]
     kinds = {type(a) for _, a in stamp.timestamp.all_attestations()}
@@ -139,7 +140,7 @@ async def test_submit_pending_upgrade_and_header(service: Service, calendars: Ca
     for height in range(BLOCKS):
         answer = await service.timestamps(height)
         (element,) = answer["opentimestamps"]
-        assert answer["otsstatus"]["state"] == "complete"
+        assert answer["otsstatus"]["state"] == "complete" and answer["final"] is True
         assert answer["otsstatus"]["bitcoinheights"] == [812_345]
         assert element["headers"] == [header.hex()]
         stamp = parse_stamp(base64.b64decode(element["ots"]))

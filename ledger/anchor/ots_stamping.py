@@ -15,7 +15,7 @@ One round (``step``), over the rows of ``ledger.anchor.ots_store``:
    error, and is tried again after a back-off (``RETRY_BASE_S`` doubling to
    ``RETRY_MAX_S``), never dropped.
 3. **upgrade** (``pending`` rows, each on its own back-off, ``UPGRADE_BASE_S`` doubling
-   to ``UPGRADE_MAX_S``, as Bitcoin takes hours): each ``PendingAttestation`` whose
+   to ``UPGRADE_MAX_S`` by default, as Bitcoin takes hours): each ``PendingAttestation`` whose
    calendar is allowed (a configured one, or the reference client's default whitelist)
    is asked for its upgrade; answers are merged. When the proof holds a
    ``BitcoinBlockHeaderAttestation``, the attested header(s) are fetched from the header
@@ -95,12 +95,15 @@ _DUE_BATCH = 50
 @dataclass(frozen=True)
 class OtsAccess:
     """The calendars (``calendars``, of which ``min_answers`` must answer), the header
-    source's URL (None: none) and the timeout per request."""
+    source's URL (None: none), the timeout per request and the upgrade back-off (first
+    wait, longest wait; seconds)."""
 
     calendars: tuple[str, ...]
     min_answers: int = 1
     headers_url: str | None = None
     timeout_s: float = 10.0
+    upgrade_base_s: float = UPGRADE_BASE_S
+    upgrade_max_s: float = UPGRADE_MAX_S
 
 
 def ots_access(settings: AnchorSettings) -> OtsAccess | None:
@@ -121,6 +124,8 @@ def ots_access(settings: AnchorSettings) -> OtsAccess | None:
         settings.ots_min,
         settings.ots_headers_url,
         settings.ots_timeout_s,
+        settings.ots_upgrade_base_s,
+        settings.ots_upgrade_max_s,
     )
 
 
@@ -239,7 +244,7 @@ class OtsStamper:
         if answered:
             row = dataclasses.replace(row, ots=serialize_stamp(stamp), answered=tuple(answered))
         if len(answered) >= self.access.min_answers:
-            return self._reset(row, "pending", delay=UPGRADE_BASE_S)
+            return self._reset(row, "pending", delay=self.access.upgrade_base_s)
         error = "; ".join(errors) or "too few calendars answered"
         return self._later(row, "submitting", error, base=RETRY_BASE_S, cap=RETRY_MAX_S)
 
@@ -263,7 +268,8 @@ class OtsStamper:
         points = bitcoin_points(stamp.timestamp)
         if not points:
             error = "; ".join(errors) or None
-            return self._later(row, "pending", error, base=UPGRADE_BASE_S, cap=UPGRADE_MAX_S)
+            base, cap = self.access.upgrade_base_s, self.access.upgrade_max_s
+            return self._later(row, "pending", error, base=base, cap=cap)
         headers, error = await self._fetch_headers(points, row.height)
         row = dataclasses.replace(row, headers=headers)
         if error is None:

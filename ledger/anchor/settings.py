@@ -98,11 +98,15 @@ class AnchorSettings(RpcServing, NodeAccess):
     #: URLs (comma-separated or a JSON list in the environment), how many must answer
     #: (``ots_min``, at most the number of calendars), the Esplora-compatible API the
     #: attested Bitcoin headers are fetched from (None: bundles carry no header and a
-    #: verifier must bring its own), and a timeout per request.
+    #: verifier must bring its own), a timeout per request, and the wait before a pending
+    #: proof is asked about again (doubling from ``ots_upgrade_base_s`` to
+    #: ``ots_upgrade_max_s``: Bitcoin takes hours).
     ots_calendars: Annotated[list[str], NoDecode] = Field(default_factory=list)
     ots_min: int = Field(default=1, ge=1)
     ots_headers_url: str | None = None
     ots_timeout_s: float = Field(default=10.0, gt=0)
+    ots_upgrade_base_s: float = Field(default=60.0, gt=0)
+    ots_upgrade_max_s: float = Field(default=3600.0, gt=0)
 
     @field_validator("tsa_urls", "ots_calendars", mode="before")
     @classmethod

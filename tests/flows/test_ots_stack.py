@@ -1,0 +1,86 @@
+"""OpenTimestamps end to end: the bundled stack with a calendar test double and an Esplora
+header double (tests/harness/ots_calendar.py), notarize, collect: the audit store and the
+report show the block's proof pending, then, once the calendar puts it in a (fabricated,
+regtest-difficulty) Bitcoin block, ``Bitcoin block N``; the anchoring service holds the
+complete ``.ots`` and the header."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from flows.collect_proofs import collect_proofs
+from flows.notarize_folder import notarize_folder
+from flows.pipeline import open_services
+from flows.settings import PipelineSettings
+from ledger.anchor.ots_calendar import bitcoin_points, parse_stamp
+from tasks.report import build_report, load_report_data
+from tests.harness.ots_calendar import esplora, ots_calendar
+from tests.harness.stack import running_stack, settings_for
+from tests.harness.waiting import WaitTimeout, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
+
+BITCOIN_HEIGHT = 840_000
+
+
+def _ots_column(settings: PipelineSettings) -> list[str]:
+    with open_services(settings) as services:
+        report = build_report(load_report_data(services.store), now=datetime.now(UTC))
+    return list(report.documents["opentimestamps"])
+
+
+def test_the_report_shows_the_proof_pending_then_in_bitcoin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NOTARY_ANCHOR_OTS_UPGRADE_BASE_S", "0.2")
+    monkeypatch.setenv("NOTARY_ANCHOR_OTS_UPGRADE_MAX_S", "0.5")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"doc-{i}.txt").write_text(f"contract number {i}\n")
+    with (
+        ots_calendar() as calendar,
+        ots_calendar(fault="garbage") as garbage,
+        esplora(calendar.headers) as headers,
+        running_stack(
+            tmp_path / "data",
+            ots_calendars=[calendar.url, garbage.url],
+            ots_headers_url=headers.url,
+        ) as stack,
+    ):
+        settings = settings_for(stack).model_copy(update={"publish_mode": "aggregate"})
+        notarize_folder(str(folder), "stamped", settings, True)
+
+        def shown(text: str) -> bool:
+            result = collect_proofs(settings, "stamped")
+            return result["stages"]["anchor"] == 3 and _ots_column(settings) == [text] * 3
+
+        with contextlib.suppress(WaitTimeout):
+            wait_until(lambda: shown("pending"), 90, 0.5)
+        assert _ots_column(settings) == ["pending"] * 3
+        assert calendar.submissions >= 1
+
+        header = calendar.confirm(BITCOIN_HEIGHT)
+        with contextlib.suppress(WaitTimeout):
+            wait_until(lambda: shown(f"Bitcoin block {BITCOIN_HEIGHT}"), 60, 0.5)
+        assert _ots_column(settings) == [f"Bitcoin block {BITCOIN_HEIGHT}"] * 3
+
+        with open_services(settings) as services:
+            (height,) = {
+                r.notarization.dblock_height
+                for r in services.store.proofs.iter_records(collection="stamped")
+            }
+            answer = services.anchor.timestamps(height)
+    assert answer is not None and answer["final"] is True
+    (element,) = answer["opentimestamps"]
+    assert element["headers"] == [header.hex()]
+    stamp = parse_stamp(base64.b64decode(element["ots"]))
+    assert stamp.file_digest.hex() == answer["keymr"]
+    ((block, merkle_root),) = bitcoin_points(stamp.timestamp)
+    assert (block, merkle_root) == (BITCOIN_HEIGHT, header[36:68])
+    assert answer["otsstatus"]["calendars"] == [calendar.url]  # the garbage one skipped

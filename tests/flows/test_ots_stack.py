@@ -25,7 +25,7 @@ from tests.harness.waiting import WaitTimeout, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
-BITCOIN_HEIGHT = 840_000
+BITCOIN_HEIGHT = 812_345
 
 
 def _ots_column(settings: PipelineSettings) -> list[str]:

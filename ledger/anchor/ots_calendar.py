@@ -14,7 +14,9 @@ The calendar's HTTP protocol (as the reference client ``opentimestamps-client`` 
 Both answers carry ``Accept: application/vnd.opentimestamps.v1`` and are read up to
 ``MAX_ANSWER_BYTES``; anything that does not deserialize over the expected message is a
 ``CalendarError``. The bytes are handled by the ``opentimestamps`` library (PyPI); the
-HTTP goes through ``httpx`` (a transport can be swapped in for tests).
+HTTP goes through ``httpx`` (a transport can be swapped in for tests). The file's bytes
+are read and written by ``ledger.core.timestamps.ots`` (``parse_ots``, ``ots_file``), as
+the verifier reads them.
 
 The file (``new_stamp``): a ``DetachedTimestampFile`` whose file-hash op is SHA-256 and
 whose digest is the 32-byte root (docs/proof-bundle.md, "Version 3"), then, as ``ots
@@ -37,11 +39,7 @@ from dataclasses import dataclass
 import httpx
 from opentimestamps.core.notary import BitcoinBlockHeaderAttestation, PendingAttestation
 from opentimestamps.core.op import OpAppend, OpSHA256
-from opentimestamps.core.serialize import (
-    BytesDeserializationContext,
-    BytesSerializationContext,
-    DeserializationError,
-)
+from opentimestamps.core.serialize import BytesDeserializationContext, DeserializationError
 from opentimestamps.core.timestamp import DetachedTimestampFile, Timestamp
 
 from ledger.anchor.errors import AnchorError
@@ -58,9 +56,7 @@ __all__ = [
     "bitcoin_points",
     "merge_at_tip",
     "new_stamp",
-    "parse_stamp",
     "pending_points",
-    "serialize_stamp",
     "stamp_tip",
 ]
 
@@ -121,28 +117,6 @@ def stamp_tip(stamp: DetachedTimestampFile) -> Timestamp:
 def merge_at_tip(stamp: DetachedTimestampFile, answer: Timestamp) -> None:
     """Merge a calendar's ``answer`` (a ``Timestamp`` over the tip) into ``stamp``."""
     stamp_tip(stamp).merge(answer)
-
-
-def serialize_stamp(stamp: DetachedTimestampFile) -> bytes:
-    """The standard ``.ots`` bytes of ``stamp`` (magic header, version 1, ...)."""
-    ctx = BytesSerializationContext()
-    stamp.serialize(ctx)
-    return bytes(ctx.getbytes())
-
-
-def parse_stamp(data: bytes) -> DetachedTimestampFile:
-    """Read ``.ots`` bytes that this service wrote.
-
-    Raises:
-        ValueError: they do not deserialize, or bytes follow the file.
-    """
-    try:
-        ctx = BytesDeserializationContext(data)
-        stamp = DetachedTimestampFile.deserialize(ctx)
-        ctx.assert_eof()
-    except DeserializationError as exc:
-        raise ValueError(f"not an OpenTimestamps file: {exc}") from exc
-    return stamp
 
 
 @dataclass(frozen=True)

@@ -50,15 +50,14 @@ from ledger.anchor.ots_calendar import (
     bitcoin_points,
     merge_at_tip,
     new_stamp,
-    parse_stamp,
     pending_points,
-    serialize_stamp,
     stamp_tip,
 )
 from ledger.anchor.ots_store import OtsRow, OtsState, OtsStore
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchorState
 from ledger.core.clock import Clock
+from ledger.core.timestamps.ots import ots_file, parse_ots
 from ledger.observability import (
     Check,
     CheckResult,
@@ -225,7 +224,7 @@ class OtsStamper:
         return row.state
 
     async def _submit(self, row: OtsRow) -> OtsRow:
-        stamp = new_stamp(row.keymr, nonce=row.nonce) if row.ots is None else parse_stamp(row.ots)
+        stamp = new_stamp(row.keymr, nonce=row.nonce) if row.ots is None else parse_ots(row.ots)
         tip = stamp_tip(stamp).msg
         asked = [c for c in self.access.calendars if c not in row.answered]
         answers = await asyncio.gather(
@@ -242,7 +241,7 @@ class OtsStamper:
                 answered.append(calendar)
                 self.faults[calendar] = None
         if answered:
-            row = dataclasses.replace(row, ots=serialize_stamp(stamp), answered=tuple(answered))
+            row = dataclasses.replace(row, ots=ots_file(stamp), answered=tuple(answered))
         if len(answered) >= self.access.min_answers:
             return self._reset(row, "pending", delay=self.access.upgrade_base_s)
         error = "; ".join(errors) or "too few calendars answered"
@@ -250,7 +249,7 @@ class OtsStamper:
 
     async def _upgrade(self, row: OtsRow) -> OtsRow:
         assert row.ots is not None  # pending: at least one answer is merged
-        stamp = parse_stamp(row.ots)
+        stamp = parse_ots(row.ots)
         errors = []
         if not bitcoin_points(stamp.timestamp):
             for point in list(pending_points(stamp.timestamp)):
@@ -264,7 +263,7 @@ class OtsStamper:
                 self.faults[point.calendar] = None
                 if answer is not None:
                     point.timestamp.merge(answer)
-        row = dataclasses.replace(row, ots=serialize_stamp(stamp))
+        row = dataclasses.replace(row, ots=ots_file(stamp))
         points = bitcoin_points(stamp.timestamp)
         if not points:
             error = "; ".join(errors) or None

@@ -35,10 +35,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ledger.anchor.ots_calendar import bitcoin_points, parse_stamp
+from ledger.anchor.ots_calendar import bitcoin_points
 from ledger.anchor.ots_store import OtsRow, OtsStore
 from ledger.anchor.timestamp_store import TimestampStore
 from ledger.anchor.timestamping import public_url
+from ledger.core.timestamps.ots import parse_ots
 from ledger.jsonrpc.registry import MethodRegistry
 
 __all__ = ["register_timestamp_methods"]
@@ -61,7 +62,7 @@ def _ots_answer(row: OtsRow | None) -> dict[str, Any]:
                 "headers": [h.hex() for h in row.headers],
             }
         )
-    ots = None if row.ots is None else parse_stamp(row.ots)
+    ots = None if row.ots is None else parse_ots(row.ots)
     heights = [] if ots is None else [h for h, _ in bitcoin_points(ots.timestamp)]
     status = {
         "state": row.state,

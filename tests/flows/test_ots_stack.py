@@ -2,22 +2,28 @@
 header double (tests/harness/ots_calendar.py), notarize, collect: the audit store and the
 report show the block's proof pending, then, once the calendar puts it in a (fabricated,
 regtest-difficulty) Bitcoin block, ``Bitcoin block N``; the anchoring service holds the
-complete ``.ots`` and the header."""
+complete ``.ots`` and the header, the exported bundles carry them and ``<bundle>.ots``
+beside each, and the offline check finds them sound but never places the fabricated
+block ("unverifiable")."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from flows.cli.proof_export import export_bundles
 from flows.collect_proofs import collect_proofs
 from flows.notarize_folder import notarize_folder
 from flows.pipeline import open_services
 from flows.settings import PipelineSettings
-from ledger.anchor.ots_calendar import bitcoin_points, parse_stamp
+from ledger.anchor.ots_calendar import bitcoin_points
+from ledger.core.proof.policy import policy_named
+from ledger.core.timestamps.ots import OtsStamp, check_ots, parse_ots
 from tasks.report import build_report, load_report_data
 from tests.harness.ots_calendar import esplora, ots_calendar
 from tests.harness.stack import running_stack, settings_for
@@ -76,11 +82,30 @@ def test_the_report_shows_the_proof_pending_then_in_bitcoin(
                 for r in services.store.proofs.iter_records(collection="stamped")
             }
             answer = services.anchor.timestamps(height)
+            outcome = export_bundles(services, tmp_path / "out", collection="stamped")
     assert answer is not None and answer["final"] is True
     (element,) = answer["opentimestamps"]
     assert element["headers"] == [header.hex()]
-    stamp = parse_stamp(base64.b64decode(element["ots"]))
+    stamp_bytes = base64.b64decode(element["ots"])
+    stamp = parse_ots(stamp_bytes)
     assert stamp.file_digest.hex() == answer["keymr"]
     ((block, merkle_root),) = bitcoin_points(stamp.timestamp)
     assert (block, merkle_root) == (BITCOIN_HEIGHT, header[36:68])
     assert answer["otsstatus"]["calendars"] == [calendar.url]  # the garbage one skipped
+
+    # the bundles carry the complete .ots and the header; `notary proof export` wrote the
+    # standard file beside each
+    assert len(outcome.written) == 3 and not outcome.failed
+    for bundle_file in outcome.written:
+        part = json.loads(bundle_file.read_text())["timestamps"]
+        assert part["opentimestamps"] == [element]
+        assert bundle_file.with_name(bundle_file.name + ".ots").read_bytes() == stamp_bytes
+    ots = OtsStamp.from_json(element)
+    keymr = bytes.fromhex(answer["keymr"])
+    regtest = check_ots(ots, keymr, policy=policy_named("bitcoin-regtest"))
+    mainnet = check_ots(ots, keymr, policy=policy_named("bitcoin-mainnet"))
+    # the op chain reaches the header and the header meets its own target (not "invalid");
+    # mainnet has neither the work nor a checkpoint for it, and OpenTimestamps attestations
+    # are Bitcoin mainnet's, so no policy places the fabricated block: never "verified"
+    for check in (regtest, mainnet):
+        assert (check.state, check.heights) == ("unverifiable", (BITCOIN_HEIGHT,)), check

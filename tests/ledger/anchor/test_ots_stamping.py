@@ -20,11 +20,12 @@ from opentimestamps.core.notary import BitcoinBlockHeaderAttestation, PendingAtt
 
 from ledger.anchor.app import AnchorRuntime, build_runtime
 from ledger.anchor.app import create_app as create_anchor_app
-from ledger.anchor.ots_calendar import bitcoin_points, parse_stamp
+from ledger.anchor.ots_calendar import bitcoin_points
 from ledger.anchor.ots_stamping import RETRY_BASE_S, STALE_ATTEMPTS, UPGRADE_BASE_S, ots_access
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchoredBlock
 from ledger.core.clock import ManualClock
+from ledger.core.timestamps.ots import parse_ots
 from tests.harness.ots_calendar import (
     CalendarDouble,
     EsploraDouble,
@@ -126,7 +127,7 @@ async def test_submit_pending_upgrade_and_header(service: Service, calendars: Ca
     (pending,) = answer["opentimestamps"]
     assert pending["headers"] == [] and answer["otsstatus"]["state"] == "pending"
     assert answer["final"] is False
-    stamp = parse_stamp(base64.b64decode(pending["ots"]))
+    stamp = parse_ots(base64.b64decode(pending["ots"]))
     assert stamp.file_digest == service.keymrs[0]
     kinds = {type(a) for _, a in stamp.timestamp.all_attestations()}
     assert kinds == {PendingAttestation}  # shown as pending, never as attested
@@ -143,7 +144,7 @@ async def test_submit_pending_upgrade_and_header(service: Service, calendars: Ca
         assert answer["otsstatus"]["state"] == "complete" and answer["final"] is True
         assert answer["otsstatus"]["bitcoinheights"] == [812_345]
         assert element["headers"] == [header.hex()]
-        stamp = parse_stamp(base64.b64decode(element["ots"]))
+        stamp = parse_ots(base64.b64decode(element["ots"]))
         assert stamp.file_digest == service.keymrs[height]
         ((block, merkle_root),) = bitcoin_points(stamp.timestamp)
         assert header[36:68] == merkle_root  # the op chain ends in the header's Merkle root
@@ -211,8 +212,8 @@ async def test_nothing_is_lost_over_a_restart(tmp_path: Path, calendars: Calenda
         row = runtime.ots.get(2)
         assert row is not None and row.headers == (header,)
         # the same proof, upgraded: the pending part it had is still in it
-        old = parse_stamp(base64.b64decode(before))
-        assert old.timestamp.msg == parse_stamp(row.ots).timestamp.msg
+        old = parse_ots(base64.b64decode(before))
+        assert old.timestamp.msg == parse_ots(row.ots).timestamp.msg
     finally:
         await runtime.aclose()
     assert calendars.good.submissions == BLOCKS

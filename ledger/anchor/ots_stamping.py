@@ -170,6 +170,7 @@ class OtsStamper:
             headers = HeaderSource(access.headers_url, timeout_s=access.timeout_s)
         self._headers = headers
         self._allowed = UrlWhitelist(access.calendars)
+        self._refused: set[str] = set()  # calendars not asked, each logged once
         self.failures = 0
         #: The last error of each calendar or header source (None: its last call worked).
         self.faults: dict[str, str | None] = dict.fromkeys(access.calendars)
@@ -293,7 +294,9 @@ class OtsStamper:
     def _allowed_calendar(self, url: str) -> bool:
         if url in self._allowed or url in DEFAULT_CALENDAR_WHITELIST:
             return True
-        log.warning("OpenTimestamps: not asking %s, a calendar not configured", url)
+        if url not in self._refused:
+            self._refused.add(url)
+            log.warning("OpenTimestamps: not asking %s, a calendar not configured", url)
         return False
 
     def _fault(self, url: str, reason: str, height: int) -> str:

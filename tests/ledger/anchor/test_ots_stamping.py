@@ -17,11 +17,19 @@ from typing import Any
 import httpx
 import pytest
 from opentimestamps.core.notary import BitcoinBlockHeaderAttestation, PendingAttestation
+from opentimestamps.core.serialize import BytesSerializationContext
+from opentimestamps.core.timestamp import Timestamp
 
 from ledger.anchor.app import AnchorRuntime, build_runtime
 from ledger.anchor.app import create_app as create_anchor_app
-from ledger.anchor.ots_calendar import bitcoin_points
-from ledger.anchor.ots_stamping import RETRY_BASE_S, STALE_ATTEMPTS, UPGRADE_BASE_S, ots_access
+from ledger.anchor.ots_calendar import CalendarClient, bitcoin_points
+from ledger.anchor.ots_stamping import (
+    RETRY_BASE_S,
+    STALE_ATTEMPTS,
+    UPGRADE_BASE_S,
+    OtsStamper,
+    ots_access,
+)
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchoredBlock
 from ledger.core.clock import ManualClock
@@ -246,3 +254,41 @@ def test_m_cannot_exceed_n(tmp_path: Path) -> None:
     assert ots_access(anchor_settings(tmp_path)) is None
     listed = anchor_settings(tmp_path, ots_calendars='["http://a", "http://b"]', ots_min=2)
     assert ots_access(listed) is not None
+
+
+async def test_a_calendar_named_by_an_answer_is_asked_only_when_allowed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A calendar whose pending attestation names another URL (not configured, not in the
+    reference client's list) never makes the service call that URL."""
+    asked: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(str(request.url))
+        stamp = Timestamp(request.content)
+        stamp.attestations.add(PendingAttestation("http://169.254.169.254/latest"))
+        ctx = BytesSerializationContext()
+        stamp.serialize(ctx)
+        return httpx.Response(200, content=bytes(ctx.getbytes()))
+
+    settings = anchor_settings(tmp_path, ots_calendars="http://calendar.test")
+    clock = ManualClock(1.7e9)
+    runtime = build_runtime(settings, clock=clock)
+    runtime.state.add([AnchoredBlock(0, bytes(32), bytes(32))], None)
+    access = ots_access(settings)
+    assert access is not None and runtime.ots is not None
+    stamper = OtsStamper(
+        access,
+        anchors=runtime.state,
+        store=runtime.ots,
+        clock=clock,
+        calendars=CalendarClient(transport=httpx.MockTransport(handler)),
+    )
+    assert (await stamper.step()).submitted == 1
+    for _ in range(3):
+        clock.advance(UPGRADE_MAX_WAIT)
+        await stamper.step()
+    assert asked == ["http://calendar.test/digest"]
+    assert caplog.text.count("not asking http://169.254.169.254/latest") == 1
+    await stamper.aclose()
+    await runtime.aclose()

@@ -27,7 +27,8 @@ from flows.pipeline import open_services
 from flows.settings import PipelineSettings
 from ledger.anchor.ots_calendar import bitcoin_points
 from ledger.core.proof.policy import policy_named
-from ledger.core.timestamps.ots import OtsStamp, check_ots, parse_ots
+from ledger.core.timestamps.bundle_part import OtsStamp
+from ledger.core.timestamps.ots import check_ots, parse_ots
 from ledger.core.timestamps.tsa_chain import TsaTrust
 from tasks.report import build_report, load_report_data
 from tests.harness.ots_calendar import esplora, ots_calendar

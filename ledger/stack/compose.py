@@ -21,7 +21,7 @@ from ledger.anchor.settings import AnchorSettings
 from ledger.api.accounts import create_account, verify_key
 from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
-from ledger.api.gateway import LedgerRpcClients
+from ledger.api.outbox.gateway import LedgerRpcClients
 from ledger.api.services import take_stored_callback_secret
 from ledger.api.settings import ApiSettings
 from ledger.backup import StoreSpec

@@ -23,7 +23,7 @@ from connectors.audit import AuditStore
 from flows.settings import PipelineSettings
 from ledger.anchor.app import create_app as create_anchor_app
 from ledger.api.app import create_app as create_api_app
-from ledger.api.gateway import LedgerGateway
+from ledger.api.outbox.gateway import LedgerGateway
 from ledger.api.settings import ApiSettings
 from ledger.core.receipt import Receipt, verify_receipt
 from ledger.stack import Stack, StackSettings

@@ -18,6 +18,7 @@ in one process. Every process is a ``ManagedProcess``: a session of its own, out
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import sys
 import threading
@@ -26,9 +27,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import httpx
 
+from ledger.core.entry import Entry
 from ledger.jsonrpc.credentials import BasicCredentials
 from ledger.node.settings import NodeSettings
 from ledger.stack import Stack, StackSettings
@@ -36,7 +39,7 @@ from tests.harness.ports import free_port
 from tests.harness.processes import ManagedProcess, ProcessExited, child_env, settings_env
 from tests.harness.waiting import WaitTimeout, wait_until
 
-__all__ = ["SERVICES", "LedgerProcesses", "NodeProcess", "ServiceDown"]
+__all__ = ["SERVICES", "LedgerProcesses", "NodeProcess", "ServiceDown", "entry_body"]
 
 #: Dependency order (each service calls the ones before it); clean-up runs in reverse.
 SERVICES = ("node", "wallet", "api", "anchor")
@@ -366,6 +369,16 @@ class LedgerProcesses:
                         raise ServiceDown(f"{name} exited while starting: {exc}") from None
                 time.sleep(0.25)  # the port is still held by a closing socket: try again
         raise ServiceDown(f"{name}: its port stayed in use:\n{process.log_tail()}")
+
+
+def entry_body(entry: Entry) -> dict[str, Any]:
+    """``entry`` as the JSON body the publishing API's ``POST /chains`` and ``POST
+    /chains/{chain_id}/entries`` take (docs/rest-api.md): Base64 external IDs and
+    content."""
+    return {
+        "external_ids": [base64.b64encode(x).decode() for x in entry.external_ids],
+        "content": base64.b64encode(entry.content).decode(),
+    }
 
 
 def safe_probe(probe: Probe, client: httpx.Client) -> bool:

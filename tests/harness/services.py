@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -39,7 +39,14 @@ from tests.harness.ports import free_port
 from tests.harness.processes import ManagedProcess, ProcessExited, child_env, settings_env
 from tests.harness.waiting import WaitTimeout, wait_until
 
-__all__ = ["SERVICES", "LedgerProcesses", "NodeProcess", "ServiceDown", "entry_body"]
+__all__ = [
+    "SERVICES",
+    "LedgerProcesses",
+    "NodeProcess",
+    "ServiceDown",
+    "StartedServices",
+    "entry_body",
+]
 
 #: Dependency order (each service calls the ones before it); clean-up runs in reverse.
 SERVICES = ("node", "wallet", "api", "anchor")
@@ -127,8 +134,38 @@ class _Service:
     start_kills: int = 0
 
 
+class StartedServices:
+    """A context manager over services: ``start()`` on entry, ``close()`` on exit; a start
+    that fails half way closes what it started before the error goes on.
+
+    Subclasses define ``start`` and ``close`` (stopping whatever runs, safe to call with
+    nothing started)."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 @dataclass
-class LedgerProcesses:
+class LedgerProcesses(StartedServices):
     """Node, wallet and publishing API (and anchoring) of one development network.
 
     Use as a context manager (``with LedgerProcesses(tmp_path) as ledger: ...``): entering
@@ -197,22 +234,6 @@ class LedgerProcesses:
         return SERVICES if self.anchor else SERVICES[:3]
 
     # -- lifecycle ------------------------------------------------------------------------
-
-    def __enter__(self) -> LedgerProcesses:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def start(self) -> None:
         """Lay out the data folder and the API account, start every service.

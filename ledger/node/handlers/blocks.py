@@ -66,7 +66,11 @@ def eblock_raw(conn: sqlite3.Connection, key: bytes) -> tuple[bytes, int] | None
     return None
 
 
-def _render(kind: BlockKind, raw: bytes, *, noraw: bool = False) -> dict[str, Any]:
+def _render(kind: BlockKind, raw: bytes | None, *, noraw: bool = False) -> dict[str, Any]:
+    """The block's JSON answer (with ``rawdata`` unless ``noraw``); ObjectNotFound when
+    there is no such block (``raw`` None)."""
+    if raw is None:
+        raise ObjectNotFound(ObjectNotFound.BLOCK)
     result: dict[str, Any] = {kind.result_key: kind.cls.unmarshal(raw).to_json()}
     if not noraw:
         result["rawdata"] = raw.hex()
@@ -79,10 +83,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
 
     def by_height(kind: BlockKind) -> Any:
         def handler(params: HeightParams) -> dict[str, Any]:
-            raw = raw_by_height(read, kind, params.height)
-            if raw is None:
-                raise ObjectNotFound(ObjectNotFound.BLOCK)
-            return _render(kind, raw, noraw=params.noraw)
+            return _render(kind, raw_by_height(read, kind, params.height), noraw=params.noraw)
 
         return handler
 
@@ -96,10 +97,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
 
     def by_key(kind: BlockKind) -> Any:
         def handler(params: KeyMRParams) -> dict[str, Any]:
-            raw = raw_by_key(read, kind, params.keymr)
-            if raw is None:
-                raise ObjectNotFound(ObjectNotFound.BLOCK)
-            return _render(kind, raw, noraw=params.noraw)
+            return _render(kind, raw_by_key(read, kind, params.keymr), noraw=params.noraw)
 
         return handler
 

@@ -135,6 +135,22 @@ def connect(path: Path, *, synchronous: str = "FULL") -> sqlite3.Connection:
     return conn
 
 
+def row_by_either_key(
+    conn: sqlite3.Connection, sql: str, columns: tuple[str, str], key: bytes
+) -> Any:
+    """The first row of ``sql`` whose ``{column}`` is ``key``, trying each of ``columns``
+    (a block's two lookup keys, docs/formats.md §9.3); None when neither matches.
+
+    ``sql`` is a SELECT with one ``?`` and a ``{column}`` placeholder in its WHERE; the
+    column names come from this package, never from a request.
+    """
+    for column in columns:
+        row = conn.execute(sql.format(column=column), (key,)).fetchone()
+        if row is not None:
+            return row
+    return None
+
+
 class _Job:
     """One queued write: a callable ``fn(conn)`` or a single journal row ``(sql, params)``."""
 

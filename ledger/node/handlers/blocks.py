@@ -19,6 +19,7 @@ from ledger.jsonrpc.errors import ObjectNotFound
 from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.params import HashParams, HeightParams, KeyMRParams
 from ledger.node.service import NodeService
+from ledger.node.store import row_by_either_key
 
 
 @dataclass(frozen=True)
@@ -46,24 +47,19 @@ def raw_by_height(conn: sqlite3.Connection, kind: BlockKind, height: int) -> byt
 
 def raw_by_key(conn: sqlite3.Connection, kind: BlockKind, key: bytes) -> bytes | None:
     """Exact bytes of the block whose primary or secondary key is ``key``."""
-    for column in (kind.primary, kind.secondary):
-        row = conn.execute(f"SELECT raw FROM {kind.table} WHERE {column}=?", (key,)).fetchone()
-        if row is not None:
-            return bytes(row[0])
-    return None
+    sql = f"SELECT raw FROM {kind.table} WHERE {{column}}=?"
+    row = row_by_either_key(conn, sql, (kind.primary, kind.secondary), key)
+    return None if row is None else bytes(row[0])
 
 
 def eblock_raw(conn: sqlite3.Connection, key: bytes) -> tuple[bytes, int] | None:
     """``(raw entry block, directory block timestamp in seconds)`` by KeyMR or full hash."""
-    for column in ("keymr", "full_hash"):
-        row = conn.execute(
-            f"SELECT b.raw, d.timestamp_min FROM eblocks b JOIN dblocks d ON d.height=b.height"
-            f" WHERE b.{column}=?",
-            (key,),
-        ).fetchone()
-        if row is not None:
-            return bytes(row[0]), int(row[1]) * 60
-    return None
+    sql = (
+        "SELECT b.raw, d.timestamp_min FROM eblocks b JOIN dblocks d ON d.height=b.height"
+        " WHERE b.{column}=?"
+    )
+    row = row_by_either_key(conn, sql, ("keymr", "full_hash"), key)
+    return None if row is None else (bytes(row[0]), int(row[1]) * 60)
 
 
 def _render(kind: BlockKind, raw: bytes | None, *, noraw: bool = False) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The page with a version-3 bundle: every step as Python runs it, and its RFC 3161 tokens
-shown as present and "not checked by this page", never as checked."""
+and OpenTimestamps stamps shown as present and "not checked by this page", never as
+checked."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ledger.core.proof.bundle import ProofBundle
 from ledger.core.proof.steps import StepReport
 from ledger.core.proof.verify import verify_bundle
 from ledger.core.timestamps.bundle_part import Rfc3161Token, TimestampsPart
+from ledger.core.timestamps.ots import OtsStamp
 from ledger.core.verify_page import render_verify_page
 from tests.browser.cases_v2 import v2_bundles
 from tests.browser.test_verify_page import open_page, verify_in_ui
@@ -51,4 +53,24 @@ def test_version_3_passes_and_says_its_tokens_are_not_checked_here(
         "1 RFC 3161 timestamp token over the block's KeyMR, not checked by this page"
         in (shown["detail"])
     )
+    assert page.errors == []
+
+
+def test_opentimestamps_stamps_are_listed_as_not_checked_here(page: Any, tmp_path: Path) -> None:
+    forged = forge_bundle()
+    hello = Path(__file__).parents[1] / "vectors" / "opentimestamps" / "hello-world.txt.ots"
+    part = TimestampsPart(
+        forged.bundle.receipt.directory_block_keymr, (), (OtsStamp(hello.read_bytes(), ()),)
+    )
+    stamped = dataclasses.replace(forged.bundle, timestamps=part)
+    (tmp_path / "report.txt").write_bytes(DOCUMENT)
+    bundle = tmp_path / "report.txt.proof.json"
+    bundle.write_text(stamped.dumps())
+    page_file = tmp_path / "verify.html"
+    page_file.write_text(render_verify_page(policy=forged.policy), encoding="utf-8")
+    open_page(page, page_file.as_uri())
+    shown = verify_in_ui(page, document=tmp_path / "report.txt", bundle=bundle)
+    assert shown["verdict"] == "pass", shown
+    assert "1 OpenTimestamps proof over the KeyMR, not checked by this page" in shown["detail"]
+    assert "RFC 3161" not in shown["detail"]
     assert page.errors == []

@@ -1,9 +1,10 @@
 /*
  * Bundle format version 3 (docs/proof-bundle.md, "Version 3"): a version-1 or version-2
- * bundle (`commitment` null or not) plus `timestamps`, the RFC 3161 tokens over the
+ * bundle (`commitment` null or not) plus `timestamps`, the RFC 3161 tokens and the
+ * OpenTimestamps stamps (`opentimestamps`, absent in bundles written before it) over the
  * directory block's KeyMR. Steps 1-11 are those of the version it extends. This page does
- * NOT check the tokens (no CMS or X.509 code here): it lists them as present and "not
- * checked by this page"; `notary verify --tsa-ca` and `openssl ts -verify` check them.
+ * NOT check the tokens (no CMS or X.509 code here) nor the stamps: it lists them as present
+ * and "not checked by this page"; `notary verify --tsa-ca` and `openssl ts -verify` check them.
  * Registers itself with NotaryVerify.registerVersion.
  */
 (function (root) {
@@ -17,7 +18,9 @@
   const baseOf = (top) => VERSIONS.get(top.get("commitment") === null ? 1 : 2);
 
   function parseTimestamps(top) {
-    const section = object(top.get("timestamps"), "timestamps", ["root", "rfc3161"]);
+    const given = object(top.get("timestamps"), "timestamps");
+    const keys = ["root", "rfc3161", ...(given.has("opentimestamps") ? ["opentimestamps"] : [])];
+    const section = object(given, "timestamps", keys);
     const stampedRoot = hexField(section, "root");
     const tokens = section.get("rfc3161");
     if (!Array.isArray(tokens)) throw fail("timestamps.rfc3161 must be a list");
@@ -25,7 +28,14 @@
       const token = object(item, `timestamps.rfc3161[${i}]`, ["token", "certificates"]);
       if (typeof token.get("token") !== "string") throw fail(`rfc3161[${i}] token must be base64 text`);
     });
-    return { root: stampedRoot, rfc3161: tokens.length };
+    const stamps = section.has("opentimestamps") ? section.get("opentimestamps") : [];
+    if (!Array.isArray(stamps)) throw fail("timestamps.opentimestamps must be a list");
+    stamps.forEach((item, i) => {
+      const stamp = object(item, `timestamps.opentimestamps[${i}]`, ["ots", "headers"]);
+      if (typeof stamp.get("ots") !== "string") throw fail(`opentimestamps[${i}] ots must be base64 text`);
+      if (!Array.isArray(stamp.get("headers"))) throw fail(`opentimestamps[${i}] headers must be a list`);
+    });
+    return { root: stampedRoot, rfc3161: tokens.length, opentimestamps: stamps.length };
   }
 
   function parseV3(top) {
@@ -53,6 +63,7 @@
       timestamps: {
         root: hex(bundle.timestamps.root),
         rfc3161: bundle.timestamps.rfc3161,
+        opentimestamps: bundle.timestamps.opentimestamps,
         checked: false,
         note: "not checked by this page",
       },

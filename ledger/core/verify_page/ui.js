@@ -250,14 +250,22 @@
     );
   }
 
-  /** Version 3: the RFC 3161 tokens are present, and this page does not check them. */
+  /** Version 3: the RFC 3161 tokens and OpenTimestamps stamps are present, and this page
+   * does not check them. */
   function timestampsNote(t) {
-    if (!t || t.rfc3161 === 0) return "";
-    const n = t.rfc3161 === 1 ? "1 RFC 3161 timestamp token" : `${t.rfc3161} RFC 3161 timestamp tokens`;
-    return (
-      ` The bundle also carries ${n} over the block's KeyMR, not checked by this page:` +
-      " check them with `notary verify --tsa-ca` or `openssl ts -verify`."
-    );
+    if (!t) return "";
+    let note = "";
+    if (t.rfc3161 > 0) {
+      const n = t.rfc3161 === 1 ? "1 RFC 3161 timestamp token" : `${t.rfc3161} RFC 3161 timestamp tokens`;
+      note +=
+        ` The bundle also carries ${n} over the block's KeyMR, not checked by this page:` +
+        " check them with `notary verify --tsa-ca` or `openssl ts -verify`.";
+    }
+    if (t.opentimestamps > 0) {
+      const n = t.opentimestamps === 1 ? "1 OpenTimestamps proof" : `${t.opentimestamps} OpenTimestamps proofs`;
+      note += ` It carries ${n} over the KeyMR, not checked by this page: check them with \`notary verify\`.`;
+    }
+    return note;
   }
 
   function policyNote(result) {

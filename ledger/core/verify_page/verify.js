@@ -60,6 +60,7 @@
   const POLICY_KEYS = [
     "name", "chain", "genesis", "pow", "max_target", "confirmations",
     "require_window", "independent", "median_time_span", "note",
+    "checkpoints", // placement of historic headers for OpenTimestamps; not used by this page
   ];
   const HASH64 = /^[0-9a-f]{64}$/;
 

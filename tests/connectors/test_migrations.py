@@ -181,6 +181,7 @@ def test_head_constant_matches_the_revision_scripts() -> None:
     assert script.get_base() == INITIAL_REVISION
     assert [r.revision for r in script.walk_revisions()] == [
         HEAD_REVISION,
+        "0007_run_heartbeat",
         "0006_receipt_branch_once",
         MEMBER_PATHS_REVISION,
         BATCHES_REVISION,
@@ -199,6 +200,7 @@ def test_upgrade_from_empty_matches_the_models(backend: dict) -> None:
         "table_watermarks",
         "collections",
         "batch_members",
+        "block_timestamps",
     }
     assert schema_diff(engine) == []
     assert migrations.upgrade(engine) == HEAD_REVISION  # idempotent

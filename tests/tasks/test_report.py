@@ -421,7 +421,7 @@ def test_files_have_stable_columns_and_match_the_frames(
         "published_s", "multi_az_s", "ledger_s", "anchor_s", "total_s", "attempts", "error",
         "dblock_height", "dblock_keymr", "receipt_verified_at", "anchor_transaction_id",
         "anchor_block_hash", "anchor_confirmations", "anchor_verified_at", "overdue",
-        "waiting_for", "waited_s",
+        "waiting_for", "waited_s", "rfc3161_timestamps", "opentimestamps",
     ]  # fmt: skip
     assert read_header(paths["latencies"]) == [
         "stage",

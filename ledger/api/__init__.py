@@ -17,7 +17,8 @@ Where to look:
   ``models`` (tables), ``store`` (one write at a time, for tools), ``entry_reads`` (the
   chain and entry reads both ``http`` and ``connect`` answer from), ``errors`` (the
   exception tree and its JSON body), ``encoding``, ``accounts``/``auth`` (keys, rate
-  limits), ``accounts_cli`` (account management as plain functions), ``services``
+  limits), ``accounts_cli`` (account management as plain functions), ``command`` (the
+  command line of ``python -m ledger.api``), ``services``
   (the objects one process shares), ``observability`` (health and metrics) and ``app``
   (the composition root).
 """

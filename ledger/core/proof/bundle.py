@@ -30,7 +30,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.core.errors import DecodeError
-from ledger.core.hexbytes import from_hex, from_hex_list
+from ledger.core.proof.bundle_fields import (
+    address_field,
+    exact_keys,
+    format_error,
+    hex_field,
+    hex_list_field,
+    json_object,
+    no_constant,
+    text_field,
+    uint_field,
+    unique_keys,
+)
 from ledger.core.proof.steps import ProofError, Step
 from ledger.core.receipt import Receipt
 from ledger.core.timestamps.bundle_part import TimestampsPart
@@ -194,41 +205,43 @@ class ProofBundle:
     @classmethod
     def from_json(cls, obj: Any) -> ProofBundle:
         """Parse a bundle object. Raises ``ProofError`` (step 0) for a malformed bundle."""
-        top = _object(obj, "bundle")
+        top = json_object(obj, "bundle")
         if top.get("format") != BUNDLE_FORMAT:
             raise ProofError(Step.FORMAT, f"not a {BUNDLE_FORMAT} document")
         version = top.get("version")
         if type(version) is not int or version not in BUNDLE_VERSIONS:
             raise ProofError(Step.FORMAT, f"unsupported bundle version {version!r}")
-        _keys(top, "bundle", _TOP_KEYS[version])
+        exact_keys(top, "bundle", _TOP_KEYS[version])
         private = version == 2 or (version == 3 and top["commitment"] is not None)
         if version == 3 and not private and top["aggregation"] is not None:
-            raise _fail("aggregation must be null without a commitment")
+            raise format_error("aggregation must be null without a commitment")
         nonce, aggregation = _private_parts(top) if private else (None, None)
-        receipt = _object(top.get("receipt"), "receipt", _RECEIPT_KEYS)
-        anchor = _object(top.get("anchor"), "anchor", _ANCHOR_KEYS)
+        receipt = json_object(top.get("receipt"), "receipt", _RECEIPT_KEYS)
+        anchor = json_object(top.get("anchor"), "anchor", _ANCHOR_KEYS)
         contract = top.get("contract")
         return cls(
-            document_sha256=_hex(_object(top.get("document"), "document", {"sha256"}), "sha256"),
-            entry=_hex(_object(top.get("entry"), "entry", {"raw"}), "raw"),
-            receipt=ReceiptPart(
-                entry_hash=_hex(receipt, "entryhash"),
-                branch=_nodes(receipt.get("merklebranch"), "receipt merklebranch"),
-                entry_block_keymr=_hex(receipt, "entryblockkeymr"),
-                directory_block_keymr=_hex(receipt, "directoryblockkeymr"),
-                directory_block_height=_uint(receipt, "directoryblockheight"),
+            document_sha256=hex_field(
+                json_object(top.get("document"), "document", {"sha256"}), "sha256"
             ),
-            directory_block=_hex(
-                _object(top.get("directory_block"), "directory_block", {"raw"}), "raw"
+            entry=hex_field(json_object(top.get("entry"), "entry", {"raw"}), "raw"),
+            receipt=ReceiptPart(
+                entry_hash=hex_field(receipt, "entryhash"),
+                branch=_nodes(receipt.get("merklebranch"), "receipt merklebranch"),
+                entry_block_keymr=hex_field(receipt, "entryblockkeymr"),
+                directory_block_keymr=hex_field(receipt, "directoryblockkeymr"),
+                directory_block_height=uint_field(receipt, "directoryblockheight"),
+            ),
+            directory_block=hex_field(
+                json_object(top.get("directory_block"), "directory_block", {"raw"}), "raw"
             ),
             anchor=AnchorPart(
-                chain=_text(anchor, "chain"),
+                chain=text_field(anchor, "chain"),
                 tx=_tx_proof(anchor),
-                headers=_hex_list(anchor.get("headers"), "anchor headers"),
+                headers=hex_list_field(anchor.get("headers"), "anchor headers"),
             ),
             contract=None
             if contract is None
-            else _contract_part(_object(contract, "contract", _CONTRACT_KEYS)),
+            else _contract_part(json_object(contract, "contract", _CONTRACT_KEYS)),
             commitment_nonce=nonce,
             aggregation=aggregation,
             timestamps=_timestamps_part(top) if version == 3 else None,
@@ -243,7 +256,7 @@ class ProofBundle:
         """Parse bundle JSON text. ``ProofError`` (step 0) for bad JSON, a duplicated key,
         ``NaN``/``Infinity``, or a bad bundle."""
         try:
-            obj = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+            obj = json.loads(text, object_pairs_hook=unique_keys, parse_constant=no_constant)
         except ProofError:
             raise
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
@@ -285,52 +298,28 @@ _NODE_KEYS = frozenset({"left", "right", "top"})
 _AGGREGATION_KEYS = frozenset({"leaf_index", "tree_size", "audit_path"})
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``json.loads`` object hook: a key twice is refused (which one counts differs)."""
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _fail(f"duplicate key {key!r}")
-        obj[key] = value
-    return obj
-
-
-def _no_constant(name: str) -> Any:
-    raise _fail(f"{name} is not a JSON number")
-
-
-def _keys(obj: Mapping[str, Any], what: str, keys: frozenset[str] | set[str]) -> None:
-    """Exactly ``keys``: an unknown key or a missing one is refused."""
-    unknown = sorted(set(obj) - keys)
-    if unknown:
-        raise _fail(f"{what} has unknown keys: {', '.join(unknown)}")
-    missing = sorted(keys - set(obj))
-    if missing:
-        raise _fail(f"{what} lacks keys: {', '.join(missing)}")
-
-
 def _timestamps_part(top: Mapping[str, Any]) -> TimestampsPart:
     """Version 3's ``timestamps``, in the canonical form: exact keys (``opentimestamps``
     may be absent in a bundle written before it existed: read as none), lower-case
     ``root``."""
-    section = _object(top.get("timestamps"), "timestamps")
+    section = json_object(top.get("timestamps"), "timestamps")
     keys = {"root", "rfc3161"} | ({"opentimestamps"} & set(section))
-    _keys(section, "timestamps", keys)
-    _hex(section, "root")
+    exact_keys(section, "timestamps", keys)
+    hex_field(section, "root")
     tokens = section["rfc3161"]
     if not isinstance(tokens, list):
-        raise _fail("timestamps.rfc3161 must be a list")
+        raise format_error("timestamps.rfc3161 must be a list")
     for i, item in enumerate(tokens):
-        _object(item, f"timestamps.rfc3161[{i}]", {"token", "certificates"})
+        json_object(item, f"timestamps.rfc3161[{i}]", {"token", "certificates"})
     stamps = section.get("opentimestamps", [])
     if not isinstance(stamps, list):
-        raise _fail("timestamps.opentimestamps must be a list")
+        raise format_error("timestamps.opentimestamps must be a list")
     for i, item in enumerate(stamps):
-        _object(item, f"timestamps.opentimestamps[{i}]", {"ots", "headers"})
+        json_object(item, f"timestamps.opentimestamps[{i}]", {"ots", "headers"})
     try:
         return TimestampsPart.from_json(section)
     except DecodeError as exc:
-        raise _fail(str(exc)) from exc
+        raise format_error(str(exc)) from exc
 
 
 def _aggregation_json(aggregation: Aggregation | None) -> dict[str, Any] | None:
@@ -345,15 +334,15 @@ def _aggregation_json(aggregation: Aggregation | None) -> dict[str, Any] | None:
 
 def _private_parts(top: Mapping[str, Any]) -> tuple[bytes, Aggregation | None]:
     """Version 2's ``commitment`` and ``aggregation`` (present; ``null`` for one document)."""
-    nonce = _hex(_object(top.get("commitment"), "commitment", {"nonce"}), "nonce")
+    nonce = hex_field(json_object(top.get("commitment"), "commitment", {"nonce"}), "nonce")
     value = top["aggregation"]
     if value is None:
         return nonce, None
-    obj = _object(value, "aggregation", _AGGREGATION_KEYS)
+    obj = json_object(value, "aggregation", _AGGREGATION_KEYS)
     return nonce, Aggregation(
-        leaf_index=_uint(obj, "leaf_index"),
-        tree_size=_uint(obj, "tree_size"),
-        audit_path=_hex_list(obj.get("audit_path"), "audit_path"),
+        leaf_index=uint_field(obj, "leaf_index"),
+        tree_size=uint_field(obj, "tree_size"),
+        audit_path=hex_list_field(obj.get("audit_path"), "audit_path"),
     )
 
 
@@ -382,88 +371,34 @@ def _contract_json(c: ContractPart) -> dict[str, Any]:
     }
 
 
-def _fail(what: str) -> ProofError:
-    return ProofError(Step.FORMAT, what)
-
-
-def _object(
-    value: Any, what: str, keys: frozenset[str] | set[str] | None = None
-) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _fail(f"{what} must be a JSON object")
-    if keys is not None:
-        _keys(value, what, keys)
-    return value
-
-
-def _hex(obj: Mapping[str, Any], key: str) -> bytes:
-    """Canonical hex: lower case, no ``0x``."""
-    try:
-        return from_hex(obj.get(key), key, lowercase=True)
-    except DecodeError as exc:
-        raise _fail(str(exc)) from exc
-
-
-def _address(obj: Mapping[str, Any], key: str) -> bytes:
-    """The contract address: ``0x`` and lower-case hex, as docs/proof-bundle.md writes it."""
-    value = obj.get(key)
-    if not isinstance(value, str) or not value.startswith("0x"):
-        raise _fail(f"{key} must be 0x and lowercase hex")
-    try:
-        return from_hex(value[2:], key, lowercase=True)
-    except DecodeError as exc:
-        raise _fail(str(exc)) from exc
-
-
-def _uint(obj: Mapping[str, Any], key: str) -> int:
-    value = obj.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _fail(f"{key} must be a non-negative integer")
-    return value
-
-
-def _text(obj: Mapping[str, Any], key: str) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str):
-        raise _fail(f"{key} must be a string")
-    return value
-
-
-def _hex_list(value: Any, what: str) -> tuple[bytes, ...]:
-    try:
-        return from_hex_list(value, what, lowercase=True)
-    except DecodeError as exc:
-        raise _fail(str(exc)) from exc
-
-
 def _nodes(value: Any, what: str) -> tuple[Node, ...]:
     if not isinstance(value, list):
-        raise _fail(f"{what} must be a list")
+        raise format_error(f"{what} must be a list")
     nodes = []
     for i, item in enumerate(value):
-        node = _object(item, f"{what}[{i}]", _NODE_KEYS)
-        nodes.append((_hex(node, "left"), _hex(node, "right"), _hex(node, "top")))
+        node = json_object(item, f"{what}[{i}]", _NODE_KEYS)
+        nodes.append((hex_field(node, "left"), hex_field(node, "right"), hex_field(node, "top")))
     return tuple(nodes)
 
 
 def _tx_proof(obj: Mapping[str, Any]) -> TxProof:
     return TxProof(
-        transaction=_hex(obj, "transaction"),
-        txid=_hex(obj, "txid")[::-1],
-        tx_index=_uint(obj, "tx_index"),
-        merkle_path=_hex_list(obj.get("merkle_path"), "merkle_path"),
+        transaction=hex_field(obj, "transaction"),
+        txid=hex_field(obj, "txid")[::-1],
+        tx_index=uint_field(obj, "tx_index"),
+        merkle_path=hex_list_field(obj.get("merkle_path"), "merkle_path"),
     )
 
 
 def _contract_part(obj: Mapping[str, Any]) -> ContractPart:
     return ContractPart(
-        contract_address=_address(obj, "contractaddress"),
-        height_min=_uint(obj, "dbheightmin"),
-        height_max=_uint(obj, "dbheightmax"),
-        window_mr=_hex(obj, "windowmr"),
+        contract_address=address_field(obj, "contractaddress"),
+        height_min=uint_field(obj, "dbheightmin"),
+        height_max=uint_field(obj, "dbheightmax"),
+        window_mr=hex_field(obj, "windowmr"),
         branch=_nodes(obj.get("merklebranch"), "contract merklebranch"),
         tx=_tx_proof(obj),
-        header_index=_uint(obj, "header_index"),
+        header_index=uint_field(obj, "header_index"),
     )
 
 
@@ -500,7 +435,7 @@ def build_bundle(
     """
     data = receipt.to_json() if isinstance(receipt, Receipt) else dict(receipt)
     data = data.get("receipt", data) if "entry" not in data else data
-    entry_obj = _object(data.get("entry"), "receipt entry")
+    entry_obj = json_object(data.get("entry"), "receipt entry")
     private: dict[str, Any] = {}
     if commitment_nonce is not None:
         private = {
@@ -508,7 +443,7 @@ def build_bundle(
             "aggregation": _aggregation_json(aggregation),
         }
     elif aggregation is not None:
-        raise _fail("an aggregation needs a commitment nonce (bundle version 2)")
+        raise format_error("an aggregation needs a commitment nonce (bundle version 2)")
     if timestamps is not None:
         private.setdefault("commitment", None)
         private.setdefault("aggregation", None)

@@ -1,5 +1,6 @@
-"""The page with a version-3 bundle: every step as Python runs it, and its RFC 3161 tokens
-shown as present and "not checked by this page", never as checked."""
+"""The page with a version-3 bundle: every step as Python runs it, and its RFC 3161 tokens,
+with no trust store chosen, shown as present and not checked, never as verified
+(test_verify_page_timestamps.py checks them against trust stores)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def _stamped(bundle: ProofBundle) -> ProofBundle:
 
 
 @pytest.mark.parametrize("kind", ["clear", "aggregated"])
-def test_version_3_passes_and_says_its_tokens_are_not_checked_here(
+def test_version_3_passes_and_says_its_tokens_are_not_checked_without_a_store(
     page: Any, tmp_path: Path, kind: str
 ) -> None:
     forged: Forged = forge_bundle() if kind == "clear" else v2_bundles()["aggregated"]
@@ -48,7 +49,8 @@ def test_version_3_passes_and_says_its_tokens_are_not_checked_here(
         [int(r.step), "skipped" if r.skipped else "passed", r.detail] for r in reports
     ]
     assert (
-        "1 RFC 3161 timestamp token over the block's KeyMR, not checked by this page"
-        in (shown["detail"])
+        "1 RFC 3161 timestamp token over the block's KeyMR: present, not checked"
+        " (no trust store chosen)" in (shown["detail"])
     )
+    assert page.get_attribute("#timestamp-list li", "data-status") == "not-checked"
     assert page.errors == []

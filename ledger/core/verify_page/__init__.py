@@ -23,8 +23,12 @@ Assets (this package's data files)::
     bundle_v1.js                  bundle version 1: its parser and steps 1-11 (2-3 skipped)
     bundle_v2.js                  bundle version 2: its parser and steps 2-4 (commitment,
                                   aggregation, entry); version 1's checks for the rest
+    der.js                        a strict DER reader (X.690)
+    x509.js                       X.509 certificates, signatures by Web Crypto, trust stores
+    tsp.js                        RFC 3161 tokens: the checks of ledger.core.timestamps.rfc3161
     bundle_v3.js                  bundle version 3: version 1 or 2 plus RFC 3161 tokens,
-                                  listed as present and not checked by the page
+                                  checked after the steps against a chosen trust store
+    stamps_ui.js                  the trust store picker and the timestamps panel
     ui.js                         files in, hashing with progress, steps and verdict out
 
 Pure: reading the package's own files is its only I/O.
@@ -59,7 +63,11 @@ _SCRIPTS = (
     "verify.js",
     "bundle_v1.js",
     "bundle_v2.js",
+    "der.js",
+    "x509.js",
+    "tsp.js",
     "bundle_v3.js",
+    "stamps_ui.js",
     "ui.js",
 )
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")

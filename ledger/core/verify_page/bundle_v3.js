@@ -1,10 +1,11 @@
 /*
  * Bundle format version 3 (docs/proof-bundle.md, "Version 3"): a version-1 or version-2
  * bundle (`commitment` null or not) plus `timestamps`, the RFC 3161 tokens over the
- * directory block's KeyMR. Steps 1-11 are those of the version it extends. This page does
- * NOT check the tokens (no CMS or X.509 code here): it lists them as present and "not
- * checked by this page"; `notary verify --tsa-ca` and `openssl ts -verify` check them.
- * Registers itself with NotaryVerify.registerVersion.
+ * directory block's KeyMR. Steps 1-11 are those of the version it extends. The tokens are
+ * checked after those steps, by `checkTimestamps` (Web Crypto is asynchronous), against
+ * the trust store the person chose, as `ledger.core.timestamps.bundle_part.check_timestamps`
+ * checks them: without a store each is "not checked", never verified.
+ * Registers itself with NotaryVerify.registerVersion; exports globalThis.NotaryBundleV3.
  */
 (function (root) {
   "use strict";
@@ -12,6 +13,8 @@
   const { VERSIONS, fields, registerVersion } = root.NotaryVerify;
   const { fail, hexField, object } = fields;
   const { hex } = root.NotaryCodecs;
+  const { base64Bytes } = root.NotaryX509;
+  const { TimestampError, verifyToken } = root.NotaryTsp;
 
   /** The version a version-3 bundle extends: 2 with a commitment, 1 without. */
   const baseOf = (top) => VERSIONS.get(top.get("commitment") === null ? 1 : 2);
@@ -21,11 +24,50 @@
     const stampedRoot = hexField(section, "root");
     const tokens = section.get("rfc3161");
     if (!Array.isArray(tokens)) throw fail("timestamps.rfc3161 must be a list");
-    tokens.forEach((item, i) => {
+    const decoded = tokens.map((item, i) => {
       const token = object(item, `timestamps.rfc3161[${i}]`, ["token", "certificates"]);
-      if (typeof token.get("token") !== "string") throw fail(`rfc3161[${i}] token must be base64 text`);
+      if (!Array.isArray(token.get("certificates"))) throw fail(`timestamps.rfc3161[${i}] must hold token and certificates`);
+      token.get("certificates").forEach((c) => fromBase64(c, `rfc3161[${i}] certificate`));
+      return fromBase64(token.get("token"), `rfc3161[${i}]`);
     });
-    return { root: stampedRoot, rfc3161: tokens.length };
+    return { root: stampedRoot, rfc3161: tokens.length, tokens: decoded };
+  }
+
+  function fromBase64(value, what) {
+    if (typeof value !== "string") throw fail(`${what} must be base64 text`);
+    try {
+      return base64Bytes(value);
+    } catch (exc) {
+      throw fail(`${what} is not base64`);
+    }
+  }
+
+  /**
+   * The RFC 3161 tokens of a bundle that passed its steps, each checked over `keyMr` (the
+   * directory block KeyMR the receipt leads to) against `trust` (NotaryX509.readTrustStore)
+   * or, with `trust` null, reported "not checked". Mirrors `check_timestamps`.
+   *
+   * @returns Promise of [{index, status: "verified" | "failed" | "not checked", verdict,
+   *     check (the failed check's number), reason}], one per token.
+   */
+  async function checkTimestamps(timestamps, keyMr, trust) {
+    const out = [];
+    for (const [index, token] of timestamps.tokens.entries()) {
+      if (trust === null) {
+        out.push({ index, status: "not checked", verdict: null, check: null, reason: "no trust store chosen" });
+      } else if (hex(timestamps.root) !== hex(keyMr)) {
+        out.push({ index, status: "failed", verdict: null, check: null, reason: "stamps another root" });
+      } else {
+        try {
+          const verdict = await verifyToken(token, { digest: keyMr, hashName: "sha256", trust });
+          out.push({ index, status: "verified", verdict, check: null, reason: null });
+        } catch (exc) {
+          if (!(exc instanceof TimestampError)) throw exc;
+          out.push({ index, status: "failed", verdict: null, check: exc.check, reason: exc.message });
+        }
+      }
+    }
+    return out;
   }
 
   function parseV3(top) {
@@ -53,9 +95,11 @@
       timestamps: {
         root: hex(bundle.timestamps.root),
         rfc3161: bundle.timestamps.rfc3161,
-        checked: false,
-        note: "not checked by this page",
+        keyMr: bundle.receipt.directoryBlockKeyMr,
+        part: bundle.timestamps,
       },
     }),
   });
+
+  root.NotaryBundleV3 = Object.freeze({ checkTimestamps });
 })(globalThis);

@@ -12,6 +12,7 @@
   "use strict";
 
   const V = root.NotaryVerify;
+  const Stamps = root.NotaryStampsUi;
   const noble = root.nobleHashes;
   const doc = root.document;
   const $ = (id) => doc.getElementById(id);
@@ -99,6 +100,8 @@
     if (id !== state.runId) return null;
     const result = V.run(input, { documentSha256: hashed ? hashed.digest : null, policy });
     result.assumed = assumed;
+    result.timestamps = await Stamps.check(result);
+    if (id !== state.runId) return null;
     state.last = { ...result, hashed: hashed && { method: hashed.method, seconds: hashed.seconds } };
     render(result, hashed);
     return state.last;
@@ -187,6 +190,7 @@
       })
     );
     renderVerdict(result);
+    Stamps.render(result.timestamps, el);
     $("run-note").replaceChildren(policyNote(result), hashed ? ` ${hashNote(hashed)}` : "");
     $("result").hidden = false;
     $("result").dataset.state = "done";
@@ -217,12 +221,12 @@
           " that it is the one this proof is about."
       );
     } else if (result.facts.independent) {
-      setVerdict("✓", `Verified under policy ${result.policy}: every step holds.`, passSentence(result.facts));
+      setVerdict("✓", `Verified under policy ${result.policy}: every step holds.`, passSentence(result.facts) + timestampsNote(result));
     } else {
       setVerdict(
         "✓",
         `Verified under policy ${result.policy}: every step holds, but this chain is not independent evidence.`,
-        passSentence(result.facts)
+        passSentence(result.facts) + timestampsNote(result)
       );
     }
   }
@@ -245,18 +249,25 @@
       `This file is the document of the proof: ${recorded} in directory block ${f.height},` +
       ` which is anchored in the proof-of-work chain “${f.chain}” under` +
       ` ${f.confirmations} confirmations${f.window ? " and in a window anchor" : ""}. ` +
-      f.verdict.join(" ") +
-      timestampsNote(f.timestamps)
+      f.verdict.join(" ")
     );
   }
 
-  /** Version 3: the RFC 3161 tokens are present, and this page does not check them. */
-  function timestampsNote(t) {
-    if (!t || t.rfc3161 === 0) return "";
+  /** Version 3: how many RFC 3161 tokens the bundle carries and how they came out. */
+  function timestampsNote(result) {
+    const t = result.facts && result.facts.timestamps;
+    if (!t || t.rfc3161 === 0 || !result.timestamps) return "";
     const n = t.rfc3161 === 1 ? "1 RFC 3161 timestamp token" : `${t.rfc3161} RFC 3161 timestamp tokens`;
+    const checks = result.timestamps.checks;
+    const count = (status) => checks.filter((c) => c.status === status).length;
+    if (result.timestamps.trust === null) {
+      return ` The bundle also carries ${n} over the block's KeyMR: present, not checked (no trust store chosen).`;
+    }
+    const failed = count("failed");
     return (
-      ` The bundle also carries ${n} over the block's KeyMR, not checked by this page:` +
-      " check them with `notary verify --tsa-ca` or `openssl ts -verify`."
+      ` The bundle also carries ${n} over the block's KeyMR: ${count("verified")} verified,` +
+      ` ${failed} failed under the trust store ${result.timestamps.trust.name}` +
+      (failed ? " (a timestamp token failed: see below)." : ".")
     );
   }
 
@@ -484,6 +495,12 @@
     fillPolicies();
     readPolicy();
     wireDrops();
+    $("tsa-trust-file").addEventListener("change", async (event) => {
+      const [file] = event.target.files;
+      if (!file) return;
+      await Stamps.chooseTrustFile(file);
+      if ($("result").dataset.state !== "idle") verifyNow();
+    });
     $("policy-file").addEventListener("change", (event) => {
       const [file] = event.target.files;
       if (file) addPolicyFile(file);

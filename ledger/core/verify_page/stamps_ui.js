@@ -1,0 +1,107 @@
+/*
+ * The verification page's independent timestamps: the trust store a person chooses for
+ * timestamp authorities, the tokens of a version-3 bundle checked against it
+ * (NotaryBundleV3.checkTimestamps) and shown one line each.
+ *
+ * Each line is an <li class="stamp KIND" data-kind="rfc3161" data-index data-status>,
+ * status one of: verified, not-checked ("present, not checked: no trust store chosen"),
+ * not-trusted (check 9: no path to the store at the token's time) and invalid (any other
+ * check, or a section over another root). #timestamps[data-outcome] sums them up.
+ *
+ * Exports globalThis.NotaryStampsUi; needs NotaryX509 and NotaryBundleV3.
+ */
+(function (root) {
+  "use strict";
+
+  const X = root.NotaryX509;
+  const V3 = root.NotaryBundleV3;
+  const doc = root.document;
+  const $ = (id) => doc.getElementById(id);
+
+  let trust = null; // the chosen store: {name, fingerprint, anchors}
+
+  /** Read a chosen file as the trust store; shows its name and fingerprint, or why not. */
+  async function chooseTrustFile(file) {
+    const error = $("tsa-trust-error");
+    try {
+      trust = await X.readTrustStore(new Uint8Array(await file.arrayBuffer()), file.name);
+    } catch (exc) {
+      trust = null;
+      error.textContent = `${file.name} is not a trust store: ${exc.message}.`;
+      error.hidden = false;
+      $("tsa-trust-summary").textContent = "no trust store chosen";
+      return;
+    }
+    error.hidden = true;
+    const n = trust.anchors.length;
+    $("tsa-trust-summary").textContent =
+      `${trust.name} (${n} certificate${n === 1 ? "" : "s"}, SHA-256 ${trust.fingerprint.slice(0, 16)}…)`;
+  }
+
+  /** The tokens of a passing result checked: {trust ({name, fingerprint} or null), checks}. */
+  async function check(result) {
+    const t = result.ok && result.facts && result.facts.timestamps;
+    if (!t || !t.rfc3161) return null;
+    const checks = await V3.checkTimestamps(t.part, t.keyMr, trust);
+    return { trust: trust && { name: trust.name, fingerprint: trust.fingerprint }, checks };
+  }
+
+  const MARKS = { verified: "✓", "not-checked": "–", "not-trusted": "✗", invalid: "✗" };
+
+  /** One token's outcome as {status, word, text} (what the line says). */
+  function describe(c) {
+    const v = c.verdict;
+    if (c.status === "verified") {
+      return {
+        status: "verified",
+        word: "verified",
+        text:
+          `${v.tsa} at ${v.genTime} (serial ${v.serial}), trusted by ${v.trust}` +
+          ` (SHA-256 ${v.fingerprint}); revocation ${v.revocation}`,
+      };
+    }
+    if (c.status === "not checked") return { status: "not-checked", word: "present, not checked", text: c.reason };
+    if (c.check === 9) return { status: "not-trusted", word: "not trusted", text: c.reason.replace(/^check 9 \(chain\): /, "") };
+    return { status: "invalid", word: "invalid", text: c.reason };
+  }
+
+  function outcomeOf(lines) {
+    const kinds = new Set(lines.map((l) => l.status));
+    if (kinds.size === 1) return [...kinds][0];
+    return kinds.has("invalid") || kinds.has("not-trusted") ? "failed" : "mixed";
+  }
+
+  /** Show `stamps` (from `check`, or null: the panel is hidden). */
+  function render(stamps, el) {
+    const panel = $("timestamps");
+    if (!stamps) {
+      panel.hidden = true;
+      return;
+    }
+    const lines = stamps.checks.map(describe);
+    $("timestamp-list").replaceChildren(
+      ...lines.map((line, i) =>
+        el(
+          "li",
+          { class: `stamp ${line.status}`, "data-kind": "rfc3161", "data-index": String(i), "data-status": line.status },
+          el("span", { class: "mark", "aria-hidden": "true" }, MARKS[line.status]),
+          el("span", { class: "text" }, `token ${i + 1}: `, el("span", { class: "word" }, line.word), `: ${line.text}`)
+        )
+      )
+    );
+    panel.dataset.outcome = outcomeOf(lines);
+    const times = stamps.checks.filter((c) => c.status === "verified").map((c) => c.verdict.genDate);
+    const earliest = times.length ? new Date(Math.min(...times)).toISOString().replace(".000Z", "Z") : null;
+    $("timestamps-note").textContent = earliest
+      ? `The document existed no later than ${earliest} (RFC 3161, trust store ${stamps.trust.name}).`
+      : stamps.trust
+        ? `Checked against the trust store ${stamps.trust.name} (SHA-256 ${stamps.trust.fingerprint}).`
+        : "Choose a trust store for timestamp authorities above to check them.";
+    panel.hidden = false;
+  }
+
+  /** Whether some token failed under the chosen store (the verdict says so). */
+  const anyFailed = (stamps) => Boolean(stamps && stamps.checks.some((c) => c.status === "failed"));
+
+  root.NotaryStampsUi = Object.freeze({ anyFailed, check, chooseTrustFile, describe, render });
+})(globalThis);

@@ -15,7 +15,8 @@ styles (by SHA-256) and no connection, form target or base URL.
 Assets (this package's data files)::
 
     page.html, page.css           the document and its style
-    vendor/noble-hashes.min.js    SHA-256 / SHA-512 / scrypt (@noble/hashes, MIT; vendor/build.sh)
+    vendor/noble-hashes.min.js    SHA-256 / SHA-512 / scrypt, and SHA-1 / RIPEMD-160 / Keccak-256
+                                  for OpenTimestamps ops (@noble/hashes, MIT; vendor/build.sh)
     pyjson.js                     JSON read as Python's json.loads reads it; repr()
     codecs.js                     entry, directory block, transaction, header, Merkle rules
     verify.js                     step 0, the trust policies, the version registry, the run,
@@ -26,8 +27,10 @@ Assets (this package's data files)::
     der.js                        a strict DER reader (X.690)
     x509.js                       X.509 certificates, signatures by Web Crypto, trust stores
     tsp.js                        RFC 3161 tokens: the checks of ledger.core.timestamps.rfc3161
+    ots.js                        OpenTimestamps: the .ots reader, the walk, Bitcoin headers
     bundle_v3.js                  bundle version 3: version 1 or 2 plus RFC 3161 tokens,
-                                  checked after the steps against a chosen trust store
+                                  checked after the steps against a chosen trust store,
+                                  and OpenTimestamps stamps (``timestamps.opentimestamps``)
     stamps_ui.js                  the trust store picker and the timestamps panel
     ui.js                         files in, hashing with progress, steps and verdict out
 
@@ -66,6 +69,7 @@ _SCRIPTS = (
     "der.js",
     "x509.js",
     "tsp.js",
+    "ots.js",
     "bundle_v3.js",
     "stamps_ui.js",
     "ui.js",

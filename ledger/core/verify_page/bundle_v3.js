@@ -11,16 +11,23 @@
   "use strict";
 
   const { VERSIONS, fields, registerVersion } = root.NotaryVerify;
-  const { fail, hexField, object } = fields;
+  const { decodeHex, fail, hexField, object } = fields;
   const { hex } = root.NotaryCodecs;
   const { base64Bytes } = root.NotaryX509;
   const { TimestampError, verifyToken } = root.NotaryTsp;
+  const { checkOts } = root.NotaryOts;
 
   /** The version a version-3 bundle extends: 2 with a commitment, 1 without. */
   const baseOf = (top) => VERSIONS.get(top.get("commitment") === null ? 1 : 2);
 
+  const SECTION_KEYS = ["root", "rfc3161", "opentimestamps"];
+
   function parseTimestamps(top) {
-    const section = object(top.get("timestamps"), "timestamps", ["root", "rfc3161"]);
+    const section = object(top.get("timestamps"), "timestamps");
+    const unknown = [...section.keys()].filter((k) => !SECTION_KEYS.includes(k)).sort();
+    if (unknown.length) throw fail(`timestamps has unknown keys: ${unknown.join(", ")}`);
+    const missing = ["root", "rfc3161"].filter((k) => !section.has(k));
+    if (missing.length) throw fail(`timestamps lacks keys: ${missing.join(", ")}`);
     const stampedRoot = hexField(section, "root");
     const tokens = section.get("rfc3161");
     if (!Array.isArray(tokens)) throw fail("timestamps.rfc3161 must be a list");
@@ -30,7 +37,43 @@
       token.get("certificates").forEach((c) => fromBase64(c, `rfc3161[${i}] certificate`));
       return fromBase64(token.get("token"), `rfc3161[${i}]`);
     });
-    return { root: stampedRoot, rfc3161: tokens.length, tokens: decoded };
+    const ots = section.has("opentimestamps") ? section.get("opentimestamps") : [];
+    if (!Array.isArray(ots)) throw fail("timestamps.opentimestamps must be a list");
+    return { root: stampedRoot, rfc3161: tokens.length, tokens: decoded, ots: ots.map(parseOtsStamp) };
+  }
+
+  /** One `opentimestamps` element (`OtsStamp.from_json`): {ots: bytes, headers: [80 bytes]}. */
+  function parseOtsStamp(item) {
+    if (!(item instanceof Map) || item.size !== 2 || !item.has("ots") || !item.has("headers")) {
+      throw fail("an opentimestamps element must hold exactly ots and headers");
+    }
+    const headers = item.get("headers");
+    if (typeof item.get("ots") !== "string" || !Array.isArray(headers)) {
+      throw fail("opentimestamps ots must be base64 text, headers a list");
+    }
+    let ots;
+    try {
+      ots = base64Bytes(item.get("ots"));
+    } catch (exc) {
+      throw fail("opentimestamps ots is not base64");
+    }
+    return {
+      ots,
+      headers: headers.map((h) => {
+        const raw = decodeHex(h, "opentimestamps header");
+        if (raw.length !== 80) throw fail("opentimestamps header must be 80 bytes");
+        return raw;
+      }),
+    };
+  }
+
+  /**
+   * The OpenTimestamps stamps of a bundle that passed its steps, each checked over `keyMr`
+   * under `policy` (makePolicy form: the Bitcoin mainnet policy the page offers, or null)
+   * by NotaryOts.checkOts, as `ledger.core.timestamps.ots.check_ots` checks them.
+   */
+  function checkOpenTimestamps(timestamps, keyMr, policy) {
+    return timestamps.ots.map((stamp, index) => ({ index, ...checkOts(stamp, keyMr, policy) }));
   }
 
   function fromBase64(value, what) {
@@ -101,5 +144,5 @@
     }),
   });
 
-  root.NotaryBundleV3 = Object.freeze({ checkTimestamps });
+  root.NotaryBundleV3 = Object.freeze({ checkOpenTimestamps, checkTimestamps });
 })(globalThis);

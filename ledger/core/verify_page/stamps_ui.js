@@ -3,18 +3,23 @@
  * timestamp authorities, the tokens of a version-3 bundle checked against it
  * (NotaryBundleV3.checkTimestamps) and shown one line each.
  *
- * Each line is an <li class="stamp KIND" data-kind="rfc3161" data-index data-status>,
+ * Each line is an <li class="stamp STATUS" data-kind="rfc3161" data-index data-status>,
  * status one of: verified, not-checked ("present, not checked: no trust store chosen"),
  * not-trusted (check 9: no path to the store at the token's time) and invalid (any other
- * check, or a section over another root). #timestamps[data-outcome] sums them up.
+ * check, or a section over another root). OpenTimestamps stamps follow, data-kind
+ * "opentimestamps", status verified, unverifiable, pending or invalid (NotaryOts), placed
+ * under the Bitcoin mainnet policy the page offers. #timestamps[data-outcome] sums them up.
  *
- * Exports globalThis.NotaryStampsUi; needs NotaryX509 and NotaryBundleV3.
+ * Exports globalThis.NotaryStampsUi; needs NotaryVerify, NotaryX509, NotaryOts and
+ * NotaryBundleV3.
  */
 (function (root) {
   "use strict";
 
   const X = root.NotaryX509;
   const V3 = root.NotaryBundleV3;
+  const V = root.NotaryVerify;
+  const { BITCOIN_GENESIS } = root.NotaryOts;
   const doc = root.document;
   const $ = (id) => doc.getElementById(id);
 
@@ -38,15 +43,24 @@
       `${trust.name} (${n} certificate${n === 1 ? "" : "s"}, SHA-256 ${trust.fingerprint.slice(0, 16)}…)`;
   }
 
-  /** The tokens of a passing result checked: {trust ({name, fingerprint} or null), checks}. */
-  async function check(result) {
-    const t = result.ok && result.facts && result.facts.timestamps;
-    if (!t || !t.rfc3161) return null;
-    const checks = await V3.checkTimestamps(t.part, t.keyMr, trust);
-    return { trust: trust && { name: trust.name, fingerprint: trust.fingerprint }, checks };
+  /** The policy OpenTimestamps headers are placed under: the first of `policies` (JSON
+   * forms) for Bitcoin mainnet (its genesis, double SHA-256), or null. */
+  function bitcoinPolicy(policies) {
+    const made = policies.map((p) => V.makePolicy(p));
+    return made.find((p) => p.genesisHex === BITCOIN_GENESIS && p.pow === "sha256d") || null;
   }
 
-  const MARKS = { verified: "✓", "not-checked": "–", "not-trusted": "✗", invalid: "✗" };
+  /** The stamps of a passing result checked: {trust ({name, fingerprint} or null), checks
+   * (RFC 3161), ots (OpenTimestamps)}; null for a bundle without any. */
+  async function check(result, policies) {
+    const t = result.ok && result.facts && result.facts.timestamps;
+    if (!t || (!t.rfc3161 && !t.part.ots.length)) return null;
+    const checks = await V3.checkTimestamps(t.part, t.keyMr, trust);
+    const ots = V3.checkOpenTimestamps(t.part, t.keyMr, bitcoinPolicy(policies));
+    return { trust: trust && { name: trust.name, fingerprint: trust.fingerprint }, checks, ots };
+  }
+
+  const MARKS = { verified: "✓", "not-checked": "–", "not-trusted": "✗", invalid: "✗", pending: "–", unverifiable: "–" };
 
   /** One token's outcome as {status, word, text} (what the line says). */
   function describe(c) {
@@ -65,6 +79,22 @@
     return { status: "invalid", word: "invalid", text: c.reason };
   }
 
+  /** One OpenTimestamps stamp's outcome as {status, word, text}. */
+  function describeOts(o) {
+    const policy = o.policy === null ? "no Bitcoin mainnet policy" : `policy ${o.policy}`;
+    if (o.state === "verified") {
+      const placed = o.attestations.filter((a) => a.state === "verified");
+      const text = placed
+        .map((a) => `Bitcoin block ${a.height} (${a.blockHash}) at ${new Date(a.time * 1000).toISOString().replace(".000Z", "Z")}, placed by ${a.basis} under ${policy}: ${a.reason}`)
+        .join("; ");
+      return { status: "verified", word: "verified", text };
+    }
+    if (o.state === "pending") {
+      return { status: "pending", word: "pending", text: `calendars' promises only (${o.pending.join(", ")}); never verified` };
+    }
+    return { status: o.state, word: o.state, text: o.reasons.join("; ") || "no attestation" };
+  }
+
   function outcomeOf(lines) {
     const kinds = new Set(lines.map((l) => l.status));
     if (kinds.size === 1) return [...kinds][0];
@@ -78,16 +108,19 @@
       panel.hidden = true;
       return;
     }
-    const lines = stamps.checks.map(describe);
+    const item = (kind, label) => (line, i) =>
+      el(
+        "li",
+        { class: `stamp ${line.status}`, "data-kind": kind, "data-index": String(i), "data-status": line.status },
+        el("span", { class: "mark", "aria-hidden": "true" }, MARKS[line.status]),
+        el("span", { class: "text" }, `${label} ${i + 1}: `, el("span", { class: "word" }, line.word), `: ${line.text}`)
+      );
+    const tokens = stamps.checks.map(describe);
+    const ots = stamps.ots.map(describeOts);
+    const lines = [...tokens, ...ots];
     $("timestamp-list").replaceChildren(
-      ...lines.map((line, i) =>
-        el(
-          "li",
-          { class: `stamp ${line.status}`, "data-kind": "rfc3161", "data-index": String(i), "data-status": line.status },
-          el("span", { class: "mark", "aria-hidden": "true" }, MARKS[line.status]),
-          el("span", { class: "text" }, `token ${i + 1}: `, el("span", { class: "word" }, line.word), `: ${line.text}`)
-        )
-      )
+      ...tokens.map(item("rfc3161", "token")),
+      ...ots.map(item("opentimestamps", "OpenTimestamps proof"))
     );
     panel.dataset.outcome = outcomeOf(lines);
     const times = stamps.checks.filter((c) => c.status === "verified").map((c) => c.verdict.genDate);
@@ -101,7 +134,8 @@
   }
 
   /** Whether some token failed under the chosen store (the verdict says so). */
-  const anyFailed = (stamps) => Boolean(stamps && stamps.checks.some((c) => c.status === "failed"));
+  const anyFailed = (stamps) =>
+    Boolean(stamps && (stamps.checks.some((c) => c.status === "failed") || stamps.ots.some((o) => o.state === "invalid")));
 
   root.NotaryStampsUi = Object.freeze({ anyFailed, check, chooseTrustFile, describe, render });
 })(globalThis);

@@ -100,7 +100,7 @@
     if (id !== state.runId) return null;
     const result = V.run(input, { documentSha256: hashed ? hashed.digest : null, policy });
     result.assumed = assumed;
-    result.timestamps = await Stamps.check(result);
+    result.timestamps = await Stamps.check(result, POLICIES);
     if (id !== state.runId) return null;
     state.last = { ...result, hashed: hashed && { method: hashed.method, seconds: hashed.seconds } };
     render(result, hashed);
@@ -256,19 +256,29 @@
   /** Version 3: how many RFC 3161 tokens the bundle carries and how they came out. */
   function timestampsNote(result) {
     const t = result.facts && result.facts.timestamps;
-    if (!t || t.rfc3161 === 0 || !result.timestamps) return "";
+    if (!t || t.rfc3161 === 0 || !result.timestamps) return otsNote(result);
     const n = t.rfc3161 === 1 ? "1 RFC 3161 timestamp token" : `${t.rfc3161} RFC 3161 timestamp tokens`;
     const checks = result.timestamps.checks;
     const count = (status) => checks.filter((c) => c.status === status).length;
     if (result.timestamps.trust === null) {
-      return ` The bundle also carries ${n} over the block's KeyMR: present, not checked (no trust store chosen).`;
+      return ` The bundle also carries ${n} over the block's KeyMR: present, not checked (no trust store chosen).` + otsNote(result);
     }
     const failed = count("failed");
     return (
       ` The bundle also carries ${n} over the block's KeyMR: ${count("verified")} verified,` +
       ` ${failed} failed under the trust store ${result.timestamps.trust.name}` +
-      (failed ? " (a timestamp token failed: see below)." : ".")
+      (failed ? " (a timestamp token failed: see below)." : ".") +
+      otsNote(result)
     );
+  }
+
+  /** Version 3: the OpenTimestamps stamps, counted by state. */
+  function otsNote(result) {
+    const ots = result.timestamps ? result.timestamps.ots : [];
+    if (!ots.length) return "";
+    const states = ["verified", "unverifiable", "pending", "invalid"];
+    const counts = states.map((s) => [s, ots.filter((o) => o.state === s).length]).filter(([, n]) => n);
+    return ` OpenTimestamps: ${counts.map(([s, n]) => `${n} ${s}`).join(", ")} (see below).`;
   }
 
   function policyNote(result) {

@@ -1,0 +1,331 @@
+/*
+ * OpenTimestamps proofs in the browser: a reader of the .ots binary format (the
+ * opentimestamps library's DetachedTimestampFile, as `ots stamp` writes it), the walk from
+ * the root to each attestation, and the Bitcoin header checks of Python's
+ * ledger/core/timestamps/ots.py `check_ots`, step for step:
+ *
+ *  1 the bytes parse as a detached timestamp file (magic, major version 1, file-hash op,
+ *    digest, timestamp tree, nothing after) and serialize back to the same bytes
+ *    (attestations and ops in the library's order, each once);
+ *  2 the file-hash op is SHA-256 and the digest is the root;
+ *  3 every header is 80 bytes and its double SHA-256 meets the target its own bits encode;
+ *  4 every header is the one some Bitcoin attestation's message names as its Merkle root;
+ *  5 each Bitcoin attestation whose header is given is placed under the policy applied.
+ *
+ * States: invalid (steps 1-4, or an attestation's message is not 32 bytes), verified (an
+ * attestation placed), unverifiable (attested, none placed: a missing header, or a policy
+ * that cannot place it), pending (calendars' promises only; never verified).
+ *
+ * Placement (TrustPolicy.place): a policy that names checkpoints places by them; this page
+ * carries none, so a header under such a policy is "header checked, not placed under a
+ * policy" (unverifiable). A policy without checkpoints places a header whose target is at
+ * least as hard as its least work (`max_target`). Ops: sha1, ripemd160, sha256, keccak256
+ * (@noble/hashes), append, prepend, reverse, hexlify.
+ *
+ * Pure: no DOM, no I/O. Exports globalThis.NotaryOts; needs nobleHashes and NotaryCodecs.
+ */
+(function (root) {
+  "use strict";
+
+  const N = root.nobleHashes;
+  const C = root.NotaryCodecs;
+  const { concat, equal, hex } = C;
+
+  /** A .ots file that does not read (Python: OtsError from `parse_ots`). */
+  class OtsError extends Error {
+    constructor(reason) {
+      super(reason);
+      this.name = "OtsError";
+      this.reason = reason;
+    }
+  }
+
+  const MAGIC = Uint8Array.from([
+    0x00, 0x4f, 0x70, 0x65, 0x6e, 0x54, 0x69, 0x6d, 0x65, 0x73, 0x74, 0x61, 0x6d, 0x70, 0x73, 0x00,
+    0x00, 0x50, 0x72, 0x6f, 0x6f, 0x66, 0x00, 0xbf, 0x89, 0xe2, 0xe8, 0x84, 0xe8, 0x92, 0x94,
+  ]);
+  const MAX_MSG = 4096;
+  const MAX_PAYLOAD = 8192;
+  const MAX_URI = 1000;
+  const RECURSION_LIMIT = 256;
+  const URI_CHARS = /^[A-Za-z0-9\-._/:]*$/;
+  const BITCOIN_GENESIS = "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f";
+  const TAGS = Object.freeze({
+    pending: "83dfe30d2ef90c8e",
+    bitcoin: "0588960d73d71901",
+    litecoin: "06869a0d73d71b45",
+    ethereum: "30fe8087b5c7ead7",
+  });
+  const HEX_OF = (byte) => byte.toString(16).padStart(2, "0");
+
+  /** Unary ops by tag: [name, fn (bytes -> bytes)], crypto ops with their digest length. */
+  const UNARY = {
+    0x02: ["sha1", (m) => N.sha1(m), 20],
+    0x03: ["ripemd160", (m) => N.ripemd160(m), 20],
+    0x08: ["sha256", (m) => N.sha256(m), 32],
+    0x67: ["keccak256", (m) => N.keccak_256(m), 32],
+    0xf2: ["reverse", (m) => nonEmpty(m, "reverse").slice().reverse(), 0],
+    0xf3: ["hexlify", (m) => new TextEncoder().encode(hex(nonEmpty(m, "hexlify"))), 0],
+  };
+  const BINARY = { 0xf0: ["append", (m, a) => concat(m, a)], 0xf1: ["prepend", (m, a) => concat(a, m)] };
+  const CRYPT_TAGS = [0x02, 0x03, 0x08, 0x67];
+
+  function nonEmpty(m, what) {
+    if (!m.length) throw new OtsError(`cannot ${what} an empty message`);
+    return m;
+  }
+
+  // -- reading ------------------------------------------------------------------------------
+
+  class Reader {
+    constructor(bytes) {
+      this.bytes = bytes;
+      this.at = 0;
+    }
+    take(n) {
+      if (this.at + n > this.bytes.length) throw new OtsError("the file is truncated");
+      const out = this.bytes.subarray(this.at, this.at + n);
+      this.at += n;
+      return out;
+    }
+    byte() {
+      return this.take(1)[0];
+    }
+    varuint() {
+      let value = 0;
+      for (let shift = 0; ; shift += 7) {
+        const b = this.byte();
+        if (shift > 49) throw new OtsError("a varuint is too long");
+        value += (b & 0x7f) * 2 ** shift;
+        if (!(b & 0x80)) return value;
+      }
+    }
+    varbytes(max, min = 0) {
+      const n = this.varuint();
+      if (n > max || n < min) throw new OtsError(`a length ${n} is out of range`);
+      return this.take(n);
+    }
+    atEnd() {
+      return this.at === this.bytes.length;
+    }
+  }
+
+  function applyOp(op, msg) {
+    if (msg.length > MAX_MSG) throw new OtsError("a message is too long");
+    const result = op.arg === null ? UNARY[op.tag][1](msg) : BINARY[op.tag][1](msg, op.arg);
+    if (result.length > MAX_MSG) throw new OtsError("an op's result is too long");
+    return result;
+  }
+
+  function readAttestation(r) {
+    const tag = hex(r.take(8));
+    const payload = r.varbytes(MAX_PAYLOAD);
+    const p = new Reader(payload);
+    let att;
+    if (tag === TAGS.pending) {
+      const uri = p.varbytes(MAX_URI);
+      const text = String.fromCharCode(...uri);
+      if (!URI_CHARS.test(text)) throw new OtsError("a calendar URI has a character not allowed");
+      att = { tag, kind: "pending", uri: text };
+    } else if (tag === TAGS.bitcoin || tag === TAGS.litecoin || tag === TAGS.ethereum) {
+      const kind = Object.keys(TAGS).find((k) => TAGS[k] === tag);
+      att = { tag, kind, height: p.varuint() };
+    } else {
+      return { tag, kind: "unknown", payload };
+    }
+    if (!p.atEnd()) throw new OtsError("an attestation has trailing bytes");
+    return att;
+  }
+
+  function readOp(r, tag) {
+    if (UNARY[tag]) return { tag, arg: null };
+    if (BINARY[tag]) return { tag, arg: r.varbytes(MAX_MSG, 1) };
+    throw new OtsError(`unknown operation tag 0x${HEX_OF(tag)}`);
+  }
+
+  /** Timestamp.deserialize: {msg, attestations: [...], ops: [[op, timestamp]]}. */
+  function readTimestamp(r, msg, limit) {
+    if (limit < 1) throw new OtsError("the timestamp is nested too deep");
+    const stamp = { msg, attestations: [], ops: [] };
+    const one = (tag) => {
+      if (tag === 0x00) stamp.attestations.push(readAttestation(r));
+      else {
+        const op = readOp(r, tag);
+        stamp.ops.push([op, readTimestamp(r, applyOp(op, msg), limit - 1)]);
+      }
+    };
+    let tag = r.byte();
+    while (tag === 0xff) {
+      one(r.byte());
+      tag = r.byte();
+    }
+    one(tag);
+    return stamp;
+  }
+
+  // -- writing (the library's canonical order) -------------------------------------------------
+
+  function varuint(n) {
+    const out = [];
+    do {
+      let b = n % 128;
+      n = Math.floor(n / 128);
+      if (n) b |= 0x80;
+      out.push(b);
+    } while (n);
+    return Uint8Array.from(out);
+  }
+  const varbytes = (b) => concat(varuint(b.length), b);
+
+  function attestationBytes(att) {
+    let payload;
+    if (att.kind === "pending") payload = varbytes(new TextEncoder().encode(att.uri));
+    else if (att.kind === "unknown") payload = att.payload;
+    else payload = varuint(att.height);
+    return concat(C.fromHexDigits(att.tag), varbytes(payload));
+  }
+
+  function compareBytes(a, b) {
+    for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i] - b[i];
+    return a.length - b.length;
+  }
+
+  function compareAttestations(a, b) {
+    if (a.tag !== b.tag) return a.tag < b.tag ? -1 : 1;
+    if (a.kind === "pending") return a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0;
+    if (a.kind === "unknown") return compareBytes(a.payload, b.payload);
+    return a.height - b.height;
+  }
+
+  const opBytes = (op) => concat(Uint8Array.of(op.tag), op.arg === null ? new Uint8Array(0) : varbytes(op.arg));
+  const compareOps = (a, b) => (a.tag !== b.tag ? a.tag - b.tag : a.arg === null ? 0 : compareBytes(a.arg, b.arg));
+
+  /** Timestamp.serialize of `stamp` (as a set of attestations and a map of ops). */
+  function timestampBytes(stamp) {
+    const atts = uniqueBy(stamp.attestations, (a) => hex(attestationBytes(a))).sort(compareAttestations);
+    const ops = uniqueBy(stamp.ops, ([op]) => hex(opBytes(op)), { keepLast: true }).sort((x, y) => compareOps(x[0], y[0]));
+    const parts = [];
+    for (const att of atts.slice(0, -1)) parts.push(Uint8Array.of(0xff, 0x00), attestationBytes(att));
+    if (atts.length) parts.push(Uint8Array.of(...(ops.length ? [0xff, 0x00] : [0x00])), attestationBytes(atts[atts.length - 1]));
+    ops.forEach(([op, sub], i) => {
+      if (i < ops.length - 1) parts.push(Uint8Array.of(0xff));
+      parts.push(opBytes(op), timestampBytes(sub));
+    });
+    return concat(...parts);
+  }
+
+  function uniqueBy(list, key, { keepLast = false } = {}) {
+    const seen = new Map();
+    for (const item of list) if (keepLast || !seen.has(key(item))) seen.set(key(item), item);
+    return [...seen.values()];
+  }
+
+  /**
+   * Step 1: a complete .ots file (Uint8Array) -> {hashOp (name), digest, timestamp}.
+   * @throws OtsError when it does not parse or is not its own canonical serialization.
+   */
+  function parseOts(bytes) {
+    const r = new Reader(bytes);
+    if (!equal(r.take(MAGIC.length), MAGIC)) throw new OtsError("not an OpenTimestamps file: bad magic");
+    if (r.varuint() !== 1) throw new OtsError("not an OpenTimestamps file: unsupported major version");
+    const tag = r.byte();
+    if (!CRYPT_TAGS.includes(tag)) throw new OtsError(`not an OpenTimestamps file: file-hash op 0x${HEX_OF(tag)}`);
+    const digest = r.take(UNARY[tag][2]);
+    const timestamp = readTimestamp(r, digest, RECURSION_LIMIT);
+    if (!r.atEnd()) throw new OtsError("not an OpenTimestamps file: bytes after the timestamp");
+    const canonical = concat(MAGIC, varuint(1), Uint8Array.of(tag), digest, timestampBytes(timestamp));
+    if (!equal(canonical, bytes)) throw new OtsError("not the canonical serialization of its timestamp");
+    return { hashOp: UNARY[tag][0], digest, timestamp };
+  }
+
+  /** Every (message, attestation) of the tree, as Timestamp.all_attestations walks it. */
+  function allAttestations(stamp, out = []) {
+    for (const att of stamp.attestations) out.push([stamp.msg, att]);
+    for (const [, sub] of stamp.ops) allAttestations(sub, out);
+    return out;
+  }
+
+  // -- the check ---------------------------------------------------------------------------------
+
+  const display = (hash) => hex(C.reversed(hash));
+
+  function headersOf(raw) {
+    return raw.map((bytes) => {
+      let header;
+      let target;
+      try {
+        header = C.parseHeader(bytes);
+        target = C.bitsToTarget(header.bits);
+      } catch (exc) {
+        if (exc instanceof C.FormatError) throw new OtsError(`a header does not parse: ${exc.message}`);
+        throw exc;
+      }
+      if (C.uintLE(header.hash) > target) throw new OtsError(`header ${display(header.hash)} misses its own target`);
+      return { ...header, target };
+    });
+  }
+
+  /** TrustPolicy.place for the page (module comment): {basis, detail} or a reason. */
+  function place(header, policy) {
+    if (policy.checkpoints) {
+      return `header checked, not placed under a policy (this page does not carry policy ${policy.name}'s checkpoints ${policy.checkpoints})`;
+    }
+    if (header.target <= policy.maxTarget) {
+      return { basis: "work", detail: `its target is at least as hard as policy ${policy.name}'s` };
+    }
+    return `no checkpoints; and its work is below policy ${policy.name}'s least work per header`;
+  }
+
+  function attestationOutcome(msg, height, headers, policy) {
+    const out = { height, blockHash: null, time: null, basis: null };
+    if (msg.length !== 32) return { ...out, state: "invalid", reason: "its message is not 32 bytes" };
+    const header = headers.find((h) => equal(h.merkleRoot, msg));
+    if (!header) return { ...out, state: "unverifiable", reason: "its header is missing" };
+    Object.assign(out, { blockHash: display(header.hash), time: header.timestamp });
+    if (policy === null || policy.genesisHex !== BITCOIN_GENESIS || policy.pow !== "sha256d") {
+      const name = policy === null ? "(none)" : policy.name;
+      return { ...out, state: "unverifiable", reason: `header checked, not placed under a policy: policy ${name} is not for Bitcoin mainnet` };
+    }
+    const placed = place(header, policy);
+    if (typeof placed === "string") return { ...out, state: "unverifiable", reason: placed };
+    return { ...out, state: "verified", basis: placed.basis, reason: placed.detail };
+  }
+
+  const describeAttestation = (a) => `Bitcoin block ${a.height}${a.blockHash ? ` (${a.blockHash})` : ""}: ${a.reason}`;
+
+  /**
+   * check_ots: one stamp ({ots: bytes, headers: [80-byte Uint8Array]}) over `rootBytes` under
+   * `policy` (NotaryVerify.makePolicy form, or null) -> {state, policy, attestations,
+   * pending (calendar URIs), reasons}. Never throws for bad data (that is "invalid").
+   */
+  function checkOts(stamp, rootBytes, policy) {
+    const policyName = policy === null ? null : policy.name;
+    let parsed;
+    let headers;
+    try {
+      parsed = parseOts(stamp.ots);
+      if (parsed.hashOp !== "sha256") throw new OtsError(`the file-hash op is ${parsed.hashOp}, not sha256`);
+      if (!equal(parsed.digest, rootBytes)) throw new OtsError(`stamps ${hex(parsed.digest)}, not the root ${hex(rootBytes)}`);
+      headers = headersOf(stamp.headers);
+    } catch (exc) {
+      if (!(exc instanceof OtsError)) throw exc;
+      return { state: "invalid", policy: policyName, attestations: [], pending: [], reasons: [exc.reason] };
+    }
+    const all = allAttestations(parsed.timestamp);
+    const bitcoin = all.filter(([, a]) => a.kind === "bitcoin").sort((x, y) => x[1].height - y[1].height);
+    const pending = all.filter(([, a]) => a.kind === "pending").map(([, a]) => a.uri).sort();
+    const others = all.filter(([, a]) => a.kind !== "bitcoin" && a.kind !== "pending").map(([, a]) => `${a.kind} attestation: not checked (not a Bitcoin attestation)`);
+    const unused = headers.find((h) => !bitcoin.some(([msg]) => equal(h.merkleRoot, msg)));
+    if (unused) {
+      const reason = `Merkle root mismatch: header ${display(unused.hash)} is no attestation's message`;
+      return { state: "invalid", policy: policyName, attestations: [], pending, reasons: [reason] };
+    }
+    const attestations = bitcoin.map(([msg, a]) => attestationOutcome(msg, a.height, headers, policy));
+    const states = new Set(attestations.map((a) => a.state));
+    const state = states.has("invalid") ? "invalid" : states.has("verified") ? "verified" : states.size || !pending.length ? "unverifiable" : "pending";
+    const reasons = [...attestations.filter((a) => a.state !== "verified").map(describeAttestation), ...others];
+    return { state, policy: policyName, attestations, pending, reasons };
+  }
+
+  root.NotaryOts = Object.freeze({ BITCOIN_GENESIS, OtsError, allAttestations, checkOts, describeAttestation, parseOts });
+})(globalThis);

@@ -127,9 +127,11 @@
     const earliest = times.length ? new Date(Math.min(...times)).toISOString().replace(".000Z", "Z") : null;
     $("timestamps-note").textContent = earliest
       ? `The document existed no later than ${earliest} (RFC 3161, trust store ${stamps.trust.name}).`
-      : stamps.trust
-        ? `Checked against the trust store ${stamps.trust.name} (SHA-256 ${stamps.trust.fingerprint}).`
-        : "Choose a trust store for timestamp authorities above to check them.";
+      : !stamps.checks.length
+        ? ""
+        : stamps.trust
+          ? `Checked against the trust store ${stamps.trust.name} (SHA-256 ${stamps.trust.fingerprint}).`
+          : "Choose a trust store for timestamp authorities above to check the RFC 3161 tokens.";
     panel.hidden = false;
   }
 

@@ -1,0 +1,236 @@
+"""The page reads and checks OpenTimestamps stamps (``timestamps.opentimestamps``).
+
+The real examples of opentimestamps-client (tests/vectors/opentimestamps/README.md, with
+the header of Bitcoin block 358391) get the state that README gives for
+``ledger.core.timestamps.ots.check_ots``; one-byte mutations of the proof and of the
+header never verify the same claim; and a version-3 bundle carrying a pending stamp and a
+stamp whose self-made header is below Bitcoin mainnet's least work shows both as such.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.core.proof.policy import SHIPPED
+from ledger.core.timestamps.bundle_part import TimestampsPart
+from ledger.core.verify_page import render_verify_page
+from tests.browser.test_verify_page import UI_STATE_JS, open_page
+from tests.ledger.anchor.bundles import DOCUMENT, forge_bundle
+
+VECTORS = Path(__file__).parents[1] / "vectors" / "opentimestamps"
+HASH_358391 = "000000000000000003e892881a8cdcdc117c06d444057c98b6f04a9ee75a2319"
+HEADER_358391 = bytes.fromhex((VECTORS / "block-358391.header.hex").read_text().strip())
+MAGIC = b"\x00OpenTimestamps\x00\x00Proof\x00\xbf\x89\xe2\xe8\x84\xe8\x92\x94"
+BITCOIN_TAG = bytes.fromhex("0588960d73d71901")
+PENDING_TAG = bytes.fromhex("83dfe30d2ef90c8e")
+MAINNET = SHIPPED["bitcoin-mainnet"].to_json()
+#: Bitcoin mainnet's genesis with a floor below block 358391's target: work places it.
+EASY = {**MAINNET, "name": "mainnet-easy", "max_target": "00000000ffff" + "0" * 52}
+
+CHECK_JS = """
+(cases) => cases.map(([ots, root, headers, policy]) => {
+  const b = (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+  const made = policy === null ? null : NotaryVerify.makePolicy(policy);
+  const out = NotaryOts.checkOts({ots: b(ots), headers: headers.map(b)}, b(root), made);
+  return {state: out.state, heights: out.attestations.map((a) => a.height),
+          hashes: out.attestations.map((a) => a.blockHash), reasons: out.reasons,
+          pending: out.pending};
+})
+"""
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _case(ots: bytes, root: bytes, headers: list[bytes], policy: Any) -> list[Any]:
+    return [_b64(ots), _b64(root), [_b64(h) for h in headers], policy]
+
+
+def _vector(name: str) -> tuple[bytes, bytes]:
+    """The .ots bytes and the SHA-256 of the file beside it (its root)."""
+    ots = (VECTORS / name).read_bytes()
+    beside = VECTORS / name.removesuffix(".ots")
+    return ots, hashlib.sha256(beside.read_bytes()).digest() if beside.exists() else bytes(32)
+
+
+#: file, headers given, policy, state (the README's, under a policy without checkpoints).
+TABLE = [
+    ("hello-world.txt.ots", [HEADER_358391], EASY, "verified"),
+    ("hello-world.txt.ots", [HEADER_358391], MAINNET, "unverifiable"),
+    ("hello-world.txt.ots", [], EASY, "unverifiable"),
+    ("hello-world.txt.ots", [HEADER_358391], None, "unverifiable"),
+    ("bad-stamp.txt.ots", [HEADER_358391], EASY, "invalid"),
+    ("empty.ots", [], EASY, "unverifiable"),
+    ("different-blockchains.txt.ots", [], EASY, "unverifiable"),
+    ("bitcoin.pdf.ots", [], EASY, "invalid"),
+    ("incomplete.txt.ots", [], EASY, "pending"),
+    ("merkle1.txt.ots", [], EASY, "pending"),
+    ("merkle2.txt.ots", [], EASY, "pending"),
+    ("merkle3.txt.ots", [], EASY, "pending"),
+    ("two-calendars.txt.ots", [], EASY, "pending"),
+    ("unknown-notary.txt.ots", [], EASY, "unverifiable"),
+    ("known-and-unknown-notary.txt.ots", [], EASY, "pending"),
+]
+
+
+@pytest.fixture
+def blank_page(page: Any, tmp_path: Path) -> Any:
+    (tmp_path / "verify.html").write_text(render_verify_page(), encoding="utf-8")
+    open_page(page, (tmp_path / "verify.html").as_uri())
+    return page
+
+
+def test_the_published_examples_get_their_states(blank_page: Any) -> None:
+    cases = [_case(*_vector(name), headers, policy) for name, headers, policy, _ in TABLE]
+    shown = blank_page.evaluate(CHECK_JS, cases)
+    assert [s["state"] for s in shown] == [state for *_, state in TABLE]
+    hello = shown[0]
+    assert hello["heights"] == [358391]
+    assert hello["hashes"] == [HASH_358391]
+    assert shown[1]["reasons"] == [
+        "Bitcoin block 358391 (000000000000000003e892881a8cdcdc117c06d444057c98b6f04a9ee75a2319):"
+        " no checkpoints; and its work is below policy bitcoin-mainnet's least work per header"
+    ]
+    assert "not placed under a policy" in shown[3]["reasons"][0]
+    assert shown[4]["reasons"][0].startswith("Merkle root mismatch: header 0000000000000000")
+    assert shown[7]["reasons"] == ["the file-hash op is sha1, not sha256"]
+    assert shown[8]["pending"] == ["https://alice.btc.calendar.opentimestamps.org"]
+    assert blank_page.errors == []
+
+
+def test_a_policy_naming_checkpoints_the_page_lacks_places_nothing(blank_page: Any) -> None:
+    ots, root = _vector("hello-world.txt.ots")
+    named = {**EASY, "checkpoints": "bitcoinj-mainnet"}
+    [shown] = blank_page.evaluate(CHECK_JS, [_case(ots, root, [HEADER_358391], named)])
+    assert shown["state"] == "unverifiable"
+    assert "header checked, not placed under a policy" in shown["reasons"][0]
+
+
+def test_one_byte_mutations_never_verify_another_claim(blank_page: Any) -> None:
+    """Every byte of the proof and of the header, one bit flipped: none verifies another
+    block. What may still verify is the same block: a flipped height (the proof's claim,
+    not the header's) or ``append`` <-> ``prepend`` of a Merkle sibling equal to the node
+    itself (Bitcoin pairs an odd level's last txid with itself), as the Python tests of
+    ``check_ots`` on the same vector find."""
+    ots, root = _vector("hello-world.txt.ots")
+    cases = []
+    for at in range(len(ots)):
+        mutated = bytearray(ots)
+        mutated[at] ^= 0x01
+        cases.append(_case(bytes(mutated), root, [HEADER_358391], EASY))
+    for at in range(len(HEADER_358391)):
+        header = bytearray(HEADER_358391)
+        header[at] ^= 0x01
+        cases.append(_case(ots, root, [bytes(header)], EASY))
+    shown = blank_page.evaluate(CHECK_JS, cases)
+    verified = [s for s in shown if s["state"] == "verified"]
+    assert all(s["hashes"] == [HASH_358391] for s in verified)
+    assert len(verified) == 4  # the three bytes of the height, one append <-> prepend
+    assert not any(s["state"] == "verified" for s in shown[len(ots) :])
+    assert len(shown) == 688 + 80
+
+
+def test_trailing_bytes_and_a_non_canonical_file_are_invalid(blank_page: Any) -> None:
+    ots, root = _vector("hello-world.txt.ots")
+    padded = _pending_ots(root) + b"\x00"
+    doubled = _pending_ots(root, twice=True)
+    shown = blank_page.evaluate(
+        CHECK_JS, [_case(ots + b"\x00", root, [], EASY), _case(padded, root, [], EASY),
+                   _case(doubled, root, [], EASY)],
+    )  # fmt: skip
+    assert [s["state"] for s in shown] == ["invalid"] * 3
+    assert shown[2]["reasons"] == ["not the canonical serialization of its timestamp"]
+
+
+# -- a bundle that carries stamps ---------------------------------------------------------------
+
+
+def _varuint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _varbytes(data: bytes) -> bytes:
+    return _varuint(len(data)) + data
+
+
+def _pending_ots(root: bytes, *, twice: bool = False) -> bytes:
+    """A .ots over ``root`` with one calendar's promise (the same one twice: not canonical)."""
+    attestation = PENDING_TAG + _varbytes(
+        _varbytes(b"https://alice.btc.calendar.opentimestamps.org")
+    )
+    tree = (b"\xff\x00" + attestation if twice else b"") + b"\x00" + attestation
+    return MAGIC + b"\x01\x08" + root + tree
+
+
+def _mined_stamp(root: bytes, height: int) -> tuple[bytes, bytes]:
+    """A .ots over ``root`` (one SHA-256 op, then a Bitcoin attestation) and a header of our
+    own making whose Merkle root is that op's result and which meets its own easy bits."""
+    ots = MAGIC + b"\x01\x08" + root + b"\x08\x00" + BITCOIN_TAG + _varbytes(_varuint(height))
+    merkle = hashlib.sha256(root).digest()
+    bits = 0x207FFFFF
+    target = 0x7FFFFF << (8 * (0x20 - 3))
+    for nonce in range(1000):
+        header = (
+            (4).to_bytes(4, "little") + bytes(32) + merkle
+            + (1_700_000_000).to_bytes(4, "little") + bits.to_bytes(4, "little")
+            + nonce.to_bytes(4, "little")
+        )  # fmt: skip
+        digest = hashlib.sha256(hashlib.sha256(header).digest()).digest()
+        if int.from_bytes(digest, "little") <= target:
+            return ots, header
+    raise AssertionError("no nonce found")
+
+
+def test_a_bundle_shows_its_pending_and_unplaced_stamps(page: Any, tmp_path: Path) -> None:
+    forged = forge_bundle()
+    keymr = forged.bundle.receipt.directory_block_keymr
+    ots, header = _mined_stamp(keymr, 900_000)
+    bundle = forged.bundle.to_json()
+    bundle["version"] = 3
+    bundle["commitment"] = None
+    bundle["aggregation"] = None
+    bundle["timestamps"] = TimestampsPart(keymr, ()).to_json()
+    bundle["timestamps"]["opentimestamps"] = [
+        {"ots": _b64(_pending_ots(keymr)), "headers": []},
+        {"ots": _b64(ots), "headers": [header.hex()]},
+    ]
+    (tmp_path / "report.txt").write_bytes(DOCUMENT)
+    path = tmp_path / "report.txt.proof.json"
+    path.write_text(json.dumps(bundle, indent=2, sort_keys=True))
+    page_file = tmp_path / "verify.html"
+    page_file.write_text(render_verify_page(policy=forged.policy), encoding="utf-8")
+    open_page(page, page_file.as_uri())
+    page.set_input_files("#bundle-input", str(path))
+    page.set_input_files("#document-input", str(tmp_path / "report.txt"))
+    page.wait_for_selector("#result[data-state=done]")
+    shown = page.evaluate(UI_STATE_JS)
+    lines = page.evaluate(
+        """() => [...document.querySelectorAll("#timestamp-list li")].map((li) =>
+             [li.dataset.kind, li.dataset.status, li.querySelector(".text").textContent])"""
+    )
+    assert shown["verdict"] == "pass", shown
+    assert lines[0] == [
+        "opentimestamps",
+        "pending",
+        "OpenTimestamps proof 1: pending: calendars' promises only"
+        " (https://alice.btc.calendar.opentimestamps.org); never verified",
+    ]
+    assert lines[1][:2] == ["opentimestamps", "unverifiable"]
+    assert "Bitcoin block 900000 (" in lines[1][2]
+    assert "below policy bitcoin-mainnet's least work per header" in lines[1][2]
+    assert "OpenTimestamps: 1 unverifiable, 1 pending (see below)." in shown["detail"]
+    page.evaluate("() => document.activeElement.blur()")
+    page.screenshot(path=str(tmp_path / "verify-page-ots.png"), full_page=True)
+    assert page.errors == []

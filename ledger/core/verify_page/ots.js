@@ -2,7 +2,7 @@
  * OpenTimestamps proofs in the browser: a reader of the .ots binary format (the
  * opentimestamps library's DetachedTimestampFile, as `ots stamp` writes it), the walk from
  * the root to each attestation, and the Bitcoin header checks of Python's
- * ledger/core/timestamps/ots.py `check_ots`, step for step:
+ * `ledger.core.timestamps.ots.check_ots`, step for step:
  *
  *  1 the bytes parse as a detached timestamp file (magic, major version 1, file-hash op,
  *    digest, timestamp tree, nothing after) and serialize back to the same bytes

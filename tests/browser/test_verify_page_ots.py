@@ -34,13 +34,16 @@ MAINNET = SHIPPED["bitcoin-mainnet"].to_json()
 EASY = {**MAINNET, "name": "mainnet-easy", "max_target": "00000000ffff" + "0" * 52}
 
 CHECK_JS = """
-(cases) => cases.map(([ots, root, headers, policy]) => {
+(cases) => cases.map(([ots, root, headers, policy, given]) => {
   const b = (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
   const made = policy === null ? null : NotaryVerify.makePolicy(policy);
-  const out = NotaryOts.checkOts({ots: b(ots), headers: headers.map(b)}, b(root), made);
+  const sets = Object.fromEntries(Object.entries(given || {}).map(
+    ([name, [first, records]]) => [name, NotaryOts.readCheckpoints(name, first, records)]));
+  const out = NotaryOts.checkOts({ots: b(ots), headers: headers.map(b)}, b(root), made, sets);
   return {state: out.state, heights: out.attestations.map((a) => a.height),
           hashes: out.attestations.map((a) => a.blockHash), reasons: out.reasons,
-          pending: out.pending};
+          pending: out.pending, bases: out.attestations.map((a) => a.basis),
+          details: out.attestations.map((a) => a.reason)};
 })
 """
 
@@ -49,8 +52,10 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def _case(ots: bytes, root: bytes, headers: list[bytes], policy: Any) -> list[Any]:
-    return [_b64(ots), _b64(root), [_b64(h) for h in headers], policy]
+def _case(
+    ots: bytes, root: bytes, headers: list[bytes], policy: Any, sets: Any = None
+) -> list[Any]:
+    return [_b64(ots), _b64(root), [_b64(h) for h in headers], policy, sets]
 
 
 def _vector(name: str) -> tuple[bytes, bytes]:
@@ -107,10 +112,47 @@ def test_the_published_examples_get_their_states(blank_page: Any) -> None:
 
 def test_a_policy_naming_checkpoints_the_page_lacks_places_nothing(blank_page: Any) -> None:
     ots, root = _vector("hello-world.txt.ots")
-    named = {**EASY, "checkpoints": "bitcoinj-mainnet"}
+    named = {**EASY, "checkpoints": "a-set-not-given"}
     [shown] = blank_page.evaluate(CHECK_JS, [_case(ots, root, [HEADER_358391], named)])
     assert shown["state"] == "unverifiable"
     assert "header checked, not placed under a policy" in shown["reasons"][0]
+
+
+def _record(block_hash: bytes, bits: int, time_s: int) -> bytes:
+    return block_hash + bits.to_bytes(4, "little") + time_s.to_bytes(4, "little")
+
+
+def test_checkpoints_place_a_historic_header_by_hash_or_by_its_period(blank_page: Any) -> None:
+    """The placement rules of ``Checkpoints.place`` on made-up sets around block 358391:
+    its own hash (checkpoint), its period's bits and time window (era), other bits, and a
+    height outside the set (then the least work decides, and refuses)."""
+    ots, root = _vector("hello-world.txt.ots")
+    hash_internal = bytes.fromhex(HASH_358391)[::-1]
+    time_s = int.from_bytes(HEADER_358391[68:72], "little")
+    bits = int.from_bytes(HEADER_358391[72:76], "little")
+    day = 86_400
+    period = _record(bytes(32), bits, time_s - 3 * day) + _record(b"\1" * 32, bits, time_s + day)
+    sets = {
+        "exact": [358391, _b64(_record(hash_internal, bits, time_s))],
+        "era": [356832, _b64(period)],
+        "other-bits": [356832, _b64(_record(bytes(32), bits + 1, time_s))],
+        "early": [2016, _b64(_record(bytes(32), bits, time_s))],
+    }
+    cases = [
+        _case(ots, root, [HEADER_358391], {**MAINNET, "checkpoints": name}, sets) for name in sets
+    ]
+    shown = blank_page.evaluate(CHECK_JS, cases)
+    assert [s["state"] for s in shown] == ["verified", "verified", "unverifiable", "unverifiable"]
+    assert [s["bases"] for s in shown] == [["checkpoint"], ["era"], [None], [None]]
+    assert shown[1]["details"] == [
+        "bits 0x181686f5 are those of its difficulty period (blocks 356832-358847, era):"
+        " as costly to forge as one block of that period"
+    ]
+    assert shown[2]["details"][0].startswith("bits 0x181686f5 are not those of block 358391's")
+    assert shown[3]["details"] == [
+        "block 358391 is outside the early checkpoints (up to 4031); and its work is below"
+        " policy bitcoin-mainnet's least work per header"
+    ]
 
 
 def test_one_byte_mutations_never_verify_another_claim(blank_page: Any) -> None:

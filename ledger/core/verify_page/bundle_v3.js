@@ -70,10 +70,10 @@
   /**
    * The OpenTimestamps stamps of a bundle that passed its steps, each checked over `keyMr`
    * under `policy` (makePolicy form: the Bitcoin mainnet policy the page offers, or null)
-   * by NotaryOts.checkOts, as `ledger.core.timestamps.ots.check_ots` checks them.
+   * with the checkpoint sets `sets` by NotaryOts.checkOts, as `ledger.core.timestamps.ots.check_ots` checks them.
    */
-  function checkOpenTimestamps(timestamps, keyMr, policy) {
-    return timestamps.ots.map((stamp, index) => ({ index, ...checkOts(stamp, keyMr, policy) }));
+  function checkOpenTimestamps(timestamps, keyMr, policy, sets = {}) {
+    return timestamps.ots.map((stamp, index) => ({ index, ...checkOts(stamp, keyMr, policy, sets) }));
   }
 
   function fromBase64(value, what) {

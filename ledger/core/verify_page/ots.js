@@ -16,10 +16,14 @@
  * attestation placed), unverifiable (attested, none placed: a missing header, or a policy
  * that cannot place it), pending (calendars' promises only; never verified).
  *
- * Placement (TrustPolicy.place): a policy that names checkpoints places by them; this page
- * carries none, so a header under such a policy is "header checked, not placed under a
- * policy" (unverifiable). A policy without checkpoints places a header whose target is at
- * least as hard as its least work (`max_target`). Ops: sha1, ripemd160, sha256, keccak256
+ * Placement (TrustPolicy.place, ledger.core.proof.checkpoints): a policy that names a
+ * checkpoint set places a header by it (its hash is a checkpoint's: "checkpoint"; its
+ * height's difficulty period has its bits and its time lies in that period, give or take
+ * two days: "era"); a height the set covers is never placed by work when the set refuses
+ * it. Otherwise a header whose target is at least as hard as the policy's least work
+ * (`max_target`) is placed by "work". A set the page was not given leaves the header
+ * "header checked, not placed under a policy" (unverifiable). Checkpoint sets come from
+ * `readCheckpoints` (the page's configuration). Ops: sha1, ripemd160, sha256, keccak256
  * (@noble/hashes), append, prepend, reverse, hexlify.
  *
  * Pure: no DOM, no I/O. Exports globalThis.NotaryOts; needs nobleHashes and NotaryCodecs.
@@ -265,18 +269,86 @@
     });
   }
 
+  const RETARGET_INTERVAL = 2016;
+  const TIME_SLACK_S = 2 * 86400;
+
+  /**
+   * A checkpoint set from the page's configuration: `records` is base64 of 40-byte records
+   * (block hash in internal order, bits and time as little-endian uint32), one per
+   * difficulty period from height `first`, every RETARGET_INTERVAL blocks.
+   */
+  function readCheckpoints(name, first, records) {
+    const raw = Uint8Array.from(root.atob(records), (c) => c.charCodeAt(0));
+    if (raw.length % 40) throw new RangeError(`checkpoint set ${name} is not 40-byte records`);
+    const entries = [];
+    for (let at = 0; at < raw.length; at += 40) {
+      const rec = raw.subarray(at, at + 40);
+      entries.push({
+        height: first + (at / 40) * RETARGET_INTERVAL,
+        hash: hex(rec.subarray(0, 32)),
+        bits: Number(C.uintLE(rec.subarray(32, 36))),
+        time: Number(C.uintLE(rec.subarray(36, 40))),
+      });
+    }
+    const last = entries.length ? entries[entries.length - 1].height + RETARGET_INTERVAL - 1 : -1;
+    return Object.freeze({ name, entries, last, byHash: new Map(entries.map((e) => [e.hash, e])) });
+  }
+
+  function periodStart(set, height) {
+    const i = set.entries.length ? Math.floor((height - set.entries[0].height) / RETARGET_INTERVAL) : -1;
+    return i >= 0 && i < set.entries.length ? set.entries[i] : null;
+  }
+
+  const bitsText = (bits) => "0x" + bits.toString(16).padStart(8, "0");
+
+  /** Checkpoints.place: {basis, detail} or why the set cannot place the header. */
+  function placeByCheckpoints(set, header, height) {
+    const exact = set.byHash.get(hex(header.hash));
+    if (exact) {
+      if (exact.height !== height) return `the header is checkpoint ${exact.height}, not block ${height}`;
+      return { basis: "checkpoint", detail: `block ${height} is a ${set.name} checkpoint` };
+    }
+    const start = periodStart(set, height);
+    if (start === null) return `block ${height} is outside the ${set.name} checkpoints (up to ${set.last})`;
+    if (start.height === height) return `block ${height} is a ${set.name} checkpoint, and this header is not it`;
+    if (header.bits !== start.bits) {
+      return (
+        `bits ${bitsText(header.bits)} are not those of block ${height}'s difficulty period` +
+        ` (${bitsText(start.bits)}, from block ${start.height})`
+      );
+    }
+    const end = periodStart(set, start.height + RETARGET_INTERVAL);
+    if (header.timestamp < start.time - TIME_SLACK_S || (end !== null && header.timestamp > end.time + TIME_SLACK_S)) {
+      return `the header's time lies outside block ${height}'s difficulty period`;
+    }
+    return {
+      basis: "era",
+      detail:
+        `bits ${bitsText(header.bits)} are those of its difficulty period (blocks` +
+        ` ${start.height}-${start.height + RETARGET_INTERVAL - 1}, ${set.name}): as costly to` +
+        " forge as one block of that period",
+    };
+  }
+
   /** TrustPolicy.place for the page (module comment): {basis, detail} or a reason. */
-  function place(header, policy) {
+  function place(header, height, policy, sets) {
+    let reason = "no checkpoints";
     if (policy.checkpoints) {
-      return `header checked, not placed under a policy (this page does not carry policy ${policy.name}'s checkpoints ${policy.checkpoints})`;
+      const set = sets[policy.checkpoints];
+      if (!set) {
+        return `header checked, not placed under a policy (this page was not given policy ${policy.name}'s checkpoints ${policy.checkpoints})`;
+      }
+      const placed = placeByCheckpoints(set, header, height);
+      if (typeof placed !== "string" || periodStart(set, height) !== null) return placed;
+      reason = placed;
     }
     if (header.target <= policy.maxTarget) {
       return { basis: "work", detail: `its target is at least as hard as policy ${policy.name}'s` };
     }
-    return `no checkpoints; and its work is below policy ${policy.name}'s least work per header`;
+    return `${reason}; and its work is below policy ${policy.name}'s least work per header`;
   }
 
-  function attestationOutcome(msg, height, headers, policy) {
+  function attestationOutcome(msg, height, headers, policy, sets) {
     const out = { height, blockHash: null, time: null, basis: null };
     if (msg.length !== 32) return { ...out, state: "invalid", reason: "its message is not 32 bytes" };
     const header = headers.find((h) => equal(h.merkleRoot, msg));
@@ -286,7 +358,7 @@
       const name = policy === null ? "(none)" : policy.name;
       return { ...out, state: "unverifiable", reason: `header checked, not placed under a policy: policy ${name} is not for Bitcoin mainnet` };
     }
-    const placed = place(header, policy);
+    const placed = place(header, height, policy, sets);
     if (typeof placed === "string") return { ...out, state: "unverifiable", reason: placed };
     return { ...out, state: "verified", basis: placed.basis, reason: placed.detail };
   }
@@ -295,10 +367,11 @@
 
   /**
    * check_ots: one stamp ({ots: bytes, headers: [80-byte Uint8Array]}) over `rootBytes` under
-   * `policy` (NotaryVerify.makePolicy form, or null) -> {state, policy, attestations,
-   * pending (calendar URIs), reasons}. Never throws for bad data (that is "invalid").
+   * `policy` (NotaryVerify.makePolicy form, or null), with the checkpoint sets at hand
+   * (`sets`: name -> readCheckpoints) -> {state, policy, attestations, pending (calendar
+   * URIs), reasons}. Never throws for bad data (that is "invalid").
    */
-  function checkOts(stamp, rootBytes, policy) {
+  function checkOts(stamp, rootBytes, policy, sets = {}) {
     const policyName = policy === null ? null : policy.name;
     let parsed;
     let headers;
@@ -320,12 +393,20 @@
       const reason = `Merkle root mismatch: header ${display(unused.hash)} is no attestation's message`;
       return { state: "invalid", policy: policyName, attestations: [], pending, reasons: [reason] };
     }
-    const attestations = bitcoin.map(([msg, a]) => attestationOutcome(msg, a.height, headers, policy));
+    const attestations = bitcoin.map(([msg, a]) => attestationOutcome(msg, a.height, headers, policy, sets));
     const states = new Set(attestations.map((a) => a.state));
     const state = states.has("invalid") ? "invalid" : states.has("verified") ? "verified" : states.size || !pending.length ? "unverifiable" : "pending";
     const reasons = [...attestations.filter((a) => a.state !== "verified").map(describeAttestation), ...others];
     return { state, policy: policyName, attestations, pending, reasons };
   }
 
-  root.NotaryOts = Object.freeze({ BITCOIN_GENESIS, OtsError, allAttestations, checkOts, describeAttestation, parseOts });
+  root.NotaryOts = Object.freeze({
+    BITCOIN_GENESIS,
+    OtsError,
+    allAttestations,
+    checkOts,
+    describeAttestation,
+    parseOts,
+    readCheckpoints,
+  });
 })(globalThis);

@@ -52,11 +52,11 @@
 
   /** The stamps of a passing result checked: {trust ({name, fingerprint} or null), checks
    * (RFC 3161), ots (OpenTimestamps)}; null for a bundle without any. */
-  async function check(result, policies) {
+  async function check(result, policies, sets = {}) {
     const t = result.ok && result.facts && result.facts.timestamps;
     if (!t || (!t.rfc3161 && !t.part.ots.length)) return null;
     const checks = await V3.checkTimestamps(t.part, t.keyMr, trust);
-    const ots = V3.checkOpenTimestamps(t.part, t.keyMr, bitcoinPolicy(policies));
+    const ots = V3.checkOpenTimestamps(t.part, t.keyMr, bitcoinPolicy(policies), sets);
     return { trust: trust && { name: trust.name, fingerprint: trust.fingerprint }, checks, ots };
   }
 

@@ -26,6 +26,10 @@
    * name; null: the one the bundle's chain names, stated as assumed). */
   const POLICIES = [...(config.policies || [])];
   const FIRST_POLICY = config.policy || "";
+  /** Checkpoint sets the policies may name ({name: {first, records}}: NotaryOts.readCheckpoints). */
+  const CHECKPOINTS = Object.fromEntries(
+    Object.entries(config.checkpoints || {}).map(([name, c]) => [name, root.NotaryOts.readCheckpoints(name, c.first, c.records)])
+  );
 
   const state = {
     document: null, // File
@@ -100,7 +104,7 @@
     if (id !== state.runId) return null;
     const result = V.run(input, { documentSha256: hashed ? hashed.digest : null, policy });
     result.assumed = assumed;
-    result.timestamps = await Stamps.check(result, POLICIES);
+    result.timestamps = await Stamps.check(result, POLICIES, CHECKPOINTS);
     if (id !== state.runId) return null;
     state.last = { ...result, hashed: hashed && { method: hashed.method, seconds: hashed.seconds } };
     render(result, hashed);

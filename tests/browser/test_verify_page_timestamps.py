@@ -130,6 +130,12 @@ def _vectors(authorities: dict[str, TsaAuthority]) -> list[Vector]:
         _public(
             "sigstage-response-sha256.tsr", "x", "sha256", b"hello", trust="identrust-root.pem"
         ),
+        dataclasses.replace(
+            _public("identrust-issue-104.tsr", "identrust-root.pem", "sha512", b"hello"),
+            name="identrust, a store of two CAs",
+            trust_pem=(VECTORS / "globalsign-root.pem").read_bytes()
+            + (VECTORS / "identrust-root.pem").read_bytes(),
+        ),
         good,
         dataclasses.replace(good, name="openssl TSA, other CA", trust_pem=other_ca),
         _harness(authorities["expired"], "openssl TSA, expired certificate"),
@@ -171,7 +177,7 @@ def test_python_and_the_page_agree_on_every_vector(
             assert datetime.fromisoformat(js["genTime"]) == python["gen_time"], name
             assert js["serial"] == python["serial"], name
     outcomes = [python["check"] for _, python, _ in table]
-    assert outcomes == [None, None, None, None, 7, 3, 3, 9, 9, None, 9, 9]
+    assert outcomes == [None, None, None, None, 7, 3, 3, 9, 9, None, None, 9, 9]
     assert blank_page.errors == []
 
 
@@ -195,7 +201,7 @@ def test_one_byte_mutations_are_refused_by_both(
     for vector, js in zip(mutated, shown, strict=True):
         assert js["check"] is not None, vector.name
         assert vector.python()["check"] is not None, vector.name
-    assert len(mutated) == 8 * len(verifying) == 40
+    assert len(mutated) == 8 * len(verifying) == 48
 
 
 def _signer_certificate(token: bytes, common_name: str) -> x509.Certificate:

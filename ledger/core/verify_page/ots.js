@@ -381,8 +381,9 @@
       if (!equal(parsed.digest, rootBytes)) throw new OtsError(`stamps ${hex(parsed.digest)}, not the root ${hex(rootBytes)}`);
       headers = headersOf(stamp.headers);
     } catch (exc) {
-      if (!(exc instanceof OtsError)) throw exc;
-      return { state: "invalid", policy: policyName, attestations: [], pending: [], reasons: [exc.reason] };
+      // As Python's parse_ots: whatever the bytes make the reader raise, they are invalid.
+      const reason = exc instanceof OtsError ? exc.reason : `not an OpenTimestamps file: ${exc.name}: ${exc.message}`;
+      return { state: "invalid", policy: policyName, attestations: [], pending: [], reasons: [reason] };
     }
     const all = allAttestations(parsed.timestamp);
     const bitcoin = all.filter(([, a]) => a.kind === "bitcoin").sort((x, y) => x[1].height - y[1].height);

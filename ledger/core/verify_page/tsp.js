@@ -305,8 +305,9 @@
     try {
       return await verify(token, digest, hashName, trust);
     } catch (exc) {
-      if (exc instanceof DerError) throw formatError(`a part of the token is malformed (${exc.message})`);
-      throw exc;
+      // As Python's verify_token: anything else a malformed part raises is check 1.
+      if (exc instanceof TimestampError) throw exc;
+      throw formatError(`a part of the token is malformed (${exc.message})`);
     }
   }
 

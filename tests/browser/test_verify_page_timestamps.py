@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 from cryptography import x509
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ledger.core.proof.bundle import ProofBundle
 from ledger.core.timestamps.bundle_part import Rfc3161Token, TimestampsPart
@@ -103,6 +105,13 @@ def _public(name: str, anchor: str, hash_name: str, message: bytes, *, trust: st
 def _harness(authority: TsaAuthority, name: str, *, digest: bytes = MESSAGE_DIGEST) -> Vector:
     token = token_from_response(openssl_reply(authority, build_request(digest, nonce=7)))
     return Vector(name, token, digest, "sha256", authority.ca_file.read_bytes(), "harness-ca.pem")
+
+
+PUBLIC_GOOD = [
+    _public("globalsign-token.p7s", "globalsign-root.pem", "sha256", b"notation"),
+    _public("identrust-issue-104.tsr", "identrust-root.pem", "sha512", b"hello"),
+    _public("sigstage-response-sha384.tsr", "sigstage-root.pem", "sha384", b"hello"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -304,3 +313,20 @@ def test_a_token_after_its_tsa_certificate_ended_is_not_trusted(
     assert stamp["status"] == "not-trusted"
     assert ", not at the token's time " in stamp["text"]
     assert page.errors == []
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_any_one_byte_change_is_refused_by_both(blank_page: Any, data: st.DataObject) -> None:
+    """Hypothesis: any byte of a public token set to any other value; the page refuses it
+    with a numbered check (never another error), and so does Python."""
+    vector = data.draw(st.sampled_from(PUBLIC_GOOD))
+    at = data.draw(st.integers(0, len(vector.token) - 1))
+    value = data.draw(st.integers(0, 255).filter(lambda v: v != vector.token[at]))
+    token = bytearray(vector.token)
+    token[at] = value
+    mutated = dataclasses.replace(vector, token=bytes(token))
+    [shown] = _page_results(blank_page, [mutated])
+    assert shown["check"] is not None and mutated.python()["check"] is not None

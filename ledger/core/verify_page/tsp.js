@@ -313,12 +313,12 @@
 
   async function verify(token, digest, hashName, trust) {
     const { signer, tstBytes, tst, certNodes } = openToken(token);
+    const certs = certificates(certNodes); // check 1 reads every part, as Python's parse does
     const named = X.DIGESTS[tst.imprintAlg] || tst.imprintAlg;
     if (named !== hashName) throw new TimestampError(3, `the token stamps a ${named} digest, not ${hashName}`);
     if (!D.equalBytes(tst.imprint, digest)) {
       throw new TimestampError(3, `the token stamps ${X.toHex(tst.imprint)}, not ${X.toHex(digest)}`);
     }
-    const certs = certificates(certNodes);
     const cert = await findSigner(signer, certs);
     const digestName = await checkSignedAttributes(signer, tstBytes);
     await checkSignature(signer, cert, digestName);

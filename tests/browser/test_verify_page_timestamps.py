@@ -281,6 +281,8 @@ def test_with_the_issuing_ca_the_token_is_verified(
     assert f"trusted by ca.pem (SHA-256 {fingerprint}); revocation not checked" in stamp["text"]
     assert "(serial " in stamp["text"]
     assert "1 verified, 0 failed under the trust store ca.pem" in shown["detail"]
+    page.evaluate("() => document.activeElement.blur()")
+    page.screenshot(path=str(tmp_path / "verify-page-tsa-verified.png"), full_page=True)
     assert page.errors == []
 
 

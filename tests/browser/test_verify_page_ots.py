@@ -29,7 +29,8 @@ HEADER_358391 = bytes.fromhex((VECTORS / "block-358391.header.hex").read_text().
 MAGIC = b"\x00OpenTimestamps\x00\x00Proof\x00\xbf\x89\xe2\xe8\x84\xe8\x92\x94"
 BITCOIN_TAG = bytes.fromhex("0588960d73d71901")
 PENDING_TAG = bytes.fromhex("83dfe30d2ef90c8e")
-MAINNET = SHIPPED["bitcoin-mainnet"].to_json()
+#: Bitcoin mainnet's shipped policy, placing by its least work alone (no checkpoint set).
+MAINNET = {**SHIPPED["bitcoin-mainnet"].to_json(), "checkpoints": None}
 #: Bitcoin mainnet's genesis with a floor below block 358391's target: work places it.
 EASY = {**MAINNET, "name": "mainnet-easy", "max_target": "00000000ffff" + "0" * 52}
 

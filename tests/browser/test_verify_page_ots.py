@@ -102,7 +102,8 @@ def test_the_published_examples_get_their_states(blank_page: Any) -> None:
     assert hello["hashes"] == [HASH_358391]
     assert shown[1]["reasons"] == [
         "Bitcoin block 358391 (000000000000000003e892881a8cdcdc117c06d444057c98b6f04a9ee75a2319):"
-        " no checkpoints; and its work is below policy bitcoin-mainnet's least work per header"
+        " policy bitcoin-mainnet cannot place it: no checkpoints; and its work is below policy"
+        " bitcoin-mainnet's least work per header"
     ]
     assert "not placed under a policy" in shown[3]["reasons"][0]
     assert shown[4]["reasons"][0].startswith("Merkle root mismatch: header 0000000000000000")
@@ -147,13 +148,45 @@ def test_checkpoints_place_a_historic_header_by_hash_or_by_its_period(blank_page
     assert [s["bases"] for s in shown] == [["checkpoint"], ["era"], [None], [None]]
     assert shown[1]["details"] == [
         "bits 0x181686f5 are those of its difficulty period (blocks 356832-358847, era):"
-        " as costly to forge as one block of that period"
+        " as costly to forge as one block of that period, about 2**67.5 hashes"
     ]
-    assert shown[2]["details"][0].startswith("bits 0x181686f5 are not those of block 358391's")
+    assert shown[2]["details"][0].startswith(
+        "policy bitcoin-mainnet cannot place it: bits 0x181686f5 are not those of block 358391's"
+    )
     assert shown[3]["details"] == [
-        "block 358391 is outside the early checkpoints (up to 4031); and its work is below"
-        " policy bitcoin-mainnet's least work per header"
+        "policy bitcoin-mainnet cannot place it: block 358391 is outside the early checkpoints"
+        " (up to 4031); and its work is below policy bitcoin-mainnet's least work per header"
     ]
+
+
+def test_following_headers_link_an_attested_header_to_the_next_checkpoint(
+    blank_page: Any,
+) -> None:
+    """Checkpoints.link: the attested header (self-made, block 358847) and the one after it,
+    whose hash a made-up set names as block 358848's checkpoint: placed by "chain"; without
+    the following header, or with a set naming another hash, not placed."""
+    root = bytes(range(32))
+    ots, header = _mined_stamp(root, 358847)
+    after = _mine(prev=_hash(header), merkle=bytes(32))
+    period = _record(bytes(32), 0x207FFFFF, 0) + _record(_hash(after), 0x207FFFFF, 0)
+    other = _record(bytes(32), 0x207FFFFF, 0) + _record(bytes(32), 0x207FFFFF, 0)
+    sets = {"linked": [356832, _b64(period)], "other": [356832, _b64(other)]}
+    policy = {**MAINNET, "checkpoints": "linked"}
+    shown = blank_page.evaluate(
+        CHECK_JS,
+        [
+            _case(ots, root, [header, after], policy, sets),
+            _case(ots, root, [header], policy, sets),
+            _case(ots, root, [header, after], {**policy, "checkpoints": "other"}, sets),
+        ],
+    )
+    assert [s["state"] for s in shown] == ["verified", "unverifiable", "invalid"]
+    assert shown[0]["bases"] == ["chain"]
+    assert shown[0]["details"] == [
+        "linked by 1 header(s) to the linked checkpoint at block 358848: it is that chain's"
+        " block 358847"
+    ]
+    assert shown[2]["reasons"][0].startswith("Merkle root mismatch: header ")
 
 
 def test_one_byte_mutations_never_verify_another_claim(blank_page: Any) -> None:
@@ -217,22 +250,29 @@ def _pending_ots(root: bytes, *, twice: bool = False) -> bytes:
     return MAGIC + b"\x01\x08" + root + tree
 
 
+def _hash(header: bytes) -> bytes:
+    return hashlib.sha256(hashlib.sha256(header).digest()).digest()
+
+
 def _mined_stamp(root: bytes, height: int) -> tuple[bytes, bytes]:
     """A .ots over ``root`` (one SHA-256 op, then a Bitcoin attestation) and a header of our
     own making whose Merkle root is that op's result and which meets its own easy bits."""
     ots = MAGIC + b"\x01\x08" + root + b"\x08\x00" + BITCOIN_TAG + _varbytes(_varuint(height))
-    merkle = hashlib.sha256(root).digest()
+    return ots, _mine(prev=bytes(32), merkle=hashlib.sha256(root).digest())
+
+
+def _mine(*, prev: bytes, merkle: bytes) -> bytes:
+    """An 80-byte header meeting its own easy bits (0x207fffff)."""
     bits = 0x207FFFFF
     target = 0x7FFFFF << (8 * (0x20 - 3))
     for nonce in range(1000):
         header = (
-            (4).to_bytes(4, "little") + bytes(32) + merkle
+            (4).to_bytes(4, "little") + prev + merkle
             + (1_700_000_000).to_bytes(4, "little") + bits.to_bytes(4, "little")
             + nonce.to_bytes(4, "little")
         )  # fmt: skip
-        digest = hashlib.sha256(hashlib.sha256(header).digest()).digest()
-        if int.from_bytes(digest, "little") <= target:
-            return ots, header
+        if int.from_bytes(_hash(header), "little") <= target:
+            return header
     raise AssertionError("no nonce found")
 
 

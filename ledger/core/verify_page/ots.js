@@ -9,18 +9,20 @@
  *    (attestations and ops in the library's order, each once);
  *  2 the file-hash op is SHA-256 and the digest is the root;
  *  3 every header is 80 bytes and its double SHA-256 meets the target its own bits encode;
- *  4 every header is the one some Bitcoin attestation's message names as its Merkle root;
+ *  4 every header is the one some Bitcoin attestation's message names as its Merkle root,
+ *    or one of the headers that follow such a header up to the next checkpoint;
  *  5 each Bitcoin attestation whose header is given is placed under the policy applied.
  *
  * States: invalid (steps 1-4, or an attestation's message is not 32 bytes), verified (an
  * attestation placed), unverifiable (attested, none placed: a missing header, or a policy
  * that cannot place it), pending (calendars' promises only; never verified).
  *
- * Placement (TrustPolicy.place, ledger.core.proof.checkpoints): a policy that names a
- * checkpoint set places a header by it (its hash is a checkpoint's: "checkpoint"; its
- * height's difficulty period has its bits and its time lies in that period, give or take
- * two days: "era"); a height the set covers is never placed by work when the set refuses
- * it. Otherwise a header whose target is at least as hard as the policy's least work
+ * Placement (TrustPolicy.place, Checkpoints.link, ledger.core.proof.checkpoints): a policy
+ * that names a checkpoint set places a header by it: linked by the given following headers
+ * to the next period's checkpoint ("chain"); its hash is a checkpoint's ("checkpoint"); its
+ * height's difficulty period has its bits, stands for at least 2**64 hashes a block, and
+ * its time lies in that period give or take two days ("era"). A height the set covers is
+ * never placed by work when the set refuses it. Otherwise a header whose target is at least as hard as the policy's least work
  * (`max_target`) is placed by "work". A set the page was not given leaves the header
  * "header checked, not placed under a policy" (unverifiable). Checkpoint sets come from
  * `readCheckpoints` (the page's configuration). Ops: sha1, ripemd160, sha256, keccak256
@@ -271,6 +273,7 @@
 
   const RETARGET_INTERVAL = 2016;
   const TIME_SLACK_S = 2 * 86400;
+  const MIN_PERIOD_WORK = 1n << 64n;
 
   /**
    * A checkpoint set from the page's configuration: `records` is base64 of 40-byte records
@@ -317,6 +320,11 @@
         ` (${bitsText(start.bits)}, from block ${start.height})`
       );
     }
+    const work = (1n << 256n) / (C.bitsToTarget(start.bits) + 1n);
+    const log2 = Math.log2(Number(work)).toFixed(1);
+    if (work < MIN_PERIOD_WORK) {
+      return `block ${height}'s difficulty period stands for 2**${log2} hashes a block, below the 2**64 needed to place a header by its period`;
+    }
     const end = periodStart(set, start.height + RETARGET_INTERVAL);
     if (header.timestamp < start.time - TIME_SLACK_S || (end !== null && header.timestamp > end.time + TIME_SLACK_S)) {
       return `the header's time lies outside block ${height}'s difficulty period`;
@@ -326,8 +334,28 @@
       detail:
         `bits ${bitsText(header.bits)} are those of its difficulty period (blocks` +
         ` ${start.height}-${start.height + RETARGET_INTERVAL - 1}, ${set.name}): as costly to` +
-        " forge as one block of that period",
+        ` forge as one block of that period, about 2**${log2} hashes`,
     };
+  }
+
+  /** Checkpoints.link: {placement, used} when `following` (headers by their previous
+   * block's hash, display hex) leads from `header` to the next period's checkpoint. */
+  function link(set, header, height, following) {
+    const target = set.entries.find((e) => e.height === (Math.floor(height / RETARGET_INTERVAL) + 1) * RETARGET_INTERVAL);
+    if (!target) return null;
+    const used = [];
+    let current = header;
+    for (let at = height; at < target.height; at++) {
+      const next = following.get(hex(current.hash));
+      if (!next) return null;
+      used.push(next);
+      current = next;
+    }
+    if (hex(current.hash) !== target.hash) return null;
+    const detail =
+      `linked by ${used.length} header(s) to the ${set.name} checkpoint at block` +
+      ` ${target.height}: it is that chain's block ${height}`;
+    return { placement: { basis: "chain", detail }, used };
   }
 
   /** TrustPolicy.place for the page (module comment): {basis, detail} or a reason. */
@@ -348,19 +376,26 @@
     return `${reason}; and its work is below policy ${policy.name}'s least work per header`;
   }
 
-  function attestationOutcome(msg, height, headers, policy, sets) {
+  /** Steps 4-5 for one Bitcoin attestation: [outcome, the following headers a link used]. */
+  function attestationOutcome(msg, height, headers, following, policy, sets) {
     const out = { height, blockHash: null, time: null, basis: null };
-    if (msg.length !== 32) return { ...out, state: "invalid", reason: "its message is not 32 bytes" };
+    if (msg.length !== 32) return [{ ...out, state: "invalid", reason: "its message is not 32 bytes" }, []];
     const header = headers.find((h) => equal(h.merkleRoot, msg));
-    if (!header) return { ...out, state: "unverifiable", reason: "its header is missing" };
+    if (!header) return [{ ...out, state: "unverifiable", reason: "its header is missing" }, []];
     Object.assign(out, { blockHash: display(header.hash), time: header.timestamp });
     if (policy === null || policy.genesisHex !== BITCOIN_GENESIS || policy.pow !== "sha256d") {
-      const name = policy === null ? "(none)" : policy.name;
-      return { ...out, state: "unverifiable", reason: `header checked, not placed under a policy: policy ${name} is not for Bitcoin mainnet` };
+      const reason = policy === null ? "header checked, not placed under a policy: no Bitcoin mainnet policy" : `policy ${policy.name} is not for Bitcoin mainnet`;
+      return [{ ...out, state: "unverifiable", reason }, []];
     }
+    const set = policy.checkpoints ? sets[policy.checkpoints] : null;
+    const linked = set ? link(set, header, height, following) : null;
+    if (linked) return [{ ...out, state: "verified", basis: "chain", reason: linked.placement.detail }, linked.used];
     const placed = place(header, height, policy, sets);
-    if (typeof placed === "string") return { ...out, state: "unverifiable", reason: placed };
-    return { ...out, state: "verified", basis: placed.basis, reason: placed.detail };
+    if (typeof placed === "string") {
+      const reason = placed.startsWith("header checked") ? placed : `policy ${policy.name} cannot place it: ${placed}`;
+      return [{ ...out, state: "unverifiable", reason }, []];
+    }
+    return [{ ...out, state: "verified", basis: placed.basis, reason: placed.detail }, []];
   }
 
   const describeAttestation = (a) => `Bitcoin block ${a.height}${a.blockHash ? ` (${a.blockHash})` : ""}: ${a.reason}`;
@@ -389,12 +424,18 @@
     const bitcoin = all.filter(([, a]) => a.kind === "bitcoin").sort((x, y) => x[1].height - y[1].height);
     const pending = all.filter(([, a]) => a.kind === "pending").map(([, a]) => a.uri).sort();
     const others = all.filter(([, a]) => a.kind !== "bitcoin" && a.kind !== "pending").map(([, a]) => `${a.kind} attestation: not checked (not a Bitcoin attestation)`);
-    const unused = headers.find((h) => !bitcoin.some(([msg]) => equal(h.merkleRoot, msg)));
+    const following = new Map(headers.map((h) => [hex(h.prevHash), h]));
+    const used = new Set();
+    const attestations = bitcoin.map(([msg, a]) => {
+      const [outcome, linked] = attestationOutcome(msg, a.height, headers, following, policy, sets);
+      linked.forEach((h) => used.add(h));
+      return outcome;
+    });
+    const unused = headers.find((h) => !used.has(h) && !bitcoin.some(([msg]) => equal(h.merkleRoot, msg)));
     if (unused) {
       const reason = `Merkle root mismatch: header ${display(unused.hash)} is no attestation's message`;
       return { state: "invalid", policy: policyName, attestations: [], pending, reasons: [reason] };
     }
-    const attestations = bitcoin.map(([msg, a]) => attestationOutcome(msg, a.height, headers, policy, sets));
     const states = new Set(attestations.map((a) => a.state));
     const state = states.has("invalid") ? "invalid" : states.has("verified") ? "verified" : states.size || !pending.length ? "unverifiable" : "pending";
     const reasons = [...attestations.filter((a) => a.state !== "verified").map(describeAttestation), ...others];

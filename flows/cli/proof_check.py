@@ -11,8 +11,16 @@ The policy (``ledger.core.proof.policy``): ``--policy`` names a shipped one
 policy whose chain the bundle names is applied, and the output says plainly that it was
 assumed from the bundle; a bundle whose chain no shipped policy names needs ``--policy``.
 
+After the steps, every anchor is listed in one place (``ledger.core.proof.anchors``): the
+chain anchor, each RFC 3161 token (under ``--tsa-ca``), each OpenTimestamps stamp (under
+the policy applied when it is Bitcoin mainnet's, else the shipped ``bitcoin-mainnet``),
+each with what it proves and the time it bounds, then the overall date: the earliest
+independent anchor that verifies.
+
 Exit codes (``ExitCode``): 0 every step holds; 1 a step failed (a forged, damaged or
-mismatched bundle); 2 bad usage (the file, the bundle or the policy cannot be read).
+mismatched bundle), a token failed under the trust store given, or a stamp is invalid (a
+pending or unverifiable stamp is not a failure); 2 bad usage (the file, the bundle or the
+policy cannot be read).
 """
 
 from __future__ import annotations
@@ -26,12 +34,14 @@ from rich.markup import escape
 
 from flows.cli.common import fail
 from flows.cli.exit_codes import ExitCode
+from ledger.core.proof.anchors import AnchorList, list_anchors, ots_policy_for
 from ledger.core.proof.bundle import ProofBundle
 from ledger.core.proof.policy import PolicyError, TrustPolicy, policy_for_chain, policy_named
 from ledger.core.proof.steps import ProofError, Step, StepReport
 from ledger.core.proof.verdict import Verdict
 from ledger.core.proof.verify import verify_bundle
-from ledger.core.timestamps.bundle_part import TimestampCheck, check_timestamps
+from ledger.core.timestamps.bundle_part import TimestampCheck
+from ledger.core.timestamps.ots import OtsCheck
 from ledger.core.timestamps.tsa_chain import TsaTrust
 
 __all__ = ["hash_file", "load_tsa_trust", "read_policy", "verify_command"]
@@ -127,10 +137,45 @@ def verify_command(
         _failed(out, exc, policy)
         return ExitCode.INCOMPLETE
     _verified(out, verdict)
-    if bundle.timestamps is None:
-        return ExitCode.OK
-    root = bundle.receipt.directory_block_keymr
-    return _timestamps(out, check_timestamps(bundle.timestamps, root=root, trust=tsa_trust))
+    anchors = list_anchors(bundle, verdict, tsa_trust=tsa_trust, ots_policy=ots_policy_for(policy))
+    code = ExitCode.OK
+    if anchors.tokens:
+        code = _timestamps(out, list(anchors.tokens))
+    if anchors.stamps and _stamps(out, anchors.stamps) != ExitCode.OK:
+        code = ExitCode.INCOMPLETE
+    _anchors(out, anchors)
+    return code
+
+
+def _stamps(out: Console, checks: tuple[OtsCheck, ...]) -> ExitCode:
+    """Print one line per OpenTimestamps stamp; INCOMPLETE when one is invalid."""
+    out.print(
+        "OpenTimestamps proofs of the directory block's KeyMR"
+        f" (Bitcoin headers placed under policy {escape(checks[0].policy)}):"
+    )
+    marks = {"verified": "[green]✓[/green]", "invalid": "[red]✗[/red]"}
+    for check in checks:
+        mark = marks.get(check.state, "[yellow]-[/yellow]")
+        if check.state == "verified":
+            text = "; ".join(a.describe() for a in check.attestations if a.state == "verified")
+        elif check.state == "pending":
+            text = "a calendar's promise, not yet in Bitcoin (" + ", ".join(check.pending) + ")"
+        else:
+            text = "; ".join(check.reasons)
+        out.print(
+            f"   {mark} stamp {check.index + 1}: {check.state}: {escape(text)}", soft_wrap=True
+        )
+    if any(c.state == "invalid" for c in checks):
+        out.print("[bold red]An OpenTimestamps stamp is invalid.[/bold red]")
+        return ExitCode.INCOMPLETE
+    return ExitCode.OK
+
+
+def _anchors(out: Console, anchors: AnchorList) -> None:
+    """Every anchor in one place, then the overall date."""
+    out.print("All anchors of this proof:")
+    for line in anchors.lines():
+        out.print(f"  {escape(line)}", soft_wrap=True)
 
 
 def _timestamps(out: Console, checks: list[TimestampCheck]) -> ExitCode:

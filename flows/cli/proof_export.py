@@ -9,7 +9,9 @@ bundle, verifies it completely, and writes
 each version of each path has a name of its own). With ``html``, it also writes the
 verification page (``ledger.core.verify_page``) as ``<out>/verify.html``; with ``pages``, a
 page per document with its bundle built in, beside the bundle as ``<...>.verify.html``;
-a block's RFC 3161 tokens, as responses beside the bundle (``<bundle>.tsr``).
+a block's RFC 3161 tokens, as responses beside the bundle (``<bundle>.tsr``), and its
+OpenTimestamps proofs as standard ``.ots`` files over the KeyMR (``<bundle>.ots``; the
+stock client reads them: ``ots info``).
 
 Nothing is overwritten: a bundle, page or token is written under a temporary name, then linked to
 its own name only if that name is free; a file already there with the same bytes is left
@@ -36,11 +38,18 @@ from flows.pipeline import Services
 from ledger.core.errors import LedgerFormatError
 from ledger.core.proof.bundle import ProofBundle
 from ledger.core.timestamps.bundle_part import Rfc3161Token, TimestampsPart, tokens_from_answer
+from ledger.core.timestamps.ots import OtsStamp, parse_ots
 from ledger.core.timestamps.rfc3161 import response_from_token
 from ledger.core.verify_page import render_verify_page
 from tasks.proofs import PAGE_NAME, bundle_for, bundle_relpath, page_relpath
 
-__all__ = ["INDEX_NAME", "ExportOutcome", "bundle_path", "export_bundles"]
+__all__ = [
+    "INDEX_NAME",
+    "ExportOutcome",
+    "bundle_path",
+    "export_bundles",
+    "write_timestamp_files",
+]
 
 #: The export folder's index of bundles (JSON: ``{"version": 1, "bundles": [...]}``).
 INDEX_NAME = "index.json"
@@ -65,6 +74,7 @@ class ExportOutcome:
             written.
         entries: this export's lines of the index (``INDEX_NAME``).
         tokens: the RFC 3161 responses written beside the bundles (``<bundle>.tsr``).
+        ots_files: the OpenTimestamps files written beside the bundles (``<bundle>.ots``).
     """
 
     written: list[Path] = field(default_factory=list)
@@ -78,6 +88,7 @@ class ExportOutcome:
     failed: list[str] = field(default_factory=list)
     entries: list[dict[str, Any]] = field(default_factory=list)
     tokens: list[Path] = field(default_factory=list)
+    ots_files: list[Path] = field(default_factory=list)
 
 
 def bundle_path(out_dir: Path, row: NotarizationRow) -> Path:
@@ -115,7 +126,7 @@ def export_bundles(
         if height not in dblocks:
             dblocks[height] = bytes.fromhex(services.node.dblock_by_height(height)["rawdata"])
             proofs[height] = services.anchor.anchor_proof(height)
-            stamps[height] = _timestamps(services, height)
+            stamps[height] = _block_timestamps(outcome, services, height)
         anchor_proof = proofs[height]
         if anchor_proof is None:
             outcome.not_anchored += 1
@@ -159,7 +170,7 @@ def _write_bundle(
         return
     (outcome.written if state == "written" else outcome.unchanged).append(path)
     outcome.sources[path] = row.path
-    _write_tokens(outcome, path, bundle)
+    write_timestamp_files(outcome, path, bundle)
     entry: dict[str, Any] = {"collection": row.collection, "path": row.path}
     entry |= {"sha256": row.sha256}
     entry |= {"notarized_at": row.created_at.isoformat(), "bundle": str(relative), "page": None}
@@ -176,22 +187,39 @@ def _write_bundle(
     outcome.entries.append(entry)
 
 
-def _timestamps(services: Services, height: int) -> TimestampsPart | None:
-    """The block's RFC 3161 tokens from the anchoring service, None when it has none."""
-    answer = services.anchor.timestamps(height)
-    tokens = tokens_from_answer(answer)
-    if not tokens:
+def _block_timestamps(
+    outcome: ExportOutcome, services: Services, height: int
+) -> TimestampsPart | None:
+    """``_timestamps``; an answer that does not parse is reported in ``outcome.failed`` and
+    the block's bundles are written without timestamps."""
+    try:
+        return _timestamps(services, height)
+    except LedgerFormatError as exc:
+        outcome.failed.append(f"timestamps of directory block {height}: {exc}")
         return None
-    return TimestampsPart(
-        bytes.fromhex(str((answer or {}).get("keymr", ""))),
-        tuple(Rfc3161Token.of(t) for t in tokens),
-    )
 
 
-def _write_tokens(outcome: ExportOutcome, bundle_file: Path, bundle: ProofBundle) -> None:
+def _timestamps(services: Services, height: int) -> TimestampsPart | None:
+    """The block's RFC 3161 tokens and OpenTimestamps stamps from the anchoring service
+    (its ``opentimestamps`` list holds elements in the bundle's own form,
+    ``OtsStamp.to_json``), None when it has neither. The root is the answer's ``keymr``,
+    else the digest the first stamp is over (the bundle's check compares it with the
+    receipt's KeyMR)."""
+    answer = services.anchor.timestamps(height) or {}
+    tokens = tokens_from_answer(answer)
+    stamps = tuple(OtsStamp.from_json(s) for s in answer.get("opentimestamps") or [])
+    if not tokens and not stamps:
+        return None
+    keymr = answer.get("keymr")
+    root = bytes.fromhex(keymr) if isinstance(keymr, str) else parse_ots(stamps[0].ots).file_digest
+    return TimestampsPart(root, tuple(Rfc3161Token.of(t) for t in tokens), stamps)
+
+
+def write_timestamp_files(outcome: ExportOutcome, bundle_file: Path, bundle: ProofBundle) -> None:
     """Each RFC 3161 token of ``bundle`` as a response beside it: ``<bundle>.tsr``, then
-    ``<bundle>.2.tsr``, ... (``openssl ts -verify -digest <root hex> -in <file>``), never
-    over another file."""
+    ``<bundle>.2.tsr``, ... (``openssl ts -verify -digest <root hex> -in <file>``), and
+    each OpenTimestamps stamp as its ``.ots`` file: ``<bundle>.ots``, ``<bundle>.2.ots``,
+    ... (``ots info <file>``), never over another file."""
     if bundle.timestamps is None:
         return
     for i, item in enumerate(bundle.timestamps.rfc3161):
@@ -202,6 +230,14 @@ def _write_tokens(outcome: ExportOutcome, bundle_file: Path, bundle: ProofBundle
             outcome.refused.append(f"{_shown(token_file)}: another file has its name")
         elif state == "written":
             outcome.tokens.append(token_file)
+    for i, stamp in enumerate(bundle.timestamps.opentimestamps):
+        name = bundle_file.name + (".ots" if i == 0 else f".{i + 1}.ots")
+        ots_file = bundle_file.with_name(name)
+        state = _write_new(ots_file, stamp.ots)
+        if state == "refused":
+            outcome.refused.append(f"{_shown(ots_file)}: another file has its name")
+        elif state == "written":
+            outcome.ots_files.append(ots_file)
 
 
 def _shown(path: Path) -> str:

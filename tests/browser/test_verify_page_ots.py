@@ -10,15 +10,18 @@ stamp whose self-made header is below Bitcoin mainnet's least work shows both as
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ledger.core.proof.policy import SHIPPED
+from ledger.core.proof.policy import SHIPPED, TrustPolicy
 from ledger.core.timestamps.bundle_part import TimestampsPart
+from ledger.core.timestamps.ots import OtsStamp, check_ots
 from ledger.core.verify_page import render_verify_page
 from tests.browser.test_verify_page import UI_STATE_JS, open_page
 from tests.ledger.anchor.bundles import DOCUMENT, forge_bundle
@@ -317,3 +320,57 @@ def test_a_bundle_shows_its_pending_and_unplaced_stamps(page: Any, tmp_path: Pat
     page.evaluate("() => document.activeElement.blur()")
     page.screenshot(path=str(tmp_path / "verify-page-ots.png"), full_page=True)
     assert page.errors == []
+
+
+def _page_sets() -> dict[str, list[Any]]:
+    """The checkpoint sets the rendered page carries, in CHECK_JS's form."""
+    html = render_verify_page()
+    config = json.loads(html.split('id="notary-page-config">', 1)[1].split("</script>", 1)[0])
+    return {name: [c["first"], c["records"]] for name, c in config["checkpoints"].items()}
+
+
+@pytest.fixture
+def agreement_cases() -> list[tuple[str, OtsStamp, bytes, TrustPolicy]]:
+    shipped = SHIPPED["bitcoin-mainnet"]
+    bare = dataclasses.replace(shipped, checkpoints=None)
+    cases = []
+    for name, headers, _, _ in TABLE:
+        ots, root = _vector(name)
+        for policy in (shipped, bare):
+            cases.append(
+                (f"{name} {policy.checkpoints}", OtsStamp(ots, tuple(headers)), root, policy)
+            )
+    ots, root = _vector("hello-world.txt.ots")
+    for at in random.Random(1).sample(range(len(ots)), 40):
+        mutated = bytearray(ots)
+        mutated[at] ^= 0x01
+        cases.append((f"byte {at}", OtsStamp(bytes(mutated), (HEADER_358391,)), root, shipped))
+    mined_root = bytes(range(32))
+    mined, header = _mined_stamp(mined_root, 900_000)
+    cases.append(("self-mined", OtsStamp(mined, (header,)), mined_root, shipped))
+    return cases
+
+
+def test_python_and_the_page_agree_on_every_vector(
+    blank_page: Any, agreement_cases: list[tuple[str, OtsStamp, bytes, TrustPolicy]]
+) -> None:
+    """Table-driven: each case checked by ``check_ots`` and by the page under the same
+    policy (the shipped bitcoin-mainnet with its checkpoints, and the same without them),
+    with the checkpoint set the page is rendered with: same state, heights, block hashes,
+    placement basis and sentence."""
+    sets = _page_sets()
+    page_cases = [
+        _case(s.ots, root, list(s.headers), p.to_json(), sets) for _, s, root, p in agreement_cases
+    ]
+    shown = blank_page.evaluate(CHECK_JS, page_cases)
+    for (name, stamp, root, policy), js in zip(agreement_cases, shown, strict=True):
+        py = check_ots(stamp, root, policy=policy)
+        assert js["state"] == py.state, (name, py, js)
+        assert js["heights"] == list(py.heights), name
+        assert js["bases"] == [a.basis for a in py.attestations], name
+        assert js["hashes"] == [
+            None if a.block_hash is None else a.block_hash[::-1].hex() for a in py.attestations
+        ], name
+        assert js["details"] == [a.reason for a in py.attestations], name
+    assert shown[0]["state"] == "verified" and shown[0]["bases"] == ["era"]
+    assert blank_page.errors == []

@@ -3,7 +3,8 @@ file against its proof, under a named trust policy.
 
 The check itself is ``flows.cli.proof_check.verify_command`` (imported when the command
 runs, so ``notary --help`` does not load the verifier). Exit codes (``ExitCode``): 0 every
-step holds; 1 a step failed; 2 the file or the bundle cannot be read.
+step holds; 1 a step failed (or a token or an OpenTimestamps proof did); 2 the file or
+the bundle cannot be read.
 """
 
 from __future__ import annotations
@@ -43,10 +44,13 @@ def verify(
         ),
     ] = None,
 ) -> None:
-    """Check FILE against its proof bundle offline, step by step (no service needed).
+    """Check FILE against its proof bundle offline, step by step (no service needed), then
+    list every anchor (the chain, RFC 3161 tokens, OpenTimestamps proofs) with the time it
+    bounds and the overall date.
 
-    Exit code 0 only when every step holds; 1 when a step fails; 2 when a file, the bundle
-    or the policy cannot be read.
+    Exit code 0 only when every step holds; 1 when a step fails, a token fails under
+    --tsa-ca or an OpenTimestamps proof is invalid; 2 when a file, the bundle or the
+    policy cannot be read.
     """
     from flows.cli.exit_codes import ExitCode
     from flows.cli.proof_check import load_tsa_trust, read_policy, verify_command

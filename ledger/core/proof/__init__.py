@@ -1,4 +1,4 @@
-"""Proof bundles: everything needed to check one notarized document offline (versions 1, 2).
+"""Proof bundles: everything needed to check one notarized document offline (versions 1, 2, 3).
 
 The format is ``docs/proof-bundle.md``. Pure: no I/O; the pipeline, the CLI and the tests
 share these modules.
@@ -15,6 +15,10 @@ share these modules.
   ``bitcoin-mainnet`` ... ``devnet``; or read from a policy file).
 - :mod:`ledger.core.proof.verdict`: what a bundle that holds proves, under which policy,
   and since when.
+- :mod:`ledger.core.proof.checkpoints`: Bitcoin mainnet checkpoints (bitcoinj's, shipped
+  as data) that place historic headers by their difficulty period.
+- :mod:`ledger.core.proof.anchors`: every anchor of a verified bundle (chain, RFC 3161,
+  OpenTimestamps) with the time it bounds, and the overall date.
 
 This ``__init__`` imports nothing: import from the module that defines a name.
 """

@@ -310,14 +310,23 @@ def _keys(obj: Mapping[str, Any], what: str, keys: frozenset[str] | set[str]) ->
 
 
 def _timestamps_part(top: Mapping[str, Any]) -> TimestampsPart:
-    """Version 3's ``timestamps``, in the canonical form: exact keys, lower-case ``root``."""
-    section = _object(top.get("timestamps"), "timestamps", {"root", "rfc3161"})
+    """Version 3's ``timestamps``, in the canonical form: exact keys (``opentimestamps``
+    may be absent in a bundle written before it existed: read as none), lower-case
+    ``root``."""
+    section = _object(top.get("timestamps"), "timestamps")
+    keys = {"root", "rfc3161"} | ({"opentimestamps"} & set(section))
+    _keys(section, "timestamps", keys)
     _hex(section, "root")
     tokens = section["rfc3161"]
     if not isinstance(tokens, list):
         raise _fail("timestamps.rfc3161 must be a list")
     for i, item in enumerate(tokens):
         _object(item, f"timestamps.rfc3161[{i}]", {"token", "certificates"})
+    stamps = section.get("opentimestamps", [])
+    if not isinstance(stamps, list):
+        raise _fail("timestamps.opentimestamps must be a list")
+    for i, item in enumerate(stamps):
+        _object(item, f"timestamps.opentimestamps[{i}]", {"ots", "headers"})
     try:
         return TimestampsPart.from_json(section)
     except DecodeError as exc:

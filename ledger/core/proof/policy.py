@@ -14,7 +14,11 @@ one by itself (as sigstore's ``Verifier.production()``): the caller passes a
 - whether a window anchor (the bundle's ``contract``) is required;
 - whether the chain is independent evidence (``independent``), and the number of headers
   whose median time bounds the anchor's date (``median_time_span``; Bitcoin's median time
-  past is over 11 blocks).
+  past is over 11 blocks);
+- optionally, shipped checkpoints (``ledger.core.proof.checkpoints``: bitcoin-mainnet has
+  bitcoinj's, one header per difficulty period) that place a historic header, such as
+  the one an OpenTimestamps proof attests, by its period's ``bits``
+  (``TrustPolicy.place``). Chain anchors are checked against the least work alone.
 
 Shipped (``SHIPPED``; ``policy_named``), genesis hashes and proof-of-work limits from
 Bitcoin Core's ``src/kernel/chainparams.cpp`` and Litecoin Core's ``src/chainparams.cpp``
@@ -50,9 +54,15 @@ from typing import Any
 
 from ledger.core.errors import DecodeError, LedgerFormatError
 from ledger.core.hexbytes import from_hex
-from ledger.core.pow.header import bits_to_target
+from ledger.core.pow.header import BlockHeader, bits_to_target
 from ledger.core.pow.params import PowParams
 from ledger.core.pow.work import PowFunction
+from ledger.core.proof.checkpoints import (
+    BITCOIN_MAINNET_CHECKPOINTS,
+    Checkpoints,
+    Placement,
+    bitcoin_mainnet_checkpoints,
+)
 
 __all__ = [
     "DEVNET",
@@ -75,6 +85,7 @@ _POLICY_KEYS = frozenset(
         "independent",
         "median_time_span",
         "note",
+        "checkpoints",
     }
 )
 
@@ -101,6 +112,8 @@ class TrustPolicy:
         median_time_span: headers whose median time bounds the date (11 on Bitcoin and
             Litecoin), or None.
         note: one sentence the verdict prints about what this chain proves.
+        checkpoints: headers that place a historic header by its difficulty period
+            (``place``), or None; a policy file names a shipped set (``bitcoinj-mainnet``).
 
     Raises:
         PolicyError: a field out of range.
@@ -116,6 +129,7 @@ class TrustPolicy:
     independent: bool = True
     median_time_span: int | None = None
     note: str = ""
+    checkpoints: Checkpoints | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not self.chain:
@@ -135,6 +149,31 @@ class TrustPolicy:
         if label == self.chain:
             return True
         return self.genesis_hash is not None and label == self.genesis_hash[::-1].hex()
+
+    def place(self, header: BlockHeader, height: int) -> Placement | str:
+        """Place ``header``, claimed as block ``height`` of this policy's chain, for a proof
+        that names only a height (an OpenTimestamps attestation).
+
+        Requires: the header meets its own target (the caller checked it). Tried in
+        order: the policy's checkpoints (an exact checkpoint, or the bits and time of the
+        height's difficulty period: ``Checkpoints.place``), then the least work
+        (``max_target``). A height the checkpoints cover is never placed by work alone
+        when they refuse it.
+
+        Returns:
+            The ``Placement``, or why the header cannot be placed (one sentence).
+        """
+        reason = "no checkpoints"
+        if self.checkpoints is not None:
+            placed = self.checkpoints.place(header, height)
+            if isinstance(placed, Placement):
+                return placed
+            reason = placed
+            if self.checkpoints.period_start(height) is not None:
+                return reason
+        if header.target() <= self.max_target:
+            return Placement("work", f"its target is at least as hard as policy {self.name}'s")
+        return f"{reason}; and its work is below policy {self.name}'s least work per header"
 
     @classmethod
     def from_pow_params(cls, params: PowParams, *, name: str, note: str) -> TrustPolicy:
@@ -164,6 +203,7 @@ class TrustPolicy:
             "independent": self.independent,
             "median_time_span": self.median_time_span,
             "note": self.note,
+            "checkpoints": None if self.checkpoints is None else self.checkpoints.name,
         }
 
     @classmethod
@@ -195,7 +235,16 @@ class TrustPolicy:
             independent=_flag(obj, "independent", default=True),
             median_time_span=_optional_int(obj, "median_time_span"),
             note=_text(obj, "note") if "note" in obj else "",
+            checkpoints=_checkpoints(obj.get("checkpoints")),
         )
+
+
+def _checkpoints(name: Any) -> Checkpoints | None:
+    if name is None:
+        return None
+    if name != BITCOIN_MAINNET_CHECKPOINTS:
+        raise PolicyError(f"checkpoints must be null or {BITCOIN_MAINNET_CHECKPOINTS!r}")
+    return bitcoin_mainnet_checkpoints()
 
 
 def _pow(obj: Mapping[str, Any]) -> PowFunction:
@@ -261,6 +310,7 @@ _SHIPPED = (
         confirmations=6,
         median_time_span=11,
         note="Bitcoin mainnet: independent evidence, as costly to forge as the work shown",
+        checkpoints=bitcoin_mainnet_checkpoints(),
     ),
     TrustPolicy(
         name="bitcoin-testnet",

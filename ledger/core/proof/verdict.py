@@ -11,7 +11,10 @@ and words the date as the anchor gives it (docs/proof-bundle.md, "The date"):
 - the directory block's own start time is the operator's claim, not the proof's.
 
 A policy whose chain is not independent evidence (the bundled chain, regtest, test
-networks) makes the verdict say so, in the policy's own note. Pure: no I/O.
+networks) makes the verdict say so, in the policy's own note. The independent timestamps
+of a version-3 bundle (RFC 3161 tokens, OpenTimestamps proofs) are listed beside this
+chain anchor, each with the time it bounds, by ``ledger.core.proof.anchors.list_anchors``,
+which also gives the overall date. Pure: no I/O.
 """
 
 from __future__ import annotations

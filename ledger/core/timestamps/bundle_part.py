@@ -5,11 +5,14 @@ receipt leads to (the directory block's KeyMR)::
 
     "timestamps": {
       "root": "<KeyMR hex>",
-      "rfc3161": [{"token": "<DER base64>", "certificates": ["<DER base64>", ...]}, ...]
+      "rfc3161": [{"token": "<DER base64>", "certificates": ["<DER base64>", ...]}, ...],
+      "opentimestamps": [{"ots": "<.ots file, base64>", "headers": ["<160 hex>", ...]}, ...]
     }
 
 ``certificates`` are the ones the token carries, listed apart for readers without a CMS
-parser; the check uses the token's own. ``check_timestamps`` checks every token against a
+parser; the check uses the token's own. ``opentimestamps`` holds ``OtsStamp`` s
+(``ledger.core.timestamps.ots``, which checks them: ``check_ots``); a section written
+before that key existed is read as having none, and writers always write it. ``check_timestamps`` checks every token against a
 trust store; without one (``trust=None``) each is reported ``not checked``, never as
 verified: trust is the verifier's explicit choice.
 """
@@ -27,6 +30,7 @@ from asn1crypto import cms
 from ledger.core.errors import DecodeError
 from ledger.core.hexbytes import from_hex
 from ledger.core.timestamps.errors import TimestampError
+from ledger.core.timestamps.ots import OtsStamp
 from ledger.core.timestamps.rfc3161 import TimestampVerdict, verify_token
 from ledger.core.timestamps.tsa_chain import TsaTrust
 
@@ -55,10 +59,12 @@ class Rfc3161Token:
 
 @dataclass(frozen=True)
 class TimestampsPart:
-    """The ``timestamps`` section: the stamped ``root`` (raw 32 bytes) and its tokens."""
+    """The ``timestamps`` section: the stamped ``root`` (raw 32 bytes), its RFC 3161 tokens
+    and its OpenTimestamps stamps."""
 
     root: bytes
     rfc3161: tuple[Rfc3161Token, ...]
+    opentimestamps: tuple[OtsStamp, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The section's JSON object (module docstring)."""
@@ -68,6 +74,7 @@ class TimestampsPart:
                 {"token": _b64(t.token), "certificates": [_b64(c) for c in t.certificates]}
                 for t in self.rfc3161
             ],
+            "opentimestamps": [s.to_json() for s in self.opentimestamps],
         }
 
     @classmethod
@@ -75,7 +82,8 @@ class TimestampsPart:
         """Parse the section.
 
         Raises:
-            DecodeError: not an object, bad hex or base64, a missing field.
+            DecodeError: not an object, bad hex or base64, a missing field (but for
+                ``opentimestamps``, read as none).
         """
         if not isinstance(obj, Mapping):
             raise DecodeError("timestamps must be a JSON object")
@@ -88,7 +96,14 @@ class TimestampsPart:
                 raise DecodeError(f"timestamps.rfc3161[{i}] must hold token and certificates")
             certs = tuple(_from_b64(c, f"rfc3161[{i}] certificate") for c in item["certificates"])
             parsed.append(Rfc3161Token(_from_b64(item.get("token"), f"rfc3161[{i}]"), certs))
-        return cls(from_hex(obj.get("root"), "timestamps root", size=32), tuple(parsed))
+        stamps = obj.get("opentimestamps", [])
+        if not isinstance(stamps, list):
+            raise DecodeError("timestamps.opentimestamps must be a list")
+        return cls(
+            from_hex(obj.get("root"), "timestamps root", size=32),
+            tuple(parsed),
+            tuple(OtsStamp.from_json(s) for s in stamps),
+        )
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,13 @@ not prove its root is untrusted data, like a proof bundle that does not hold. It
 ``check`` names which of ``Check``'s numbered checks failed
 (``ledger.core.timestamps.rfc3161.verify_token`` lists them); ``TimestampRejected`` is
 the one raised for a response whose status is not ``granted`` (RFC 3161 section 2.4.2).
+``OtsError`` is an OpenTimestamps file that does not parse or does not stamp its root
+(``ledger.core.timestamps.ots``)::
+
+    LedgerFormatError
+    ├── TimestampError
+    │   └── TimestampRejected
+    └── OtsError
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from enum import IntEnum
 
 from ledger.core.errors import LedgerFormatError
 
-__all__ = ["Check", "TimestampError", "TimestampRejected"]
+__all__ = ["Check", "OtsError", "TimestampError", "TimestampRejected"]
 
 
 class Check(IntEnum):
@@ -61,3 +68,15 @@ class TimestampRejected(TimestampError):
     def __init__(self, status: str, text: str) -> None:
         super().__init__(Check.STATUS, f"the authority answered {status}: {text or 'no text'}")
         self.status = status
+
+
+class OtsError(LedgerFormatError):
+    """An OpenTimestamps file or header that does not hold (``ledger.core.timestamps.ots``).
+
+    Attributes:
+        reason: the message, one sentence.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -44,13 +44,14 @@ import hashlib
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.checkpoints import Checkpoints
 from ledger.core.proof.policy import SHIPPED, TrustPolicy
 
 __all__ = ["DEFAULT_TITLE", "IN_MEMORY_MAX_BYTES", "content_security_policy", "render_verify_page"]
@@ -156,6 +157,7 @@ def render_verify_page(
         "policies": [p.to_json() for p in policies.values()],
         "policy": None if policy is None else policy.name,
         "inMemoryMaxBytes": IN_MEMORY_MAX_BYTES,
+        "checkpoints": _checkpoint_sets(policies.values()),
     }
     values = {
         "csp": html.escape(assets.csp),
@@ -166,6 +168,27 @@ def render_verify_page(
         "scripts": "\n".join(f"<script>{text}</script>" for text in assets.scripts),
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], assets.template)
+
+
+def _checkpoint_sets(policies: Iterable[TrustPolicy]) -> dict[str, dict[str, Any]]:
+    """The checkpoint sets the offered policies name, as ots.js ``readCheckpoints`` reads
+    them: the first height and base64 of one 40-byte record per difficulty period (block
+    hash in internal order, then ``bits`` and time as little-endian uint32). The sets were
+    checked when loaded (``ledger.core.proof.checkpoints``)."""
+    sets: dict[str, dict[str, Any]] = {}
+    for policy in policies:
+        found: Checkpoints | None = policy.checkpoints
+        if found is None or found.name in sets or not found.entries:
+            continue
+        records = b"".join(
+            c.hash + c.header.bits.to_bytes(4, "little") + c.header.timestamp.to_bytes(4, "little")
+            for c in found.entries
+        )
+        sets[found.name] = {
+            "first": found.entries[0].height,
+            "records": base64.b64encode(records).decode("ascii"),
+        }
+    return sets
 
 
 def _json_for_script(value: Any) -> str:

@@ -73,7 +73,11 @@
    * with the checkpoint sets `sets` by NotaryOts.checkOts, as `ledger.core.timestamps.ots.check_ots` checks them.
    */
   function checkOpenTimestamps(timestamps, keyMr, policy, sets = {}) {
-    return timestamps.ots.map((stamp, index) => ({ index, ...checkOts(stamp, keyMr, policy, sets) }));
+    return timestamps.ots.map((stamp, index) =>
+      hex(timestamps.root) !== hex(keyMr)
+        ? { index, state: "invalid", policy: policy && policy.name, attestations: [], pending: [], reasons: ["the section stamps another root"] }
+        : { index, ...checkOts(stamp, keyMr, policy, sets) }
+    );
   }
 
   function fromBase64(value, what) {

@@ -8,7 +8,7 @@
  * not-trusted (check 9: no path to the store at the token's time) and invalid (any other
  * check, or a section over another root). OpenTimestamps stamps follow, data-kind
  * "opentimestamps", status verified, unverifiable, pending or invalid (NotaryOts), placed
- * under the Bitcoin mainnet policy the page offers. #timestamps[data-outcome] sums them up.
+ * under the policy applied when it is Bitcoin mainnet's, else the shipped bitcoin-mainnet. #timestamps[data-outcome] sums them up.
  *
  * Exports globalThis.NotaryStampsUi; needs NotaryVerify, NotaryX509, NotaryOts and
  * NotaryBundleV3.
@@ -43,20 +43,23 @@
       `${trust.name} (${n} certificate${n === 1 ? "" : "s"}, SHA-256 ${trust.fingerprint.slice(0, 16)}…)`;
   }
 
-  /** The policy OpenTimestamps headers are placed under: the first of `policies` (JSON
-   * forms) for Bitcoin mainnet (its genesis, double SHA-256), or null. */
-  function bitcoinPolicy(policies) {
-    const made = policies.map((p) => V.makePolicy(p));
-    return made.find((p) => p.genesisHex === BITCOIN_GENESIS && p.pow === "sha256d") || null;
+  /** The policy OpenTimestamps headers are placed under (`ots_policy_for`): `applied`
+   * (a JSON form) when it is Bitcoin mainnet's (its genesis), else the offered
+   * `bitcoin-mainnet` (shipped), or null when the page offers none. */
+  function bitcoinPolicy(applied, policies) {
+    const made = V.makePolicy(applied);
+    if (made.genesisHex === BITCOIN_GENESIS) return made;
+    const shipped = policies.find((p) => p.name === "bitcoin-mainnet");
+    return shipped ? V.makePolicy(shipped) : null;
   }
 
   /** The stamps of a passing result checked: {trust ({name, fingerprint} or null), checks
    * (RFC 3161), ots (OpenTimestamps)}; null for a bundle without any. */
-  async function check(result, policies, sets = {}) {
+  async function check(result, applied, policies, sets = {}) {
     const t = result.ok && result.facts && result.facts.timestamps;
     if (!t || (!t.rfc3161 && !t.part.ots.length)) return null;
     const checks = await V3.checkTimestamps(t.part, t.keyMr, trust);
-    const ots = V3.checkOpenTimestamps(t.part, t.keyMr, bitcoinPolicy(policies), sets);
+    const ots = V3.checkOpenTimestamps(t.part, t.keyMr, bitcoinPolicy(applied, policies), sets);
     return { trust: trust && { name: trust.name, fingerprint: trust.fingerprint }, checks, ots };
   }
 

@@ -104,7 +104,7 @@
     if (id !== state.runId) return null;
     const result = V.run(input, { documentSha256: hashed ? hashed.digest : null, policy });
     result.assumed = assumed;
-    result.timestamps = await Stamps.check(result, POLICIES, CHECKPOINTS);
+    result.timestamps = await Stamps.check(result, policy, POLICIES, CHECKPOINTS);
     if (id !== state.runId) return null;
     state.last = { ...result, hashed: hashed && { method: hashed.method, seconds: hashed.seconds } };
     render(result, hashed);

@@ -13,7 +13,28 @@ import pytest
 import ledger.core
 
 EXPECTED = {
-    "ledger.core.timestamps.errors": {"Check", "TimestampError", "TimestampRejected"},
+    "ledger.core.timestamps.errors": {"Check", "OtsError", "TimestampError", "TimestampRejected"},
+    "ledger.core.timestamps.ots": {
+        "BITCOIN_MAINNET_GENESIS",
+        "OtsAttestation",
+        "OtsCheck",
+        "OtsStamp",
+        "attested_heights",
+        "check_ots",
+        "ots_file",
+        "parse_ots",
+    },
+    "ledger.core.proof.checkpoints": {
+        "BITCOIN_MAINNET_CHECKPOINTS",
+        "MIN_PERIOD_WORK",
+        "RETARGET_INTERVAL",
+        "TIME_SLACK_S",
+        "Checkpoint",
+        "Checkpoints",
+        "Placement",
+        "bitcoin_mainnet_checkpoints",
+        "block_work",
+    },
     "ledger.core.timestamps.rfc3161": {
         "TimestampVerdict",
         "build_request",

@@ -143,7 +143,8 @@ def render_verify_page(
         policy: the trust policy the page starts with; None: the shipped policy the
             bundle's ``anchor.chain`` names, which the page states was assumed. The
             policy panel offers every shipped policy (``ledger.core.proof.policy``) and this
-            one; the person chooses.
+            one; the person chooses. The checkpoint sets these policies name (``ledger.core.proof.checkpoints``)
+            are carried too, for placing OpenTimestamps headers (``ots.js``).
         title: the page's title and heading.
 
     Returns:

@@ -126,10 +126,19 @@
       ...ots.map(item("opentimestamps", "OpenTimestamps proof"))
     );
     panel.dataset.outcome = outcomeOf(lines);
-    const times = stamps.checks.filter((c) => c.status === "verified").map((c) => c.verdict.genDate);
-    const earliest = times.length ? new Date(Math.min(...times)).toISOString().replace(".000Z", "Z") : null;
+    const bounds = [
+      ...stamps.checks
+        .filter((c) => c.status === "verified")
+        .map((c) => [c.verdict.genDate.getTime(), `RFC 3161, trust store ${stamps.trust.name}`]),
+      ...stamps.ots.flatMap((o) =>
+        o.attestations
+          .filter((a) => a.state === "verified")
+          .map((a) => [a.time * 1000, `OpenTimestamps, Bitcoin block ${a.height} under policy ${o.policy}`])
+      ),
+    ].sort((x, y) => x[0] - y[0]);
+    const earliest = bounds.length ? new Date(bounds[0][0]).toISOString().replace(".000Z", "Z") : null;
     $("timestamps-note").textContent = earliest
-      ? `The document existed no later than ${earliest} (RFC 3161, trust store ${stamps.trust.name}).`
+      ? `The document existed no later than ${earliest} (${bounds[0][1]}).`
       : !stamps.checks.length
         ? ""
         : stamps.trust

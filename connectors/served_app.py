@@ -13,11 +13,10 @@ import threading
 import time
 from typing import Self
 
-import uvicorn
 from starlette.types import ASGIApp
 
 from connectors.errors import ConnectorPackageError
-from ledger.serving import QuietServer
+from ledger.serving import Address, QuietServer, server_config
 
 __all__ = ["ServedApp", "ServerStartError"]
 
@@ -36,9 +35,7 @@ class ServedApp:
     """
 
     def __init__(self, app: ASGIApp, *, host: str, port: int, name: str) -> None:
-        config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", log_config=None, lifespan="off"
-        )
+        config = server_config(app, Address(host, port), log_level="warning", lifespan="off")
         self._server = QuietServer(config)
         self._thread = threading.Thread(
             target=self._run, name=f"notary-{name.replace(' ', '-')}", daemon=True

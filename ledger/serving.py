@@ -18,27 +18,71 @@ So ``NOTARY_NODE_RPC_USER`` / ``NOTARY_NODE_RPC_PASSWORD`` lock the node, and
 ``NOTARY_WALLET_NODE_RPC_USER`` / ``..._PASSWORD`` let the wallet in; the pipeline reads
 ``NOTARY_NODE_RPC_USER`` too (``flows.settings``), so one pair of variables serves a node
 and the pipeline on one machine.
+
+And one way to start a service, whoever starts it:
+
+- ``run_service(read_settings, create_app)`` is every ``python -m ledger.<service>``: files
+  owner-only, settings read once, log lines with every secret of the settings hidden
+  (``settings_secrets``), the app built, long-lived objects frozen (``ledger.long_lived``),
+  then ``serve`` until SIGINT/SIGTERM.
+- ``server_config(app, settings)`` is the one ``uvicorn.Config`` of a service: its
+  address and TLS files (``uvicorn_options``), the ASGI lifespan on, the process's own
+  logging kept (``log_config=None``). The bundled stack (``ledger.stack``) and a pipeline
+  command's helper server (``connectors.served_app``, through ``Address``) build theirs
+  with it and run them as ``QuietServer`` s.
+- ``service_lifespan(run=..., close=...)`` is every service's ASGI lifespan: its
+  background loop (``run(stop)``) runs while the app serves; on the way out the loop is
+  told to stop and awaited, then what the app owns is closed, in order.
+
+HTTP basic authentication is part of each JSON-RPC app (built from ``RpcServing``, see
+``ledger.rpc_serving``), so an app served in process by the tests is locked as the
+served one is.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Iterator
+import inspect
+import os
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar
 
 import uvicorn
 from pydantic import BaseModel, SecretBytes, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger.jsonrpc.credentials import BasicCredentials, CredentialsError, RpcAccess
+from ledger.long_lived import freeze_long_lived
+from ledger.secret_file import OWNER_ONLY_UMASK
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from ledger.observability.logs import LogFormat
 
 __all__ = [
+    "Address",
     "NodeAccess",
     "QuietServer",
     "RpcServing",
+    "Served",
     "TlsServing",
     "rpc_access",
+    "run_service",
+    "serve",
+    "server_config",
+    "service_lifespan",
     "settings_secrets",
     "uvicorn_options",
 ]
@@ -161,15 +205,21 @@ def _access(
         raise CredentialsError(f"{prefix}_user / {prefix}_password: {exc}") from None
 
 
-class _Served(Protocol):
-    host: str
-    port: int
+class Served(Protocol):
+    """What ``server_config`` needs of a service's settings: where it listens
+    (``host``, ``port``) and its ``TlsServing`` options."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
 
     def uvicorn_tls_options(self) -> dict[str, Any]: ...
 
 
-def uvicorn_options(settings: _Served) -> dict[str, Any]:
-    """``host``, ``port`` and the TLS options of a service's settings, for ``uvicorn.run``.
+def uvicorn_options(settings: Served) -> dict[str, Any]:
+    """``host``, ``port`` and the TLS options of a service's settings, for ``uvicorn.Config``.
 
     Args:
         settings: a service's settings (``host``, ``port`` and the ``TlsServing`` fields).
@@ -177,7 +227,147 @@ def uvicorn_options(settings: _Served) -> dict[str, Any]:
     return {"host": settings.host, "port": settings.port, **settings.uvicorn_tls_options()}
 
 
-def settings_secrets(settings: BaseModel) -> list[str]:
+@dataclass(frozen=True)
+class Address:
+    """Where a server without settings of its own listens, over plain HTTP (a pipeline
+    command's helper server, ``connectors.served_app``); the settings shape
+    ``server_config`` takes."""
+
+    host: str
+    port: int
+
+    def uvicorn_tls_options(self) -> dict[str, Any]:
+        """No TLS options: plain HTTP."""
+        return {}
+
+
+def server_config(
+    app: ASGIApp,
+    settings: Served,
+    *,
+    log_level: str,
+    lifespan: Literal["on", "off"] = "on",
+    **options: Any,
+) -> uvicorn.Config:
+    """The ``uvicorn.Config`` of one service (module docstring).
+
+    Args:
+        app: the service's ASGI app.
+        settings: where it listens and its TLS files (``uvicorn_options``).
+        log_level: uvicorn's own log level (the service's ``log_level``).
+        lifespan: ``"on"``: the app's lifespan runs, and a failure in it stops the start;
+            ``"off"`` for an app without one.
+        options: further ``uvicorn.Config`` keywords (``timeout_keep_alive``, in seconds).
+    """
+    return uvicorn.Config(
+        app,
+        **uvicorn_options(settings),
+        log_level=log_level,
+        log_config=None,  # the process's own logging (``configure_logging``)
+        lifespan=lifespan,
+        **options,
+    )
+
+
+def serve(config: uvicorn.Config) -> None:
+    """Serve ``config`` until SIGINT or SIGTERM (uvicorn's signal handling), on uvloop when
+    it is installed (uvicorn's ``loop="auto"``).
+
+    Raises:
+        SystemExit: uvicorn's own exit when the server cannot start: status 1 when it
+            cannot listen (address in use), 3 when the app's lifespan fails.
+    """
+    uvicorn.Server(config).run()
+
+
+class _ServiceSettings(Served, Protocol):
+    @property
+    def log_format(self) -> LogFormat: ...
+
+    @property
+    def log_level(self) -> str: ...
+
+
+_S = TypeVar("_S", bound=_ServiceSettings)
+
+
+def run_service(
+    read_settings: Callable[[], _S],
+    create_app: Callable[[_S], ASGIApp],
+    *,
+    options: Callable[[_S], Mapping[str, Any]] | None = None,
+) -> None:
+    """What ``python -m ledger.<service>`` runs (module docstring), until SIGINT/SIGTERM.
+
+    Args:
+        read_settings: the service's settings type (read from the environment), called
+            once the process's files are owner-only (docs/security.md).
+        create_app: the service's ``create_app(settings)``.
+        options: further ``server_config`` keywords from the settings.
+
+    Raises:
+        pydantic.ValidationError: the environment holds invalid settings.
+        SystemExit: the server could not start (``serve``).
+    """
+    from ledger.observability.logs import configure_logging
+
+    os.umask(OWNER_ONLY_UMASK)
+    settings = read_settings()
+    configure_logging(settings.log_format, settings.log_level, secrets=settings_secrets(settings))
+    app = create_app(settings)
+    freeze_long_lived()  # what is alive now lives as long as the process
+    extra = {} if options is None else dict(options(settings))
+    serve(server_config(app, settings, log_level=settings.log_level, **extra))
+
+
+def service_lifespan(
+    *,
+    start: Callable[[], object] | None = None,
+    run: Callable[[asyncio.Event], Coroutine[Any, Any, None]] | None = None,
+    close: Sequence[Callable[[], Awaitable[None] | None]] = (),
+) -> Callable[[object], contextlib.AbstractAsyncContextManager[None]]:
+    """A service's ASGI lifespan (Starlette's ``lifespan=``; the node's app calls it with
+    itself too).
+
+    Args:
+        start: called first at start-up (the publishing API starts its writer and worker
+            threads); when it raises, nothing else runs and nothing is closed.
+        run: the service's background loop, ``run(stop)``, started as a task at start-up
+            and expected to return soon after ``stop`` is set.
+        close: what the app owns, closed in this order at shutdown (a coroutine function's
+            result is awaited), each one even when one before it, or ``run``, raised.
+
+    At shutdown, ``stop`` is set and the loop awaited first, then ``close``; an error
+    propagates as from ``contextlib.AsyncExitStack``: the last one raised, the earlier
+    ones chained as its ``__context__``.
+    """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: object) -> AsyncIterator[None]:
+        if start is not None:
+            start()
+        stop = asyncio.Event()
+        task = asyncio.create_task(run(stop)) if run is not None else None
+        try:
+            yield
+        finally:
+            stop.set()
+            async with contextlib.AsyncExitStack() as closing:
+                for closer in reversed(close):
+                    closing.push_async_callback(_call, closer)
+                if task is not None:
+                    await task
+
+    return lifespan
+
+
+async def _call(closer: Callable[[], Awaitable[None] | None]) -> None:
+    result = closer()
+    if inspect.isawaitable(result):
+        await result
+
+
+def settings_secrets(settings: object) -> list[str]:
     """Every secret a settings object holds, as text, for the log filter
     (``ledger.observability.logs.configure_logging(secrets=...)``).
 

@@ -18,6 +18,7 @@ from flows.cli.commands import (
     accounts,
     backup,
     collect,
+    demo,
     notarize,
     proof,
     report,
@@ -46,6 +47,7 @@ def build_app() -> typer.Typer:
     application.callback()(log_options)
     commands = (
         stack,
+        demo,
         notarize,
         collect,
         verify,

@@ -12,8 +12,7 @@ closed when it ends.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +37,8 @@ from ledger.core.clock import Clock, SystemClock
 from ledger.core.hexbytes import from_hex
 from ledger.core.keys import SigningKey
 from ledger.jsonrpc import AsyncJsonRpcClient
-from ledger.jsonrpc.observed import ObservedRegistry
-from ledger.jsonrpc.server import create_jsonrpc_app
-from ledger.observability import Observability, ObservabilityMiddleware, RpcCallMetrics
+from ledger.rpc_serving import create_rpc_app
+from ledger.serving import service_lifespan
 
 __all__ = ["AnchorRuntime", "build_runtime", "create_app"]
 
@@ -174,31 +172,15 @@ def create_app(
     """
     runtime = build_runtime(settings, clock=clock, node_transport=node_transport)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        stop = asyncio.Event()
-        task = asyncio.create_task(runtime.run(stop)) if run_loops else None
-        try:
-            yield
-        finally:
-            stop.set()
-            if task is not None:
-                await task
-            await runtime.aclose()
-
-    observability = Observability.create("anchor", requests_prefix="notary_anchor_http")
-    calls = RpcCallMetrics(observability.registry, "notary_anchor")
     registry = build_registry(runtime.service, runtime.chain)
     assert runtime.timestamps is not None
     register_timestamp_methods(registry, runtime.timestamps)
-    app = create_jsonrpc_app(
-        ObservedRegistry(registry, calls.observe),
-        path="/v2",
-        error_http_status=400,
-        max_body_bytes=settings.max_body_bytes,
-        lifespan=lifespan,
-        credentials=settings.rpc_credentials(),
+    app, observability = create_rpc_app(
+        "anchor",
+        registry,
+        settings,
         realm="notary anchoring RPC",
+        lifespan=service_lifespan(run=runtime.run if run_loops else None, close=[runtime.aclose]),
     )
     app.state.anchor = runtime
     app.state.observability = anchor_observability(
@@ -212,5 +194,4 @@ def create_app(
     )
     if runtime.stamper is not None:
         add_timestamp_observability(app.state.observability, runtime.stamper)
-    app.add_middleware(ObservabilityMiddleware, observability=observability)
     return app

@@ -4,7 +4,8 @@ Usage::
 
     python -m ledger.api [serve] [--sandbox]      # serve on NOTARY_API_HOST:NOTARY_API_PORT
                                                   # (HTTPS with NOTARY_API_TLS_CERT_FILE and
-                                                  # NOTARY_API_TLS_KEY_FILE, else HTTP)
+                                                  # NOTARY_API_TLS_KEY_FILE, else HTTP), as
+                                                  # every service (ledger.serving.run_service)
     python -m ledger.api accounts create NAME     # print the new key (shown once)
     python -m ledger.api accounts list [--json]
     python -m ledger.api accounts revoke ID
@@ -27,7 +28,6 @@ from ledger.api.accounts_cli import (
     accounts_revoke,
 )
 from ledger.api.settings import ApiSettings
-from ledger.long_lived import freeze_long_lived
 from ledger.secret_file import OWNER_ONLY_UMASK
 
 
@@ -70,21 +70,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(settings: ApiSettings) -> int:
-    import uvicorn
-
     from ledger.api.app import create_app
-    from ledger.observability.logs import configure_logging
-    from ledger.serving import settings_secrets, uvicorn_options
+    from ledger.serving import run_service
 
-    configure_logging(settings.log_format, settings.log_level, secrets=settings_secrets(settings))
-    app = create_app(settings)
-    freeze_long_lived()
-    uvicorn.run(
-        app,
-        **uvicorn_options(settings),
-        log_level=settings.log_level,
-        log_config=None,
-    )
+    run_service(lambda: settings, create_app)
     return 0
 
 

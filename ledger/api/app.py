@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 import httpx
 from fastapi import FastAPI
 
@@ -24,6 +21,7 @@ from ledger.api.verify_page import router as verify_page_router
 from ledger.core.clock import Clock
 from ledger.jsonrpc.client import AsyncJsonRpcClient
 from ledger.observability import Observability, ObservabilityMiddleware
+from ledger.serving import service_lifespan
 
 __all__ = ["create_app"]
 
@@ -83,21 +81,11 @@ def create_app(
         wallet=probes[1],
     )
 
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        svc.start()
-        try:
-            yield
-        finally:
-            svc.close()
-            for client in probes:
-                if client is not None:
-                    await client.aclose()
-
+    probe_closers = [client.aclose for client in probes if client is not None]
     app = FastAPI(
         title="Notary publishing API",
         version=API_VERSION,
-        lifespan=lifespan,
+        lifespan=service_lifespan(start=svc.start, close=[svc.close, *probe_closers]),
         docs_url=None,  # no HTML pages; the document is GET /v1/openapi.json (with the key)
         redoc_url=None,
         openapi_url=None,

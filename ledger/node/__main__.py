@@ -1,37 +1,21 @@
-"""``python -m ledger.node``: run the node with settings from the environment (``NOTARY_NODE_*``)."""
+"""``python -m ledger.node``: run the node with settings from the environment
+(``NOTARY_NODE_*``), started as every service is (``ledger.serving.run_service``), with the
+interpreter's thread switch interval and the HTTP keep-alive of its settings."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import sys
-from collections.abc import Callable
 
-from ledger.node.app import serve
+from ledger.node.app import create_app
+from ledger.node.http import NodeAsgiApp
 from ledger.node.settings import NodeSettings
-from ledger.observability.logs import configure_logging
-from ledger.secret_file import OWNER_ONLY_UMASK
-from ledger.serving import settings_secrets
+from ledger.serving import run_service
 
 
-def main() -> None:
-    """Serve the node until SIGINT/SIGTERM, on uvloop when it is installed; one log line
-    per event in ``NOTARY_NODE_LOG_FORMAT`` (text or json)."""
-    os.umask(OWNER_ONLY_UMASK)  # its files owner-only (docs/security.md)
-    settings = NodeSettings()
-    configure_logging(settings.log_format, settings.log_level, secrets=settings_secrets(settings))
+def _app(settings: NodeSettings) -> NodeAsgiApp:
     sys.setswitchinterval(settings.gil_switch_interval_s)
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        runner.run(serve(settings))
-
-
-def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
+    return create_app(settings)
 
 
 if __name__ == "__main__":
-    main()
+    run_service(NodeSettings, _app, options=lambda s: {"timeout_keep_alive": int(s.keepalive_s)})

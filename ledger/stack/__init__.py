@@ -29,10 +29,31 @@ as every client outside the process does.
 
 ``Stack.stores()`` lists the data folder's stores in the order ``notary backup`` copies
 them (``ledger.backup``).
+
+``notary demo`` runs a local test timestamp authority beside the stack when OpenSSL is
+there (``ledger.stack.local_tsa``: ``open_tsa``, ``LocalTsaServer``), given to the
+anchoring service as any TSA is (``tsa_urls``, ``tsa_ca_file``).
 """
 
 from ledger.stack.compose import Stack
+from ledger.stack.local_tsa import (
+    LOCAL_TSA_NAME,
+    LocalTsaServer,
+    TsaAuthority,
+    find_openssl,
+    open_tsa,
+)
 from ledger.stack.running import StackThread, wait_until_healthy
 from ledger.stack.settings import StackSettings
 
-__all__ = ["Stack", "StackSettings", "StackThread", "wait_until_healthy"]
+__all__ = [
+    "LOCAL_TSA_NAME",
+    "LocalTsaServer",
+    "Stack",
+    "StackSettings",
+    "StackThread",
+    "TsaAuthority",
+    "find_openssl",
+    "open_tsa",
+    "wait_until_healthy",
+]

@@ -40,7 +40,7 @@ from ledger.secret_file import (
     tighten_tree,
     write_secret_file,
 )
-from ledger.serving import QuietServer, uvicorn_options
+from ledger.serving import QuietServer, Served, server_config
 from ledger.stack.settings import StackSettings
 from ledger.wallet.app import create_app as create_wallet_app
 from ledger.wallet.settings import WalletSettings
@@ -391,8 +391,8 @@ class Stack:
         self.create_stores()
         node, wallet, anchor = self.node_settings(), self.wallet_settings(), self.anchor_settings()
         node_app, wallet_app = create_node_app(node), create_wallet_app(wallet)
-        node_server = _server(node_app, uvicorn_options(node))
-        wallet_server = _server(wallet_app, uvicorn_options(wallet))
+        node_server = _server(node_app, node)
+        wallet_server = _server(wallet_app, wallet)
         clients = None
         if loop is not None and s.in_process_rpc:
             clients = LedgerRpcClients(
@@ -404,8 +404,8 @@ class Stack:
         return [
             node_server,
             wallet_server,
-            _server(api_app, uvicorn_options(api)),
-            _server(create_anchor_app(anchor), uvicorn_options(anchor)),
+            _server(api_app, api),
+            _server(create_anchor_app(anchor), anchor),
         ]
 
     async def serve(self, stop: asyncio.Event, *, ready: threading.Event | None = None) -> None:
@@ -441,10 +441,10 @@ class Stack:
             await asyncio.sleep(0.02)
 
 
-def _server(app: Callable[..., Any], options: dict[str, Any]) -> uvicorn.Server:
-    """The uvicorn server of one service's ASGI app (the node's own, Starlette, FastAPI)."""
-    config = uvicorn.Config(app, **options, log_level="warning", log_config=None, lifespan="on")
-    return QuietServer(config)
+def _server(app: Callable[..., Any], settings: Served) -> uvicorn.Server:
+    """The uvicorn server of one service's ASGI app (the node's own, Starlette, FastAPI),
+    configured as ``python -m`` configures it (``ledger.serving.server_config``)."""
+    return QuietServer(server_config(app, settings, log_level="warning"))
 
 
 def _local_client(

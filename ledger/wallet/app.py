@@ -10,16 +10,14 @@ client and the file are closed by the app's lifespan.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 
 from starlette.applications import Starlette
 
 from ledger.core.clock import Clock, SystemClock
 from ledger.jsonrpc import AsyncJsonRpcClient
-from ledger.jsonrpc.observed import ObservedRegistry
-from ledger.jsonrpc.server import create_jsonrpc_app
-from ledger.observability import Observability, ObservabilityMiddleware, RpcCallMetrics
+from ledger.rpc_serving import create_rpc_app
+from ledger.serving import service_lifespan
 from ledger.wallet.errors import WalletStateError
 from ledger.wallet.keyring import Keyring, initialize_store
 from ledger.wallet.methods import build_registry
@@ -126,27 +124,18 @@ def create_app(
     heights = heights if heights is not None else node
     book = TransactionBook(store, keyring, clock=clock)
 
-    @asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            if node_client is not None:
-                await node_client.aclose()
-            if owned_store:
-                store.close()
-
-    observability = Observability.create("wallet", requests_prefix="notary_wallet_http")
-    calls = RpcCallMetrics(observability.registry, "notary_wallet")
+    owned: list[Callable[[], Awaitable[None] | None]] = []
+    if node_client is not None:
+        owned.append(node_client.aclose)
+    if owned_store:
+        owned.append(store.close)
     registry = build_registry(keyring, clock=clock, heights=heights, node=node, book=book)
-    app = create_jsonrpc_app(
-        ObservedRegistry(registry, calls.observe),
-        path="/v2",
-        error_http_status=400,
-        max_body_bytes=settings.max_body_bytes,
-        lifespan=lifespan,
-        credentials=settings.rpc_credentials(),
+    app, observability = create_rpc_app(
+        "wallet",
+        registry,
+        settings,
         realm="notary wallet RPC",
+        lifespan=service_lifespan(close=owned),
     )
     app.state.keyring = keyring
     app.state.transactions = book
@@ -158,5 +147,4 @@ def create_app(
         db_path=settings.db_path if owned_store else None,
         heights=heights,
     )
-    app.add_middleware(ObservabilityMiddleware, observability=app.state.observability)
     return app

@@ -1,4 +1,5 @@
-"""``notary up`` and ``notary demo``: the bundled services, on their own or around one run.
+"""``notary up``: the bundled services, until Ctrl-C (``notary demo`` runs them around one
+run: ``flows.cli.commands.demo``).
 
 ``up`` runs the node, wallet, publishing API and anchoring service (and, unless told not
 to, a Prefect server the other commands reuse) until Ctrl-C. ``--rpc-auth``,
@@ -6,15 +7,11 @@ to, a Prefect server the other commands reuse) until Ctrl-C. ``--rpc-auth``,
 authentication (docs/jsonrpc.md §1.1); the credentials go to
 ``<data_dir>/rpc-credentials`` (0600), where the other commands find them. The
 ``--anchor-*`` flags anchor in a Bitcoin Core or Litecoin Core node instead of the bundled
-chain (``ledger.anchor.bitcoin_rpc``). ``demo`` starts
-the services in a background thread, notarizes one folder end to end, prints the summary,
-waits for the ``anchor`` stage, exports the proof bundles and the verification page
-(``flows.cli.demo_ending``), shows how to check one document, and stops.
+chain (``ledger.anchor.bitcoin_rpc``).
 The stack writes the API key and the callback secret into the data folder itself
 (``ledger.stack.Stack.prepare``); the other commands read those files.
 
-Exit codes (``ExitCode``): ``up`` 0 stopped, 3 a service could not start; ``demo`` as for
-``notary notarize``, and 1 when documents are still not anchored after ``--anchor-wait``.
+Exit codes (``ExitCode``): 0 stopped, 3 a service could not start.
 """
 
 from __future__ import annotations
@@ -30,18 +27,16 @@ import typer
 from pydantic import SecretStr, ValidationError
 from rich.markup import escape
 
-from flows.cli.commands.notarize import run_folder_flow
 from flows.cli.commands.wallet import WalletPassphraseFile
 from flows.cli.common import BlockTime, DataDir, console, err, fail
 from flows.cli.exit_codes import ExitCode
-from flows.cli.run_output import run_exit_code
 from flows.settings import PipelineSettings
 
 if TYPE_CHECKING:
     from flows.cli.prefect_server import PrefectServer
     from ledger.stack import Stack
 
-__all__ = ["demo", "register", "up"]
+__all__ = ["register", "up"]
 
 PlainWallet = Annotated[
     bool,
@@ -54,9 +49,8 @@ PlainWallet = Annotated[
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``up`` and ``demo`` commands to ``app``."""
+    """Add the ``up`` command to ``app``."""
     app.command("up")(up)
-    app.command("demo")(demo)
 
 
 def _stack(data_dir: Path, block_time: float, host: str = "127.0.0.1", **rpc: Any) -> Stack:
@@ -404,96 +398,3 @@ def _announce_prefect(server: PrefectServer) -> None:
             err.print(f"[yellow]note:[/yellow] {exc}; commands will use temporary servers")
         return
     console.print(f"prefect {url} (UI {url.removesuffix('/api')}), used by the other commands")
-
-
-def demo(
-    folder: Annotated[Path, typer.Argument(help="Folder to notarize.")] = Path("/usr/share/doc"),
-    data_dir: DataDir = Path(".notary"),
-    block_time: BlockTime = 2.0,
-    anchor_wait: Annotated[
-        float,
-        typer.Option(
-            "--anchor-wait",
-            min=0,
-            help="Seconds to wait for the anchor stage before exporting the proofs "
-            "(0: do not wait or export).",
-        ),
-    ] = 300.0,
-) -> None:
-    """Start the bundled stack, notarize FOLDER end to end, wait for the anchors, export
-    the proofs and the verification page (DATA_DIR/proofs), show how to check one, stop."""
-    from ledger.stack import StackThread
-    from ledger.wallet_at_rest import WalletAtRestError
-
-    stack = _stack(data_dir, block_time)
-    try:
-        stack.prepare()
-    except WalletAtRestError as exc:
-        fail(str(exc), ExitCode.USAGE)
-    thread = StackThread(stack)
-    console.print(f"starting node, wallet and publishing API (block time {block_time} s)…")
-    try:
-        thread.start()
-    except RuntimeError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.UNREACHABLE) from exc
-    try:
-        s = stack.settings
-        settings = PipelineSettings(
-            data_dir=data_dir,
-            api_url=s.api_url,
-            node_url=s.node_url,
-            anchor_url=s.anchor_url,
-            node_tls_ca_file=s.tls_ca_file,
-            anchor_tls_ca_file=s.tls_ca_file,
-        )
-        summary = run_folder_flow(folder, None, settings, wait=True)
-        code = run_exit_code(summary)
-        if anchor_wait > 0 and summary["documents_seen"]:
-            page_url = s.url(s.api_port, VERIFY_PAGE_PATH)
-            code = max(code, _anchor_and_export(settings, summary, folder, anchor_wait, page_url))
-    finally:
-        thread.stop()
-    raise typer.Exit(code)
-
-
-#: Where the publishing API serves the verification page (``ledger.api.verify_page``, which
-#: the command line does not import: only the stack itself is composed here).
-VERIFY_PAGE_PATH = "/verify"
-
-
-def _anchor_and_export(
-    settings: PipelineSettings,
-    summary: dict[str, object],
-    folder: Path,
-    timeout_s: float,
-    page_url: str,
-) -> ExitCode:
-    """The demo's third stage and its proofs; ``INCOMPLETE`` when anchors are missing."""
-    from connectors.errors import ConnectorError
-    from flows.cli.demo_ending import export_and_explain, wait_for_anchor
-
-    collection = str(summary["collection"])
-    console.print(f"waiting for the anchor stage (at most {timeout_s:g} s)…")
-    try:
-        waited = wait_for_anchor(settings, collection, console=console, timeout_s=timeout_s)
-        console.print(
-            f"{waited.stages.get('anchor', 0)} documents anchored in {waited.seconds:.1f} s"
-        )
-        if waited.waiting:
-            err.print(
-                f"[yellow]note:[/yellow] {waited.waiting} documents are not anchored yet: "
-                "`notary collect` then `notary proof export --html` finish them"
-            )
-        outcome = export_and_explain(
-            settings,
-            collection,
-            folder=folder,
-            out_dir=settings.data_dir / "proofs",
-            page_url=page_url,
-            console=console,
-        )
-    except ConnectorError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
-        return ExitCode.UNREACHABLE
-    return ExitCode.INCOMPLETE if waited.waiting or outcome.failed else ExitCode.OK

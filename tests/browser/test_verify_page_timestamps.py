@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import json
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -332,3 +333,32 @@ def test_any_one_byte_change_is_refused_by_both(blank_page: Any, data: st.DataOb
     mutated = dataclasses.replace(vector, token=bytes(token))
     [shown] = _page_results(blank_page, [mutated])
     assert shown["check"] is not None and mutated.python()["check"] is not None
+
+
+def test_a_file_that_is_no_trust_store_is_refused_with_its_reason(
+    page: Any, tmp_path: Path, authorities: dict[str, TsaAuthority]
+) -> None:
+    _, page_file, bundle = _stamped_files(tmp_path, authorities["good"])
+    open_page(page, page_file.as_uri())
+    junk = tmp_path / "notes.pem"
+    junk.write_text("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+    page.set_input_files("#tsa-trust-file", str(junk))
+    page.wait_for_selector("#tsa-trust-error:not([hidden])")
+    error = page.text_content("#tsa-trust-error")
+    assert error is not None and error.startswith("notes.pem is not a trust store: certificate 1")
+    assert page.text_content("#tsa-trust-summary") == "no trust store chosen"
+    assert page.errors == []
+
+
+def test_a_section_over_another_root_fails_every_token(
+    page: Any, tmp_path: Path, authorities: dict[str, TsaAuthority]
+) -> None:
+    """As ``check_timestamps``: a section whose ``root`` is not the KeyMR stamps another root."""
+    authority = authorities["good"]
+    _, page_file, bundle = _stamped_files(tmp_path, authority)
+    obj = json.loads(bundle.read_text())
+    obj["timestamps"]["root"] = "00" * 32
+    bundle.write_text(json.dumps(obj))
+    [stamp] = _run(page, page_file, bundle, authority.ca_file)["stamps"]
+    assert stamp == {"status": "invalid", "text": "token 1: invalid: stamps another root"}
+    assert page.errors == []

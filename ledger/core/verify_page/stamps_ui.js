@@ -34,6 +34,7 @@
       trust = null;
       error.textContent = `${file.name} is not a trust store: ${exc.message}.`;
       error.hidden = false;
+      $("tsa-trust").open = true;
       $("tsa-trust-summary").textContent = "no trust store chosen";
       return;
     }

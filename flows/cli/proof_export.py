@@ -37,8 +37,13 @@ from connectors.folder_source import display_path
 from flows.pipeline import Services
 from ledger.core.errors import LedgerFormatError
 from ledger.core.proof.bundle import ProofBundle
-from ledger.core.timestamps.bundle_part import Rfc3161Token, TimestampsPart, tokens_from_answer
-from ledger.core.timestamps.ots import OtsStamp, parse_ots
+from ledger.core.timestamps.bundle_part import (
+    OtsStamp,
+    Rfc3161Token,
+    TimestampsPart,
+    tokens_from_answer,
+)
+from ledger.core.timestamps.ots import parse_ots
 from ledger.core.timestamps.rfc3161 import response_from_token
 from ledger.core.verify_page import render_verify_page
 from tasks.proofs import PAGE_NAME, bundle_for, bundle_relpath, page_relpath

@@ -14,8 +14,7 @@ import pytest
 from ledger.core.proof.bundle import ProofBundle
 from ledger.core.proof.steps import StepReport
 from ledger.core.proof.verify import verify_bundle
-from ledger.core.timestamps.bundle_part import Rfc3161Token, TimestampsPart
-from ledger.core.timestamps.ots import OtsStamp
+from ledger.core.timestamps.bundle_part import OtsStamp, Rfc3161Token, TimestampsPart
 from ledger.core.verify_page import render_verify_page
 from tests.browser.cases_v2 import v2_bundles
 from tests.browser.test_verify_page import open_page, verify_in_ui

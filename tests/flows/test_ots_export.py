@@ -27,7 +27,8 @@ from flows.notarize_folder import notarize_folder
 from flows.pipeline import open_services
 from flows.settings import PipelineSettings
 from ledger.core.proof.policy import DEVNET
-from ledger.core.timestamps.ots import OtsStamp, ots_file
+from ledger.core.timestamps.bundle_part import OtsStamp
+from ledger.core.timestamps.ots import ots_file
 from tests.harness.waiting import WaitTimeout, wait_until
 from tests.ledger.core.ots_stamps import pending_over
 

@@ -17,7 +17,8 @@ from flows.cli.proof_check import verify_command
 from flows.cli.proof_export import ExportOutcome, write_timestamp_files
 from ledger.core.proof.bundle import ProofBundle
 from ledger.core.proof.policy import TrustPolicy
-from ledger.core.timestamps.ots import OtsStamp, ots_file
+from ledger.core.timestamps.bundle_part import OtsStamp
+from ledger.core.timestamps.ots import ots_file
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
 from tests.ledger.core.ots_stamps import attested_over, pending_over, with_stamps
 

@@ -38,11 +38,8 @@ same header; the verdict therefore names the block by its hash too. Pure: no I/O
 
 from __future__ import annotations
 
-import base64
-import binascii
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from opentimestamps.core.notary import (
     BitcoinBlockHeaderAttestation,
@@ -56,19 +53,18 @@ from opentimestamps.core.serialize import (
 )
 from opentimestamps.core.timestamp import DetachedTimestampFile, Timestamp
 
-from ledger.core.errors import DecodeError, LedgerFormatError
-from ledger.core.hexbytes import from_hex
-from ledger.core.pow.header import HEADER_BYTES, BlockHeader
+from ledger.core.errors import LedgerFormatError
+from ledger.core.pow.header import BlockHeader
 from ledger.core.pow.work import PowFunction
 from ledger.core.proof.checkpoints import Placement
 from ledger.core.proof.policy import TrustPolicy
+from ledger.core.timestamps.bundle_part import OtsStamp
 from ledger.core.timestamps.errors import OtsError
 
 __all__ = [
     "BITCOIN_MAINNET_GENESIS",
     "OtsAttestation",
     "OtsCheck",
-    "OtsStamp",
     "attested_heights",
     "check_ots",
     "ots_file",
@@ -81,51 +77,6 @@ BITCOIN_MAINNET_GENESIS = bytes.fromhex(
 )[::-1]
 
 OtsState = Literal["verified", "unverifiable", "pending", "invalid"]
-
-
-@dataclass(frozen=True)
-class OtsStamp:
-    """One element of ``timestamps.opentimestamps``: a ``.ots`` file and its headers.
-
-    Attributes:
-        ots: the complete detached timestamp file's bytes (module docstring).
-        headers: 80-byte Bitcoin block headers, as given (checked by ``check_ots``).
-    """
-
-    ots: bytes
-    headers: tuple[bytes, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"ots": <base64>, "headers": [<160 lower-case hex>, ...]}``."""
-        return {
-            "ots": base64.b64encode(self.ots).decode("ascii"),
-            "headers": [h.hex() for h in self.headers],
-        }
-
-    @classmethod
-    def from_json(cls, obj: Any) -> OtsStamp:
-        """Read one element: exactly the keys ``ots`` and ``headers``.
-
-        Raises:
-            DecodeError: not an object, other keys, bad base64, a header that is not 160
-                lower-case hex characters.
-        """
-        if not isinstance(obj, Mapping) or set(obj) != {"ots", "headers"}:
-            raise DecodeError("an opentimestamps element must hold exactly ots and headers")
-        value, headers = obj["ots"], obj["headers"]
-        if not isinstance(value, str) or not isinstance(headers, list):
-            raise DecodeError("opentimestamps ots must be base64 text, headers a list")
-        try:
-            ots = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise DecodeError(f"opentimestamps ots is not base64: {exc}") from exc
-        return cls(
-            ots,
-            tuple(
-                from_hex(h, "opentimestamps header", size=HEADER_BYTES, lowercase=True)
-                for h in headers
-            ),
-        )
 
 
 @dataclass(frozen=True)

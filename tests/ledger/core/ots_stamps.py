@@ -13,8 +13,8 @@ from opentimestamps.core.timestamp import Timestamp
 
 from ledger.core.proof.bundle import ProofBundle
 from ledger.core.proof.policy import TrustPolicy, policy_named
-from ledger.core.timestamps.bundle_part import TimestampsPart
-from ledger.core.timestamps.ots import BITCOIN_MAINNET_GENESIS, OtsStamp, ots_file
+from ledger.core.timestamps.bundle_part import OtsStamp, TimestampsPart
+from ledger.core.timestamps.ots import BITCOIN_MAINNET_GENESIS, ots_file
 from tests.ledger.anchor.bundles import Forged
 
 MAINNET = policy_named("bitcoin-mainnet")

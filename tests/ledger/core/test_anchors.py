@@ -15,8 +15,8 @@ from ledger.core.proof.bundle import ProofBundle
 from ledger.core.proof.policy import DEVNET
 from ledger.core.proof.steps import ProofError, Step
 from ledger.core.proof.verify import verify_bundle
-from ledger.core.timestamps.bundle_part import TimestampsPart
-from ledger.core.timestamps.ots import OtsStamp, ots_file
+from ledger.core.timestamps.bundle_part import OtsStamp, TimestampsPart
+from ledger.core.timestamps.ots import ots_file
 from tests.ledger.anchor.bundles import DOCUMENT, Forged, forge_bundle
 from tests.ledger.core.ots_stamps import (
     HEADER_TIME,

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from ledger.core.proof.policy import SHIPPED, TrustPolicy
-from ledger.core.timestamps.bundle_part import TimestampsPart
-from ledger.core.timestamps.ots import OtsStamp, check_ots
+from ledger.core.timestamps.bundle_part import OtsStamp, TimestampsPart
+from ledger.core.timestamps.ots import check_ots
 from ledger.core.verify_page import render_verify_page
 from tests.browser.test_verify_page import UI_STATE_JS, open_page
 from tests.ledger.anchor.bundles import DOCUMENT, forge_bundle

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _serve_api(data_dir: Path, port: int) -> None:
     from ledger.api.app import create_app
-    from ledger.api.memory_gateway import InMemoryLedger
+    from ledger.api.sandbox.memory_ledger import InMemoryLedger
     from ledger.api.settings import ApiSettings
 
     settings = ApiSettings(

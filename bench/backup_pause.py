@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.common import Figure, print_table, write_results
 from ledger.backup import StoreSpec, take_backup
@@ -100,6 +101,19 @@ def main() -> None:
             runs.append(one_run(Path(folder), args.mib))
     worst = {key: max(run[key] for run in runs) for key in runs[0]}
     mib = runs[0]["store_mib"]
+
+    def during_before(label: str, key: str, **extra: Any) -> Figure:
+        """Commit latency ``key`` during the backup against before it (worst run)."""
+        return Figure(
+            f"{label} commit during / before",
+            worst[f"{key}_during_ms"],
+            "ms",
+            baseline=worst[f"{key}_before_ms"],
+            baseline_name="before the backup",
+            higher_is_better=False,
+            extra=extra,
+        )
+
     figures = [
         Figure("backup of the store", worst["backup_s"], "s", extra={"store_mib": mib}),
         Figure("read snapshot held", worst["snapshot_s"], "s", higher_is_better=False),
@@ -108,31 +122,9 @@ def main() -> None:
             min(run["commits_during"] for run in runs),
             "commits",
         ),
-        Figure(
-            "median commit during / before",
-            worst["median_during_ms"],
-            "ms",
-            baseline=worst["median_before_ms"],
-            baseline_name="before the backup",
-            higher_is_better=False,
-        ),
-        Figure(
-            "p99 commit during / before",
-            worst["p99_during_ms"],
-            "ms",
-            baseline=worst["p99_before_ms"],
-            baseline_name="before the backup",
-            higher_is_better=False,
-        ),
-        Figure(
-            "slowest commit during / before",
-            worst["max_during_ms"],
-            "ms",
-            baseline=worst["max_before_ms"],
-            baseline_name="before the backup",
-            higher_is_better=False,
-            extra={"runs": runs},
-        ),
+        during_before("median", "median"),
+        during_before("p99", "p99"),
+        during_before("slowest", "max", runs=runs),
     ]
     print_table(f"notary backup of a {mib:.0f} MiB live store (worst of {args.runs})", figures)
     print(write_results("backup_pause", figures))

@@ -1,5 +1,5 @@
 """Receiver of the publishing API's status callbacks (docs/rest-api.md §6 (Events),
-``ledger/api/callbacks.py``).
+``ledger/api/outbox/callbacks.py``).
 
 The pipeline publishes each entry with ``callback_url=<receiver>/callbacks?entry_hash=<hex>``
 (``callback_url_for``). When the entry reaches a stage, the API posts ``{}`` to that URL

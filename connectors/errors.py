@@ -13,7 +13,7 @@ Exception tree::
     ├── TableSourceError                    ``connectors.table_source``
     │   ├── SourceConfigError (ValueError)
     │   └── SourceUnreachable
-    ├── UnsafeFileError (OSError)           ``connectors.folder_source``: a path ``open_regular`` refuses
+    ├── UnsafeFileError (OSError)           ``connectors.folder_files``: a path ``open_regular`` refuses
     └── ConnectorError              a service call failed; ``retryable`` tells whether trying again may succeed
         ├── ServiceUnavailable          connect errors, timeouts, broken connections, HTTP 5xx (retryable)
         ├── AuthError                   HTTP 401/403: missing or invalid ``user-key`` (not retryable)

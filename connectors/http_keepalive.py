@@ -22,6 +22,7 @@ import ssl
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import urllib3
@@ -92,26 +93,21 @@ class KeepAlivePool:
         self._prefix = parts.path.rstrip("/")
         self._origin = f"{parts.scheme}://{parts.netloc}"
         self._headers = dict(headers)
-        timeout = urllib3.Timeout(connect=timeout_s, read=timeout_s)
+        options: dict[str, Any] = {
+            "timeout": urllib3.Timeout(connect=timeout_s, read=timeout_s),
+            "maxsize": max_connections,
+            "block": True,
+            "retries": False,
+        }
         if parts.scheme == "https":
             self._pool: urllib3.HTTPConnectionPool = urllib3.HTTPSConnectionPool(
                 parts.hostname,
                 parts.port or 443,
-                timeout=timeout,
-                maxsize=max_connections,
-                block=True,
-                retries=False,
                 ssl_context=ssl_context or ssl.create_default_context(),
+                **options,
             )
         else:
-            self._pool = urllib3.HTTPConnectionPool(
-                parts.hostname,
-                parts.port or 80,
-                timeout=timeout,
-                maxsize=max_connections,
-                block=True,
-                retries=False,
-            )
+            self._pool = urllib3.HTTPConnectionPool(parts.hostname, parts.port or 80, **options)
 
     def url(self, path: str) -> str:
         """The full URL of ``path`` (for error messages)."""

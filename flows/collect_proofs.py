@@ -40,7 +40,8 @@ from flows.run_summary import RunSummary
 from flows.settings import PipelineSettings
 from tasks.anchor_stage import AnchorSweep
 from tasks.failed_writes import FailedWrites, check_failed_writes
-from tasks.steps import sweep_anchor_once, sweep_ledger_once
+from tasks.steps import sweep_anchor_once, sweep_ledger_once, sweep_timestamps_once
+from tasks.timestamp_sweep import TimestampSweep
 
 __all__ = ["CollectTotals", "collect_proofs", "collect_until_stopped", "receive_callbacks"]
 
@@ -57,8 +58,9 @@ def collect_proofs(
     """Publish the notarizations left ``pending`` (looked up by entry hash first: a stopped
     run may have posted them), sweep the ``ledger`` stage (receipts fetched, verified,
     stored; writes the publishing API gave up failed with its reason), then the ``anchor`` stage (anchor proofs fetched
-    and verified down to the proof of work) for every collection (or one); returns the
-    counts of both sweeps and the stage counts afterwards.
+    and verified down to the proof of work) for every collection (or one), then records
+    the anchored blocks' independent timestamps as they arrive (``tasks.timestamp_sweep``);
+    returns the counts of the sweeps and the stage counts afterwards.
 
     Raises:
         ConnectorError: the node could not be reached (nothing was recorded by the ledger
@@ -96,6 +98,10 @@ def _collect(services: Services, collection: str | None) -> dict[str, Any]:
     except ConnectorError as exc:
         # The ledger sweep's work is recorded; anchors wait for the next sweep.
         anchor = AnchorSweep(errors=[f"anchor stage skipped: {exc}"])
+    try:
+        stamps = sweep_timestamps_once(services.store, services.anchor, collection=collection)
+    except ConnectorError as exc:
+        stamps = TimestampSweep(errors=[f"timestamps skipped: {exc}"])
     counts = services.store.runs.summary(collection)
     result = {
         "published": published.published_for_other_runs,
@@ -108,7 +114,12 @@ def _collect(services: Services, collection: str | None) -> dict[str, Any]:
         "anchor_blocks_waiting": anchor.blocks_waiting,
         "anchor_blocks_rejected": anchor.blocks_rejected,
         "failed_writes": given_up.marked,
-        "errors": published.errors + ledger.errors + given_up.errors + anchor.errors,
+        "timestamps_recorded": stamps.recorded,
+        "errors": published.errors
+        + ledger.errors
+        + given_up.errors
+        + anchor.errors
+        + stamps.errors,
         "stages": counts,
     }
     return result

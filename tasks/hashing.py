@@ -16,7 +16,7 @@ in runs of consecutive files.
 
 A hash is only ever of a version of the file that existed: each file's ``fstat`` when it
 was opened is compared, once it has been read to its end, with a new ``fstat`` and with
-what its name now names (``connectors.folder_source.check_unchanged``: size, mtime and
+what its name now names (``connectors.folder_files.check_unchanged``: size, mtime and
 ctime in nanoseconds, inode, device). A file written, truncated or replaced meanwhile is
 read again, up to ``attempts`` passes in all, then given up as the per-file error
 ``FileChangedError: ... changed while hashed``: no document is recorded for it, so the
@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, NamedTuple
 
-from connectors.folder_source import (
+from connectors.folder_files import (
     CHANGED_WHILE_HASHED,
     FileChangedError,
     check_unchanged,
@@ -198,7 +198,7 @@ def hash_file_below(
     attempts: int = DEFAULT_HASH_ATTEMPTS,
 ) -> tuple[str, int]:
     """SHA-256 of ``root/relative_path``, opened without following any symlink below
-    ``root`` (``connectors.folder_source.open_regular``): a folder on the way swapped for a
+    ``root`` (``connectors.folder_files.open_regular``): a folder on the way swapped for a
     symlink after the scan cannot lead the hash out of ``root``.
 
     Args:

@@ -22,7 +22,9 @@ Frames of a ``Report`` (column lists are constants; CSV headers follow them exac
 
 * ``documents``  one row per notarization: document, stage, per-stage status
   (``done | skipped | waiting | overdue | failed | not reached``), time reached per
-  stage, seconds each stage took, receipt and anchor verification;
+  stage, seconds each stage took, receipt and anchor verification, and the directory
+  block's independent timestamps as recorded so far (``rfc3161_timestamps``: each TSA's
+  name and genTime; ``opentimestamps``: ``pending`` or ``Bitcoin block N``);
 * ``latencies``  per stage: count, mean, median, p95 and max seconds (``latency_table``);
 * ``problems``   failed, overdue, ledger rows without a receipt, re-verification rejects;
 * ``reverification`` the re-verified sample of stored receipts;
@@ -53,6 +55,7 @@ from connectors.audit import (
     STAGE_ORDER,
     AnchorRecord,
     BatchRecord,
+    BlockTimestamps,
     NotarizationRow,
     ProofRecord,
     StageEventRecord,
@@ -84,7 +87,7 @@ DOCUMENT_COLUMNS: tuple[str, ...] = (
     "published_s", "multi_az_s", "ledger_s", "anchor_s", "total_s", "attempts", "error",
     "dblock_height", "dblock_keymr", "receipt_verified_at", "anchor_transaction_id",
     "anchor_block_hash", "anchor_confirmations", "anchor_verified_at", "overdue",
-    "waiting_for", "waited_s",
+    "waiting_for", "waited_s", "rfc3161_timestamps", "opentimestamps",
 )  # fmt: skip
 LATENCY_COLUMNS = ("stage", "count", "mean_s", "median_s", "p95_s", "max_s")
 PROBLEM_COLUMNS = (
@@ -146,7 +149,7 @@ def build_report(
 ) -> Report:
     """All frames and the summary; ``now`` (aware) decides what is overdue."""
     builder = ReportBuilder(now=now, thresholds=thresholds)
-    builder.add(data.proofs, data.events, data.anchors)
+    builder.add(data.proofs, data.events, data.anchors, data.timestamps)
     # A rejected receipt's problem row names its (first) document.
     rows = {p.notarization.id: p.notarization for p in reversed(data.proofs)}
     return builder.finish(
@@ -200,8 +203,10 @@ class ReportBuilder:
         proofs: Sequence[ProofRecord],
         events: Mapping[int, Sequence[StageEventRecord]],
         anchors: Mapping[int, AnchorRecord],
+        timestamps: Mapping[int, BlockTimestamps] | None = None,
     ) -> Page:
-        """Take the next page: its records with the stage events and anchors of their ids.
+        """Take the next page: its records with the stage events and anchors of their ids
+        and the timestamps of their directory blocks (by height).
 
         Returns:
             the page's ``documents`` rows (``DOCUMENT_COLUMNS``) and problem rows
@@ -212,6 +217,7 @@ class ReportBuilder:
                 p,
                 events.get(p.notarization.id, ()),
                 anchors.get(p.notarization.id),
+                _block_stamps(timestamps, p.notarization.dblock_height),
                 now=self.now,
                 limits=self.limits,
             )
@@ -328,6 +334,7 @@ def _document_row(
     proof: ProofRecord,
     events: Sequence[StageEventRecord],
     anchor: AnchorRecord | None,
+    stamps: BlockTimestamps | None,
     *,
     now: datetime,
     limits: OverdueThresholds,
@@ -344,7 +351,15 @@ def _document_row(
     out |= {TIME_COLUMN[s]: reached.get(s) for s in STAGES}
     out |= _durations(reached) | _statuses(row.stage, reached, overdue=overdue)
     out |= _verification(proof, anchor)
+    out["rfc3161_timestamps"] = stamps.rfc3161_text() if stamps else ""
+    out["opentimestamps"] = stamps.ots_text() if stamps else ""
     return out
+
+
+def _block_stamps(
+    timestamps: Mapping[int, BlockTimestamps] | None, height: int | None
+) -> BlockTimestamps | None:
+    return None if timestamps is None or height is None else timestamps.get(height)
 
 
 def _reached(row: NotarizationRow, events: Sequence[StageEventRecord]) -> dict[str, datetime]:

@@ -15,6 +15,7 @@ from connectors.audit import (
     AnchorRecord,
     AuditStore,
     BatchRecord,
+    BlockTimestamps,
     ProofRecord,
     StageEventRecord,
 )
@@ -72,6 +73,8 @@ class ReportData:
     events: dict[int, list[StageEventRecord]]
     anchors: dict[int, AnchorRecord]
     batches: list[BatchRecord] = field(default_factory=list)
+    #: The independent timestamps of the records' directory blocks, by height.
+    timestamps: dict[int, BlockTimestamps] = field(default_factory=dict)
     collection: str | None = None
     since: datetime | None = None
     until: datetime | None = None
@@ -85,7 +88,7 @@ def load_report_data(
     until: datetime | None = None,
 ) -> ReportData:
     """Notarizations created in ``[since, until)`` (of ``collection``) with their receipts,
-    stage events and anchors."""
+    stage events, anchors and their directory blocks' timestamps."""
     proofs = store.proofs.records(collection=collection, since=since, until=until)
     ids = [p.notarization.id for p in proofs]
     batch_ids = {p.notarization.id for p in proofs if p.notarization.is_member}
@@ -94,10 +97,15 @@ def load_report_data(
         events=store.notarizations.stage_events(ids),
         anchors=store.proofs.anchors(notarization_ids=ids),
         batches=[b for b in all_batches(store, collection) if b.id in batch_ids],
+        timestamps=store.timestamps.of_blocks(_heights(proofs)),
         collection=collection,
         since=since,
         until=until,
     )
+
+
+def _heights(proofs: list[ProofRecord]) -> set[int]:
+    return {h for p in proofs if (h := p.notarization.dblock_height) is not None}
 
 
 def all_batches(store: AuditStore, collection: str | None) -> list[BatchRecord]:

@@ -166,6 +166,7 @@ _HTML_DOCUMENT_COLUMNS = [
     "notarization_id", "collection", "path", "sha256", "stage", "status_published",
     "status_multi_az", "status_ledger", "status_anchor", "created_at", "total_s",
     "dblock_height", "receipt_verified_at", "anchor_confirmations", "overdue",
+    "rfc3161_timestamps", "opentimestamps",
 ]  # fmt: skip
 
 

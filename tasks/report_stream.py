@@ -135,4 +135,6 @@ def _part(path: Path) -> Path:
 def _add_page(store: AuditStore, builder: ReportBuilder, records: Sequence[ProofRecord]) -> Page:
     ids = {p.notarization.id for p in records}
     anchors = store.proofs.anchors(notarization_ids=ids)
-    return builder.add(records, store.notarizations.stage_events(ids), anchors)
+    heights = {h for p in records if (h := p.notarization.dblock_height) is not None}
+    stamps = store.timestamps.of_blocks(heights)
+    return builder.add(records, store.notarizations.stage_events(ids), anchors, stamps)

@@ -41,6 +41,7 @@ from tasks.hashing import (
 )
 from tasks.ledger_stage import SweepOutcome, follow_ledger, sweep_ledger
 from tasks.publish import PublishOutcome, publish_rows
+from tasks.timestamp_sweep import TimestampSweep, sweep_timestamps
 
 T = TypeVar("T")
 
@@ -249,3 +250,11 @@ def sweep_anchor_once(
 ) -> AnchorSweep:
     """One sweep of the ``anchor`` stage (see ``tasks.anchor_stage.sweep_anchor``)."""
     return sweep_anchor(store, node, anchor, collection=collection, policy=policy)
+
+
+@task(name="sweep-timestamps", cache_policy=NO_CACHE)
+def sweep_timestamps_once(
+    store: AuditStore, anchor: AnchorClient, *, collection: str | None
+) -> TimestampSweep:
+    """One sweep of the independent timestamps (``tasks.timestamp_sweep``)."""
+    return sweep_timestamps(store, anchor, collection=collection)

@@ -76,7 +76,7 @@ def test_every_exception_of_a_package_derives_from_its_root(package_name: str) -
 
 def test_builtin_bases_that_callers_catch_are_kept() -> None:
     from connectors.audit import CollectionModeError
-    from connectors.folder_source import UnsafeFileError
+    from connectors.folder_files import UnsafeFileError
     from ledger.anchor.backend import NotConfirmed
     from ledger.api.accounts import AccountNotFound
     from ledger.node.store import StoreError

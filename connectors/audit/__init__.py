@@ -19,6 +19,7 @@ from connectors.audit.records import (
     STAGE_ORDER,
     AnchorRecord,
     BatchRecord,
+    BlockTimestamps,
     CollectionRecord,
     DocumentIn,
     NewMember,
@@ -31,6 +32,7 @@ from connectors.audit.records import (
     RunStatus,
     Stage,
     StageEventRecord,
+    TsaTimestamp,
 )
 from connectors.audit.store import AuditStore
 from connectors.migrations import MigrationError
@@ -47,6 +49,7 @@ __all__ = [
     "AuditPathError",
     "AuditStore",
     "BatchRecord",
+    "BlockTimestamps",
     "ChainNamer",
     "CollectionModeError",
     "CollectionRecord",
@@ -62,6 +65,7 @@ __all__ = [
     "RunStatus",
     "Stage",
     "StageEventRecord",
+    "TsaTimestamp",
     "Unanchored",
     "batch_source",
     "batch_tree",

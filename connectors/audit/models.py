@@ -16,6 +16,8 @@ Tables::
     stage_events   append-only history of every stage change of a notarization
     receipts       verified receipts (Merkle branch entry hash -> directory block KeyMR)
     anchors        verified anchors of a notarization's directory block (anchor_pow)
+    block_timestamps  the independent timestamps of a directory block as they arrive:
+                   RFC 3161 tokens (TSA, genTime) and the OpenTimestamps state
     runs           one row per flow run, with its counts
     table_watermarks  where each table source stopped reading (``WatermarkStore``)
 
@@ -214,6 +216,25 @@ class StoredAnchor(AuditBase, table=True):
     verified_at: datetime = _utc_column(nullable=False)
 
 
+class BlockTimestampRow(AuditBase, table=True):
+    """The independent timestamps of one directory block's KeyMR, as the anchoring service
+    last reported them (``anchor-timestamps``): one row per directory block, replaced when
+    recorded again. ``rfc3161``: ``[{tsa, gentime, serial, subject}]`` of the tokens
+    stored (each verified by the service); ``ots_state``: ``submitting``, ``pending`` or
+    ``complete`` (NULL: no OpenTimestamps proof), ``ots_bitcoin_heights`` the Bitcoin
+    blocks attested; ``final``: nothing more is waited for."""
+
+    __tablename__ = "block_timestamps"
+
+    dblock_height: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    dblock_keymr: str | None = Field(default=None, max_length=64)
+    rfc3161: list[dict[str, Any]] = Field(sa_column=Column(_JSON, nullable=False))
+    ots_state: str | None = Field(default=None, max_length=16)
+    ots_bitcoin_heights: list[int] = Field(sa_column=Column(_JSON, nullable=False))
+    final: bool = Field(default=False)
+    recorded_at: datetime = _utc_column(nullable=False)
+
+
 class Run(AuditBase, table=True):
     """One run of a flow, with the counts it reports when it finishes."""
 
@@ -253,6 +274,7 @@ __all__ = [
     "AUDIT_METADATA",
     "AuditBase",
     "BatchMember",
+    "BlockTimestampRow",
     "Collection",
     "Document",
     "Notarization",

@@ -19,6 +19,7 @@ __all__ = [
     "STAGE_ORDER",
     "AnchorRecord",
     "BatchRecord",
+    "BlockTimestamps",
     "CollectionRecord",
     "DocumentIn",
     "NewMember",
@@ -31,6 +32,7 @@ __all__ = [
     "RunStatus",
     "Stage",
     "StageEventRecord",
+    "TsaTimestamp",
 ]
 
 Stage = Literal["pending", "published", "multi_az", "ledger", "anchor", "failed"]
@@ -296,3 +298,82 @@ class StageEventRecord:
     stage: str
     at: datetime
     details: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class TsaTimestamp:
+    """An RFC 3161 token the anchoring service verified and stored: the ``tsa`` (its URL),
+    its ``gen_time`` (ISO 8601), ``serial`` (decimal) and the signer's ``subject``."""
+
+    tsa: str
+    gen_time: str
+    serial: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class BlockTimestamps:
+    """The independent timestamps of directory block ``dblock_height`` as they arrive.
+
+    Attributes:
+        dblock_height: the directory block.
+        dblock_keymr: hex KeyMR the timestamps are over (None: the anchoring service has
+            none queued for the block).
+        rfc3161: the tokens stored so far.
+        ots_state: ``submitting``, ``pending`` or ``complete`` (None: no OpenTimestamps
+            proof).
+        ots_bitcoin_heights: the Bitcoin blocks the OpenTimestamps proof is attested in.
+        final: no TSA and no calendar is waited for any more.
+        recorded_at: when the store last recorded it (None before).
+    """
+
+    dblock_height: int
+    dblock_keymr: str | None
+    rfc3161: tuple[TsaTimestamp, ...] = ()
+    ots_state: str | None = None
+    ots_bitcoin_heights: tuple[int, ...] = ()
+    final: bool = False
+    recorded_at: datetime | None = None
+
+    @classmethod
+    def from_answer(cls, answer: Mapping[str, Any]) -> BlockTimestamps:
+        """Build from the anchoring service's ``anchor-timestamps`` result
+        (docs/jsonrpc.md; ``otsstatus`` and ``final`` absent from a service from before
+        OpenTimestamps: then final when no TSA is waited for).
+
+        Raises:
+            ValueError: a required field is missing or has the wrong type.
+        """
+        try:
+            tokens = tuple(
+                TsaTimestamp(str(t["tsa"]), str(t["gentime"]), str(t["serial"]), str(t["subject"]))
+                for t in answer.get("rfc3161") or []
+            )
+            ots = answer.get("otsstatus")
+            state = None if not ots else str(ots["state"])
+            heights = () if not ots else tuple(int(h) for h in ots.get("bitcoinheights") or [])
+            final = answer.get("final")
+            if final is None:  # a service from before ``final``: nothing is waited for
+                final = not answer.get("waiting") and state in (None, "complete")
+            keymr = answer.get("keymr")
+            return cls(
+                int(answer["directoryblockheight"]),
+                None if keymr is None else str(keymr).lower(),
+                tokens,
+                state,
+                heights,
+                bool(final),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not an anchor-timestamps result: {exc!r}") from exc
+
+    def rfc3161_text(self) -> str:
+        """The tokens as a report shows them: ``subject at genTime`` joined by ``; ``."""
+        return "; ".join(f"{t.subject} at {t.gen_time}" for t in self.rfc3161)
+
+    def ots_text(self) -> str:
+        """The OpenTimestamps state as a report shows it: ``Bitcoin block N`` (the lowest
+        attested), ``pending``, ``submitting`` or empty when none."""
+        if self.ots_bitcoin_heights:
+            return f"Bitcoin block {min(self.ots_bitcoin_heights)}"
+        return self.ots_state or ""

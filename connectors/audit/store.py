@@ -11,6 +11,7 @@ handful of statements::
     store.proofs         proofs.Proofs                receipts and anchors
     store.collections    collections.Collections      secret key, identifier, mode, chain
     store.runs           runs.Runs                    flow runs, counts per stage
+    store.timestamps     timestamps.Timestamps        independent timestamps per block
 
 Beside them: ``records`` / ``models`` (the value records and stage names / the tables),
 ``stages`` (the one stage move and its life cycle), ``sql`` (queries and row conversions),
@@ -48,6 +49,7 @@ from connectors.audit.notarizations import Notarizations
 from connectors.audit.paths import BatchTrees
 from connectors.audit.proofs import Proofs
 from connectors.audit.runs import Runs
+from connectors.audit.timestamps import Timestamps
 from connectors.store_modes import owner_only_sqlite
 from ledger.core.clock import Clock, SystemClock
 
@@ -58,7 +60,8 @@ _log = logging.getLogger(__name__)
 
 class AuditStore:
     """Batch-oriented access to the audit tables, one repository per aggregate (module
-    docstring): ``notarizations``, ``batches``, ``proofs``, ``collections``, ``runs``.
+    docstring): ``notarizations``, ``batches``, ``proofs``, ``collections``, ``runs``,
+    ``timestamps``.
 
     Args:
         url: SQLAlchemy URL: ``sqlite:///path/audit.db`` (parent folder created; WAL mode),
@@ -101,6 +104,7 @@ class AuditStore:
         self.proofs = Proofs(engine, clock=clock, trees=trees)
         self.collections = Collections(engine, clock=clock)
         self.runs = Runs(engine, clock=clock)
+        self.timestamps = Timestamps(engine, clock=clock)
         if create_tables:
             self.create_tables()
 

@@ -13,6 +13,8 @@ Revisions (``versions/``)::
     0006_receipt_branch_once  receipts.raw keeps a digest of the Merkle branch, which is
                    stored once, in receipts.merkle_branch (data only)
     0007_run_heartbeat  runs.host, runs.pid, runs.heartbeat_at (crashed runs are closed)
+    0008_block_timestamps  block_timestamps: RFC 3161 tokens and OpenTimestamps state of
+                   each directory block, as they arrive
 
 ``upgrade(engine)`` brings a database to the head revision:
 
@@ -64,7 +66,7 @@ ANCHORS_REVISION = "0002_anchors"
 WATERMARKS_REVISION = "0003_table_watermarks"
 BATCHES_REVISION = "0004_collections_batches"
 MEMBER_PATHS_REVISION = "0005_member_paths_recomputed"
-HEAD_REVISION = "0007_run_heartbeat"
+HEAD_REVISION = "0008_block_timestamps"
 # Own name, not ``alembic_version``: the audit tables may share a database (or schema) with
 # another service's Alembic-managed tables.
 VERSION_TABLE = "audit_alembic_version"

@@ -5,8 +5,8 @@ a Bitcoin Core node's RPC, ``settings.backend``), the service's state (``anchor.
 the node client, the ledger writer and the service, and serves JSON-RPC at ``/v2`` (locked
 with HTTP basic authentication when ``rpc_user``/``rpc_password`` are set), and open health
 checks and metrics (``ledger.anchor.observability``). The lifespan mines the bundled chain
-every ``pow_block_time_s`` (a Bitcoin node's chain is mined by its network) and runs an anchoring round every ``poll_interval_s``; everything is
-closed when it ends.
+every ``pow_block_time_s`` (a Bitcoin node's chain is mined by its network) and runs an anchoring round every ``poll_interval_s``, with the RFC 3161 and OpenTimestamps
+rounds beside it when TSAs or calendars are configured; everything is closed when it ends.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from ledger.anchor.bitcoin_rpc import BitcoinRpcBackend
 from ledger.anchor.chain import PowChain
 from ledger.anchor.mining import MiningProcess
 from ledger.anchor.observability import anchor_observability
+from ledger.anchor.ots_stamping import OtsStamper, add_ots_observability, ots_access
+from ledger.anchor.ots_store import OtsStore
 from ledger.anchor.rpc import build_registry
 from ledger.anchor.service import AnchorService
 from ledger.anchor.settings import AnchorSettings
@@ -60,6 +62,10 @@ class AnchorRuntime:
     #: requester only when TSAs are configured.
     timestamps: TimestampStore | None = None
     stamper: TsaRequester | None = None
+    #: OpenTimestamps proofs of the anchored blocks (``ledger.anchor.ots_stamping``); the
+    #: stamper only when calendars are configured.
+    ots: OtsStore | None = None
+    ots_stamper: OtsStamper | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Mine (the bundled chain), anchor (and ask the TSAs) until ``stop`` is set."""
@@ -75,14 +81,20 @@ class AnchorRuntime:
             )
         if self.stamper is not None:
             loops.append(self.stamper.run(stop, interval_s=self.settings.poll_interval_s))
+        if self.ots_stamper is not None:
+            loops.append(self.ots_stamper.run(stop, interval_s=self.settings.poll_interval_s))
         await asyncio.gather(*loops)
 
     async def aclose(self) -> None:
         await self.node.aclose()
         if self.stamper is not None:
             await self.stamper.aclose()
+        if self.ots_stamper is not None:
+            await self.ots_stamper.aclose()
         if self.timestamps is not None:
             self.timestamps.close()
+        if self.ots is not None:
+            self.ots.close()
         self.state.close()
         if self.chain is not None:
             self.chain.close()
@@ -104,6 +116,8 @@ def build_runtime(
     Raises:
         OSError: ``btc_rpc_password_file`` cannot be read.
         CredentialsError: the Bitcoin node's RPC credentials are incomplete or malformed.
+        ValueError: the TSA or calendar settings do not hold together (``tsa_access``,
+            ``ots_access``).
 
     ``node_transport`` replaces the HTTP transport to the node (``httpx.ASGITransport``
     around an in-process node app in tests).
@@ -152,8 +166,23 @@ def build_runtime(
     stamper = None
     if access is not None:
         stamper = TsaRequester(access, anchors=state, store=timestamps, clock=clock)
+    ots = OtsStore(settings.state_path, synchronous=settings.sqlite_synchronous)
+    calendars = ots_access(settings)
+    ots_stamper = None
+    if calendars is not None:
+        ots_stamper = OtsStamper(calendars, anchors=state, store=ots, clock=clock)
     return AnchorRuntime(
-        settings, chain, backend, state, node, service, mining, timestamps, stamper
+        settings,
+        chain,
+        backend,
+        state,
+        node,
+        service,
+        mining,
+        timestamps,
+        stamper,
+        ots,
+        ots_stamper,
     )
 
 
@@ -173,8 +202,14 @@ def create_app(
     runtime = build_runtime(settings, clock=clock, node_transport=node_transport)
 
     registry = build_registry(runtime.service, runtime.chain)
-    assert runtime.timestamps is not None
-    register_timestamp_methods(registry, runtime.timestamps)
+    assert runtime.timestamps is not None and runtime.ots is not None
+    register_timestamp_methods(
+        registry,
+        runtime.timestamps,
+        runtime.ots,
+        tsas=len(settings.tsa_urls),
+        calendars=runtime.ots_stamper is not None,
+    )
     app, observability = create_rpc_app(
         "anchor",
         registry,
@@ -194,4 +229,6 @@ def create_app(
     )
     if runtime.stamper is not None:
         add_timestamp_observability(app.state.observability, runtime.stamper)
+    if runtime.ots_stamper is not None:
+        add_ots_observability(app.state.observability, runtime.ots_stamper)
     return app

@@ -7,6 +7,8 @@ Exception tree::
     │                                      take or answer for anchors now (``reason``)
     ├── AnchorServiceError (RuntimeError)  ``ledger.anchor.service``: the node answered
     │                                      something the service cannot use
+    ├── CalendarError (RuntimeError)       ``ledger.anchor.ots_calendar``: an OpenTimestamps
+    │                                      calendar or header source cannot be used now
     ├── MiningExhausted (RuntimeError)     ``ledger.anchor.chain``: no nonce meets the target
     └── NotConfirmed (LookupError)         ``ledger.anchor.backend``: a transaction unknown,
                                            not mined, or not deep enough

@@ -93,8 +93,22 @@ class AnchorSettings(RpcServing, NodeAccess):
     tsa_basic_auth: SecretStr | None = None
     tsa_bearer_token: SecretStr | None = None
     tsa_timeout_s: float = Field(default=30.0, gt=0)
+    #: OpenTimestamps calendars every anchored KeyMR is submitted to
+    #: (``ledger.anchor.ots_stamping``; public ones are listed in docs/opentimestamps.md):
+    #: URLs (comma-separated or a JSON list in the environment), how many must answer
+    #: (``ots_min``, at most the number of calendars), the Esplora-compatible API the
+    #: attested Bitcoin headers are fetched from (None: bundles carry no header and a
+    #: verifier must bring its own), a timeout per request, and the wait before a pending
+    #: proof is asked about again (doubling from ``ots_upgrade_base_s`` to
+    #: ``ots_upgrade_max_s``: Bitcoin takes hours).
+    ots_calendars: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    ots_min: int = Field(default=1, ge=1)
+    ots_headers_url: str | None = None
+    ots_timeout_s: float = Field(default=10.0, gt=0)
+    ots_upgrade_base_s: float = Field(default=60.0, gt=0)
+    ots_upgrade_max_s: float = Field(default=3600.0, gt=0)
 
-    @field_validator("tsa_urls", mode="before")
+    @field_validator("tsa_urls", "ots_calendars", mode="before")
     @classmethod
     def _split_urls(cls, value: object) -> object:
         if isinstance(value, str):

@@ -5,19 +5,19 @@ from __future__ import annotations
 import httpx
 from fastapi import FastAPI
 
-from ledger.api.bulk import BULK_PATH
-from ledger.api.callbacks import Resolver
 from ledger.api.connect import ConnectDispatch, LedgerReads, create_connect_app
 from ledger.api.connect.ledger_reads import JsonRpcLedgerReads
-from ledger.api.deps import BodySizeLimit
-from ledger.api.errors import install_error_handlers
-from ledger.api.fastpath import WriteFastPath
-from ledger.api.gateway import LedgerGateway, LedgerRpcClients
+from ledger.api.http.bulk import BULK_PATH
+from ledger.api.http.deps import BodySizeLimit
+from ledger.api.http.errors import install_error_handlers
+from ledger.api.http.fastpath import WriteFastPath
+from ledger.api.http.routes import API_VERSION, router
+from ledger.api.http.verify_page import router as verify_page_router
 from ledger.api.observability import api_observability
-from ledger.api.routes import API_VERSION, router
+from ledger.api.outbox.callback_targets import Resolver
+from ledger.api.outbox.gateway import LedgerGateway, LedgerRpcClients
 from ledger.api.services import Services, build_services
 from ledger.api.settings import ApiSettings
-from ledger.api.verify_page import router as verify_page_router
 from ledger.core.clock import Clock
 from ledger.jsonrpc.client import AsyncJsonRpcClient
 from ledger.observability import Observability, ObservabilityMiddleware

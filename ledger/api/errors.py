@@ -1,22 +1,22 @@
-"""REST errors of the publishing API and their one JSON form.
+"""Errors of the publishing API: the package's exception tree and the REST errors' JSON form.
 
 Every error response has the body::
 
     {"error": {"code": <HTTP status>, "name": "<error name>", "message": "<detail>"}}
 
 Exception tree (names as in docs/rest-api.md §7; statuses it does not name carry HTTP's
-own reason phrase)::
+own reason phrase; modules named relative to ``ledger.api``)::
 
     LedgerApiError (Exception)           root of every error the ``ledger.api`` package defines
-    ├── AccountNotFound (LookupError)    ``ledger.api.accounts``: no account with that id
-    ├── CallbackRefused (ValueError)     ``ledger.api.callbacks``: a callback URL that may not be used
-    ├── EncodingError (ValueError)       ``ledger.api.encoding``: a string not valid in its encoding
-    ├── GatewayUnavailable               ``ledger.api.gateway``: the wallet or node cannot be reached
-    ├── WriteRefused                     ``ledger.api.intake``: a write that cannot be done
+    ├── AccountNotFound (LookupError)    ``accounts``: no account with that id
+    ├── CallbackRefused (ValueError)     ``outbox.callback_targets``: a callback URL refused
+    ├── EncodingError (ValueError)       ``encoding``: a string not valid in its encoding
+    ├── GatewayUnavailable               ``outbox.gateway``: the wallet or node cannot be reached
+    ├── WriteRefused                     ``outbox.intake``: a write that cannot be done
     │   ├── ChainExists, AccountRevoked
     │   └── ChainNotFound (LookupError)
-    ├── WriterClosed (RuntimeError)      ``ledger.api.writer``: the writer is stopped
-    ├── _Disconnected                    ``ledger.api.fastpath``: the client went away mid-body
+    ├── WriterClosed (RuntimeError)      ``outbox.writer``: the writer is stopped
+    ├── _Disconnected                    ``http.fastpath``: the client went away mid-body
     └── ApiError                         .status_code, .name, .message: the errors rendered
         ├── BadRequest                 400   "Bad Request": invalid JSON, Base64, field types, query
         ├── AuthenticationMissing      403   "Authentication Parameters Missing"
@@ -34,7 +34,7 @@ own reason phrase)::
         ├── TemporarilyUnavailable     503   "Service Unavailable": the service is stopping
         └── InsufficientStorage        507   "Insufficient Storage": the disk is full, nothing stored
 
-These are the errors the API renders. Class names differ from the clients' and the JSON-RPC
+These are the errors the API renders (``ledger.api.http.errors`` installs the handlers). Class names differ from the clients' and the JSON-RPC
 layer's on purpose, one name per meaning: ``InternalServerError`` is HTTP 500 here, while
 ``ledger.jsonrpc.errors.InternalError`` is JSON-RPC -32603; ``TemporarilyUnavailable`` is the
 503 this service answers, while ``connectors.errors.ServiceUnavailable`` is what a client
@@ -43,14 +43,10 @@ raises when a service cannot be reached or answers 5xx.
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import Any, ClassVar
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 __all__ = [
     "ApiError",
@@ -68,10 +64,7 @@ __all__ = [
     "Unprocessable",
     "UnsupportedMediaType",
     "error_body",
-    "install_error_handlers",
 ]
-
-_log = logging.getLogger(__name__)
 
 
 class LedgerApiError(Exception):
@@ -85,12 +78,22 @@ class LedgerApiError(Exception):
 class ApiError(LedgerApiError):
     """An error rendered as the JSON error body with its HTTP status.
 
+    A subclass names its status and error name as class keywords:
+    ``class PageNotFound(ApiError, status=404, name="Page Not Found")``.
+
     Args:
         message: human detail placed in ``error.message``; defaults to the error name.
     """
 
     status_code: ClassVar[int] = 500
     name: ClassVar[str] = "Internal Error"
+
+    def __init_subclass__(cls, *, status: int | None = None, name: str | None = None) -> None:
+        super().__init_subclass__()
+        if status is not None:
+            cls.status_code = status
+        if name is not None:
+            cls.name = name
 
     def __init__(self, message: str | None = None) -> None:
         self.message = message or self.name
@@ -112,55 +115,44 @@ class ApiError(LedgerApiError):
         return response
 
 
-class BadRequest(ApiError):
-    status_code = 400
-    name = "Bad Request"
+class BadRequest(ApiError, status=400, name="Bad Request"):
+    """400: invalid JSON, Base64, field types or query parameters."""
 
 
-class AuthenticationMissing(ApiError):
-    status_code = 403
-    name = "Authentication Parameters Missing"
+class AuthenticationMissing(ApiError, status=403, name="Authentication Parameters Missing"):
+    """403: no ``user-key`` (nor ``app_id`` + ``app_key``) header."""
 
 
-class AuthenticationFailed(ApiError):
-    status_code = 403
-    name = "Authentication Failed"
+class AuthenticationFailed(ApiError, status=403, name="Authentication Failed"):
+    """403: an unknown or revoked key."""
 
 
-class NoMappingRuleMatched(ApiError):
-    status_code = 404
-    name = "No Mapping Rule Matched"
+class NoMappingRuleMatched(ApiError, status=404, name="No Mapping Rule Matched"):
+    """404: no such route, or not with this method."""
 
 
-class PageNotFound(ApiError):
-    status_code = 404
-    name = "Page Not Found"
+class PageNotFound(ApiError, status=404, name="Page Not Found"):
+    """404: an unknown (or another account's) chain or entry, or a search without match."""
 
 
-class PayloadTooLarge(ApiError):
-    status_code = 413
-    name = "Payload Too Large"
+class PayloadTooLarge(ApiError, status=413, name="Payload Too Large"):
+    """413: a body above ``max_body_bytes``."""
 
 
-class UnsupportedMediaType(ApiError):
-    status_code = 415
-    name = "Unsupported Media Type"
+class UnsupportedMediaType(ApiError, status=415, name="Unsupported Media Type"):
+    """415: a POST body that is not ``application/json``."""
 
 
-class Unprocessable(ApiError):
-    status_code = 422
-    name = "Unprocessable entity"
+class Unprocessable(ApiError, status=422, name="Unprocessable entity"):
+    """422: entry too large, chain exists, chain unknown for an entry, callback refused."""
 
 
-class TooManyRequests(ApiError):
+class TooManyRequests(ApiError, status=429, name="Too Many Requests"):
     """429 with a ``Retry-After`` header (seconds, rounded up, at least 1).
 
     Args:
         retry_after_s: seconds until the next request would be allowed.
     """
-
-    status_code = 429
-    name = "Too Many Requests"
 
     def __init__(self, message: str | None = None, *, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
@@ -170,60 +162,18 @@ class TooManyRequests(ApiError):
         return [("retry-after", str(max(1, math.ceil(self.retry_after_s))))]
 
 
-class TemporarilyUnavailable(ApiError):
+class TemporarilyUnavailable(ApiError, status=503, name="Service Unavailable"):
     """503: the service cannot take the request now (it is stopping); send it again later."""
 
-    status_code = 503
-    name = "Service Unavailable"
 
-
-class InsufficientStorage(ApiError):
+class InsufficientStorage(ApiError, status=507, name="Insufficient Storage"):
     """The service's disk is full: nothing was stored; the caller may send the write again."""
 
-    status_code = 507
-    name = "Insufficient Storage"
 
-
-class InternalServerError(ApiError):
+class InternalServerError(ApiError, status=500, name="Internal Error"):
     """500: a fault of the service; the details go to the log, never to the caller."""
-
-    status_code = 500
-    name = "Internal Error"
 
 
 def error_body(code: int, name: str, message: str) -> dict[str, Any]:
     """The one error body shape: ``{"error": {"code", "name", "message"}}``."""
     return {"error": {"code": code, "name": name, "message": message}}
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    """Render ApiError, routing misses, validation errors and faults in the JSON error form."""
-    app.add_exception_handler(ApiError, _on_api_error)  # type: ignore[arg-type]
-    app.add_exception_handler(StarletteHTTPException, _on_http_exception)  # type: ignore[arg-type]
-    app.add_exception_handler(RequestValidationError, _on_validation_error)  # type: ignore[arg-type]
-    app.add_exception_handler(Exception, _on_fault)
-
-
-async def _on_api_error(_request: Request, exc: ApiError) -> JSONResponse:
-    return exc.to_response()
-
-
-async def _on_http_exception(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-    if exc.status_code in (404, 405):
-        return NoMappingRuleMatched("The call matched no known endpoint").to_response()
-    name = {400: BadRequest.name, 413: PayloadTooLarge.name}.get(exc.status_code, "Error")
-    return JSONResponse(
-        error_body(exc.status_code, name, str(exc.detail)), status_code=exc.status_code
-    )
-
-
-async def _on_validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-    details = "; ".join(
-        f"{'.'.join(str(p) for p in err.get('loc', ()))}: {err.get('msg')}" for err in exc.errors()
-    )
-    return BadRequest(details or "invalid request").to_response()
-
-
-async def _on_fault(_request: Request, exc: Exception) -> JSONResponse:
-    _log.exception("unhandled error in the publishing API", exc_info=exc)
-    return InternalServerError("The request could not be handled").to_response()

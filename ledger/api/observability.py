@@ -19,7 +19,7 @@ Metrics (``/metrics``), besides the process's own:
 ``notary_api_write_commits_total``               group commits that carried them
 ===============================================  ========================================
 
-The queue figures are read from the API's database at scrape time (``ledger.api.backlog``);
+The queue figures are read from the API's database at scrape time (``ledger.api.outbox.backlog``);
 the balance is asked of the node just before (it keeps its last value while the node does
 not answer). Stage latencies are observed by the worker as it moves rows.
 
@@ -30,7 +30,7 @@ Readiness (``/health/ready``), each a check of the answer:
 - ``node``: the node answers ``heights`` (through the gateway when the API was given one);
 - ``wallet``: the wallet answers ``properties`` (when the API talks to one);
 - ``worker``: the background worker thread runs (unless ``worker_enabled`` is off);
-- ``entry_credits``: the worker's credit gate (``ledger.api.credit_gate``) is funded, and
+- ``entry_credits``: the worker's credit gate (``ledger.api.outbox.credit_gate``) is funded, and
   the balance of ``ec_address`` covers ``needed_ec_min`` (figures ``balance_ec``,
   ``needed_ec_min``, ``queued_writes``); only with a node and an address;
 - ``write_backlog``: no accepted write has waited longer than
@@ -48,9 +48,9 @@ from prometheus_client import Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from sqlalchemy import text
 
-from ledger.api.backlog import Backlog, read_backlog
 from ledger.api.db import Database
 from ledger.api.models import Stage
+from ledger.api.outbox.backlog import Backlog, read_backlog
 from ledger.api.services import Services
 from ledger.jsonrpc.client import AsyncJsonRpcClient
 from ledger.jsonrpc.errors import JsonRpcError

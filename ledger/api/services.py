@@ -20,18 +20,19 @@ import httpx
 from sqlalchemy.exc import IntegrityError
 
 from ledger.api.auth import KeyCache, RateLimiter
-from ledger.api.block_follower import StageObserver
-from ledger.api.callbacks import CallbackDispatcher, HostPolicy, Resolver
-from ledger.api.credit_gate import CreditGate
-from ledger.api.credit_status import CreditStatus, read_credit_status
 from ledger.api.db import Database
-from ledger.api.gateway import JsonRpcLedgerGateway, LedgerGateway, LedgerRpcClients
-from ledger.api.memory_gateway import InMemoryLedger
 from ledger.api.models import ServiceState
-from ledger.api.sandbox import Sandbox, WithoutAnchors
+from ledger.api.outbox.callback_targets import HostPolicy, Resolver
+from ledger.api.outbox.callbacks import CallbackDispatcher
+from ledger.api.outbox.credit_gate import CreditGate
+from ledger.api.outbox.credit_status import CreditStatus, read_credit_status
+from ledger.api.outbox.gateway import JsonRpcLedgerGateway, LedgerGateway, LedgerRpcClients
+from ledger.api.outbox.stage_moves import StageObserver
+from ledger.api.outbox.worker import LedgerWorker
+from ledger.api.outbox.writer import GroupCommitWriter
+from ledger.api.sandbox.memory_ledger import InMemoryLedger
+from ledger.api.sandbox.mode import Sandbox, WithoutAnchors
 from ledger.api.settings import ApiSettings
-from ledger.api.worker import LedgerWorker
-from ledger.api.writer import GroupCommitWriter
 from ledger.core.clock import Clock, SystemClock
 from ledger.throttle import AuthFailureThrottle
 
@@ -97,7 +98,7 @@ class Services:
         return self.worker
 
     def credit_status(self) -> CreditStatus:
-        """The paying address and the write queue now (``ledger.api.credit_status``):
+        """The paying address and the write queue now (``ledger.api.outbox.credit_status``):
         read-only, for health checks and metrics; safe from any thread."""
         return read_credit_status(self.credits, self.db, now=self.clock.now())
 

@@ -51,17 +51,17 @@ class ApiSettings(TlsServing, NodeAccess):
         submit_max_attempts: transient compose/commit/reveal errors (answered by the wallet
             or node; not outages) after which a row is given up as ``failed``; a refusal of
             the write itself fails it at once, an under-funded commit holds it
-            (``ledger.api.refusals``).
+            (``ledger.api.outbox.refusals``).
         submit_retry_base_s: first back-off delay after such a failure, seconds (doubles).
         credit_check_interval_s: how often the paying address's balance is looked up while
             it pays, seconds (for the status: ``Services.credit_status()``).
         credit_retry_base_s, credit_retry_max_s: once the address ran dry (writes held),
             first and longest delay between two look-ups of its balance, seconds; the
-            delay doubles while it still does not pay (``ledger.api.credit_gate``).
+            delay doubles while it still does not pay (``ledger.api.outbox.credit_gate``).
         max_body_bytes: largest accepted request body, bytes (larger: HTTP 413); the
             bulk route has its own limit.
         bulk_max_entries: most entries one bulk write (``POST .../entries/bulk``,
-            ``ledger.api.bulk``) may carry (more: HTTP 422).
+            ``ledger.api.http.bulk``) may carry (more: HTTP 422).
         bulk_max_body_bytes: largest body of a bulk write, bytes (larger: HTTP 413).
         page_size_default, page_size_max: ``limit`` of list operations.
         callback_secret: HMAC-SHA256 key of the ``X-Notary-Signature`` callback header;
@@ -75,7 +75,7 @@ class ApiSettings(TlsServing, NodeAccess):
         write_batch_max: most writes (operations 2 and 6) grouped into one database
             transaction by the group-commit writer.
         write_fast_path: answer operations 2 and 6 in the ASGI fast path
-            (``ledger.api.fastpath``) rather than through FastAPI's routing; same answers.
+            (``ledger.api.http.fastpath``) rather than through FastAPI's routing; same answers.
         auth_cache_ttl_s: how long a verified key -> account mapping is reused without a
             database look-up, seconds. A revoked key stops reading after at most this long;
             writes check the account in their own transaction, so they stop at once.

@@ -1,6 +1,6 @@
 """The HMAC signature of the publishing API's status callbacks: one rule for both ends.
 
-The sender (``ledger.api.callbacks``) signs every callback POST and the pipeline's receiver
+The sender (``ledger.api.outbox.callbacks``) signs every callback POST and the pipeline's receiver
 (``connectors.callback_receiver``) checks it with these functions; both sides share the
 secret (``NOTARY_API_CALLBACK_SECRET`` / ``NOTARY_CALLBACK_SECRET``). Pure: no I/O, the
 time is passed in.

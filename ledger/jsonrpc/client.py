@@ -88,7 +88,23 @@ def _transport_error(codec: JsonRpcCodec, exc: httpx.HTTPError) -> JsonRpcTransp
     )
 
 
-class JsonRpcClient:
+class _BaseClient:
+    """What the blocking and the async client share: the endpoint, its codec, the httpx
+    options (as httpx's ``BaseClient`` serves ``Client`` and ``AsyncClient``)."""
+
+    def __init__(self, url: str, *, timeout_s: float, access: RpcAccess | None) -> None:
+        self._url = url
+        self._codec = JsonRpcCodec(_safe_url(url))
+        self._endpoint, url_auth = _split_userinfo(url)
+        self._options = _http_options(timeout_s, access, url_auth)
+
+    @property
+    def url(self) -> str:
+        """The endpoint, as given."""
+        return self._url
+
+
+class JsonRpcClient(_BaseClient):
     """Blocking JSON-RPC client; one keep-alive ``httpx.Client`` per instance, thread-safe.
 
     Args:
@@ -110,16 +126,8 @@ class JsonRpcClient:
         transport: httpx.BaseTransport | None = None,
         access: RpcAccess | None = None,
     ) -> None:
-        self._url = url
-        self._codec = JsonRpcCodec(_safe_url(url))
-        self._endpoint, url_auth = _split_userinfo(url)
-        options = _http_options(timeout_s, access, url_auth)
-        self._http = httpx.Client(transport=transport, **options)
-
-    @property
-    def url(self) -> str:
-        """The endpoint, as given."""
-        return self._url
+        super().__init__(url, timeout_s=timeout_s, access=access)
+        self._http = httpx.Client(transport=transport, **self._options)
 
     def call(self, method: str, params: Params = None) -> Any:
         """Call ``method`` with named ``params`` (omitted when None) and return ``result``.
@@ -174,7 +182,7 @@ class JsonRpcClient:
         self.close()
 
 
-class AsyncJsonRpcClient:
+class AsyncJsonRpcClient(_BaseClient):
     """The async twin of :class:`JsonRpcClient` (``httpx.AsyncClient``); same arguments.
 
     ``transport`` is an ``httpx.AsyncBaseTransport`` (e.g. ``httpx.ASGITransport(app)``).
@@ -188,16 +196,8 @@ class AsyncJsonRpcClient:
         transport: httpx.AsyncBaseTransport | None = None,
         access: RpcAccess | None = None,
     ) -> None:
-        self._url = url
-        self._codec = JsonRpcCodec(_safe_url(url))
-        self._endpoint, url_auth = _split_userinfo(url)
-        options = _http_options(timeout_s, access, url_auth)
-        self._http = httpx.AsyncClient(transport=transport, **options)
-
-    @property
-    def url(self) -> str:
-        """The endpoint, as given."""
-        return self._url
+        super().__init__(url, timeout_s=timeout_s, access=access)
+        self._http = httpx.AsyncClient(transport=transport, **self._options)
 
     async def call(self, method: str, params: Params = None) -> Any:
         """See :meth:`JsonRpcClient.call`."""

@@ -15,6 +15,7 @@ from ledger.core.entry import Entry
 from ledger.core.transaction import Transaction
 from ledger.node.assembly import node_identity
 from ledger.node.process_list import ProcessList, RecordedEntry
+from ledger.node.store import row_by_either_key
 
 if TYPE_CHECKING:
     from ledger.node.assembly import BlockSet, NodeIdentity
@@ -294,16 +295,14 @@ class NodeQueries:
         self, key: bytes
     ) -> tuple[Transaction, int, bytes | None, bytes | None] | None:
         """``(tx, height or -1, coin block keymr, directory block keymr)`` by txid or full hash."""
-        read = self.store.read
-        for column in ("txid", "full_hash"):
-            row = read.execute(
-                f"SELECT t.raw, t.height, t.fblock_keymr, d.keymr FROM txs t"
-                f" JOIN dblocks d ON d.height=t.height WHERE t.{column}=?",
-                (key,),
-            ).fetchone()
-            if row is not None:
-                tx = Transaction.unmarshal(bytes(row[0]))
-                return tx, int(row[1]), bytes(row[2]), bytes(row[3])
+        sql = (
+            "SELECT t.raw, t.height, t.fblock_keymr, d.keymr FROM txs t"
+            " JOIN dblocks d ON d.height=t.height WHERE t.{column}=?"
+        )
+        row = row_by_either_key(self.store.read, sql, ("txid", "full_hash"), key)
+        if row is not None:
+            tx = Transaction.unmarshal(bytes(row[0]))
+            return tx, int(row[1]), bytes(row[2]), bytes(row[3])
         for pl in self._open_lists():
             pending = pl.tx_index.get(key)
             if pending is not None:

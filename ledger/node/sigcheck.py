@@ -15,15 +15,13 @@ checks themselves are the canonical ones of ``ledger.core`` (docs/formats.md §0
 from __future__ import annotations
 
 import asyncio
-import queue
-import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from ledger.core.commit import CommitChain, CommitEntry
 from ledger.core.errors import LedgerFormatError
 from ledger.core.transaction import Transaction
-from ledger.node.handoff import settle
+from ledger.node.handoff import GroupWorker, settle
 
 Commit = CommitEntry | CommitChain
 
@@ -75,10 +73,7 @@ class SignatureChecker:
     """
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[_Check | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="node-sig", daemon=True)
-        self._thread.start()
-        self._closed = False
+        self._worker: GroupWorker[_Check] = GroupWorker(_run_checks, name="node-sig")
         # Keyed by the commit object's id (the very objects ``parsed`` hands out), the
         # object kept alongside so the id cannot be reused while listed: hashing a frozen
         # dataclass of five fields cost a Python call per look-up, twice per commit.
@@ -86,11 +81,11 @@ class SignatureChecker:
         self._parsed: dict[str, Commit] = {}
 
     async def _check(self, fn: Callable[[Any], Any], arg: Any) -> Any:
-        if self._closed:
+        if self._worker.closed:
             raise RuntimeError("the signature checker is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        self._queue.put(_Check(fn, arg, loop, future))
+        self._worker.put(_Check(fn, arg, loop, future))
         return await future
 
     async def commit_ok(self, commit: Commit) -> bool:
@@ -135,36 +130,16 @@ class SignatureChecker:
 
     def close(self) -> None:
         """Finish the queued checks, then stop the worker thread (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(None)
-        self._thread.join(timeout=30)
+        self._worker.close()
 
-    def _run(self) -> None:
-        while True:
-            check = self._queue.get()
-            if check is None:
-                return
-            done = [check]
-            stop = False
-            while True:  # everything queued meanwhile goes back with one wake-up
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stop = True
-                    break
-                done.append(more)
-            for item in done:
-                try:
-                    item.result = item.fn(item.arg)
-                except Exception as exc:  # reported to the awaiting caller
-                    item.error = exc
-            settle(done)
-            if stop:
-                return
+
+def _run_checks(group: list[_Check]) -> None:
+    for item in group:
+        try:
+            item.result = item.fn(item.arg)
+        except Exception as exc:  # reported to the awaiting caller
+            item.error = exc
+    settle(group)
 
 
 def _check_all(commits: list[Commit]) -> list[bool]:

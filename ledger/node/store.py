@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import queue
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -43,7 +42,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ledger.node.errors import NodeError
-from ledger.node.handoff import settle
+from ledger.node.handoff import GroupWorker, settle
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +135,22 @@ def connect(path: Path, *, synchronous: str = "FULL") -> sqlite3.Connection:
     return conn
 
 
+def row_by_either_key(
+    conn: sqlite3.Connection, sql: str, columns: tuple[str, str], key: bytes
+) -> Any:
+    """The first row of ``sql`` whose ``{column}`` is ``key``, trying each of ``columns``
+    (a block's two lookup keys, docs/formats.md §9.3); None when neither matches.
+
+    ``sql`` is a SELECT with one ``?`` and a ``{column}`` placeholder in its WHERE; the
+    column names come from this package, never from a request.
+    """
+    for column in columns:
+        row = conn.execute(sql.format(column=column), (key,)).fetchone()
+        if row is not None:
+            return row
+    return None
+
+
 class _Job:
     """One queued write: a callable ``fn(conn)`` or a single journal row ``(sql, params)``."""
 
@@ -182,16 +197,15 @@ class Store:
             raise ValueError(f"unknown SQLite synchronous level {synchronous!r}")
         self.path = path
         self._synchronous = synchronous
-        self._max_batch = max_batch
         self._write_conn = connect(path, synchronous=synchronous)
         # WAL pages are copied back into the database by a checkpointer thread, so that a
         # commit (and the replies waiting for it) never pays for a checkpoint
         self._write_conn.execute("PRAGMA wal_autocheckpoint=0")
         self.read = connect(path, synchronous=synchronous)
         self._checkpoint_conn = connect(path, synchronous=synchronous)
-        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="node-store-writer", daemon=True)
-        self._thread.start()
+        self._writer: GroupWorker[_Job] = GroupWorker(
+            self._commit_batch, name="node-store-writer", max_group=max_batch
+        )
         self._stop_checkpoints = threading.Event()
         self._checkpointer = threading.Thread(
             target=self._checkpoint_loop,
@@ -200,7 +214,6 @@ class Store:
             daemon=True,
         )
         self._checkpointer.start()
-        self._closed = False
         self.batches = 0
         self.jobs = 0
         #: Why the last group commit failed (``"disk full"``, ...), None once one succeeds:
@@ -220,7 +233,7 @@ class Store:
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queue.put(_Job(loop, future, fn=fn))
+        self._writer.put(_Job(loop, future, fn=fn))
         return await future
 
     async def append(self, sql: str, params: tuple[Any, ...]) -> None:
@@ -235,7 +248,7 @@ class Store:
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
-        self._queue.put(_Job(loop, future, row=(sql, params)))
+        self._writer.put(_Job(loop, future, row=(sql, params)))
         await future
 
     async def barrier(self) -> None:
@@ -253,23 +266,6 @@ class Store:
             raise
         conn.execute("COMMIT")
         return result
-
-    def _run(self) -> None:
-        while True:
-            job = self._queue.get()
-            if job is None:
-                return
-            batch = [job]
-            while len(batch) < self._max_batch:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    self._commit_batch(batch)
-                    return
-                batch.append(nxt)
-            self._commit_batch(batch)
 
     def _commit_batch(self, batch: list[_Job]) -> None:
         conn = self._write_conn
@@ -300,11 +296,9 @@ class Store:
 
     def close(self) -> None:
         """Finish queued writes, then close both connections (idempotent)."""
-        if self._closed:
+        if self._writer.closed:
             return
-        self._closed = True
-        self._queue.put(None)
-        self._thread.join(timeout=30)
+        self._writer.close()
         self._stop_checkpoints.set()
         self._checkpointer.join(timeout=30)
         self._checkpoint_conn.close()

@@ -10,11 +10,11 @@ Formats (``LogFormat``):
 
 - ``text`` (the default, for people)::
 
-      2025-01-31T09:30:12.345Z WARNING ledger.api.worker: worker step blocks: ledger unavailable
+      2025-01-31T09:30:12.345Z WARNING ledger.api.outbox.worker: worker step blocks: ledger unavailable
 
 - ``json`` (for log collectors), one object per line::
 
-      {"ts": "2025-01-31T09:30:12.345Z", "level": "WARNING", "logger": "ledger.api.worker",
+      {"ts": "2025-01-31T09:30:12.345Z", "level": "WARNING", "logger": "ledger.api.outbox.worker",
        "message": "worker step blocks: ledger unavailable"}
 
   with ``exc`` (the traceback as one string) when there is one, fields given with

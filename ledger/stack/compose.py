@@ -21,7 +21,7 @@ from ledger.anchor.settings import AnchorSettings
 from ledger.api.accounts import create_account, verify_key
 from ledger.api.app import create_app as create_api_app
 from ledger.api.db import Database
-from ledger.api.gateway import LedgerRpcClients
+from ledger.api.outbox.gateway import LedgerRpcClients
 from ledger.api.services import take_stored_callback_secret
 from ledger.api.settings import ApiSettings
 from ledger.backup import StoreSpec
@@ -155,11 +155,21 @@ class Stack:
             **self._rpc_fields("node_rpc"),
             **self._tls_fields(),
             **self._tsa_fields(),
+            **self._ots_fields(),
         )
 
     def _tsa_fields(self) -> dict[str, Any]:
         s = self.settings
         return {"tsa_urls": s.tsa_urls, "tsa_ca_file": s.tsa_ca_file} if s.tsa_urls else {}
+
+    def _ots_fields(self) -> dict[str, Any]:
+        s = self.settings
+        fields: dict[str, Any] = {"ots_calendars": s.ots_calendars} if s.ots_calendars else {}
+        if s.ots_min is not None:
+            fields["ots_min"] = s.ots_min
+        if s.ots_headers_url is not None:
+            fields["ots_headers_url"] = s.ots_headers_url
+        return fields
 
     # -- RPC credentials ------------------------------------------------------------------
 

@@ -80,6 +80,12 @@ class StackSettings(TlsServing):
     #: empty: as ``NOTARY_ANCHOR_TSA_URLS`` says).
     tsa_urls: list[str] = Field(default_factory=list)
     tsa_ca_file: Path | None = None
+    #: OpenTimestamps calendars of the anchoring service (``AnchorSettings.ots_*``; empty:
+    #: as ``NOTARY_ANCHOR_OTS_CALENDARS`` says), how many must answer (None: the anchoring
+    #: service's default, 1) and the Esplora-compatible API of the attested headers.
+    ots_calendars: list[str] = Field(default_factory=list)
+    ots_min: int | None = Field(default=None, ge=1)
+    ots_headers_url: str | None = None
     #: The wallet at rest (``ledger.wallet_at_rest``): encrypted unless ``wallet_plain``;
     #: its passphrase from ``wallet_passphrase`` (the environment), ``wallet_passphrase_file``
     #: or ``<data_dir>/wallet-passphrase`` (generated at the first start, 0600).

@@ -128,21 +128,22 @@ def _add_building_methods(
         tx = await anyio.to_thread.run_sync(book.update, name, checked)
         return transaction_json(tx, rate=rate, name=name)
 
+    async def by_name(op: Callable[[str], Transaction], name: str) -> Any:
+        """``op(name)`` on the book (off the loop), the transaction it returns as JSON."""
+        keyring.require_unlocked()
+        rate = await node.ec_rate()
+        tx = await anyio.to_thread.run_sync(op, name)
+        return transaction_json(tx, rate=rate, name=name)
+
     @registry.method("new-transaction", params=TxNameParams)
     @rpc_errors
     async def new_transaction(params: TxNameParams) -> Any:
-        keyring.require_unlocked()
-        rate = await node.ec_rate()
-        tx = await anyio.to_thread.run_sync(book.create, params.tx_name)
-        return transaction_json(tx, rate=rate, name=params.tx_name)
+        return await by_name(book.create, params.tx_name)
 
     @registry.method("delete-transaction", params=TxNameParams)
     @rpc_errors
     async def delete_transaction(params: TxNameParams) -> Any:
-        keyring.require_unlocked()
-        rate = await node.ec_rate()
-        tx = await anyio.to_thread.run_sync(book.delete, params.tx_name)
-        return transaction_json(tx, rate=rate, name=params.tx_name)
+        return await by_name(book.delete, params.tx_name)
 
     @registry.method("add-input", params=TxAmountParams)
     @rpc_errors

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
-from ledger.api.verify_page import VERIFY_PAGE_PATH, router
+from ledger.api.http.verify_page import VERIFY_PAGE_PATH, router
 from tests.harness.servers import AppServer
 from tests.ledger.anchor.bundles import DOCUMENT, forge_bundle
 

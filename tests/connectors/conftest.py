@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
-from tests.harness.postgres import PG_URL
+from connectors.audit import AuditStore
+from ledger.core.clock import ManualClock
+from tests.harness.postgres import PG_URL, fresh_schema
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -20,9 +20,13 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str
         yield {"url": f"sqlite:///{tmp_path / 'audit' / 'audit.db'}"}
         return
     request.getfixturevalue("postgres_url")
-    schema = f"test_audit_{uuid.uuid4().hex[:12]}"
-    yield {"url": PG_URL, "schema": schema}
-    engine = create_engine(PG_URL)
-    with engine.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-    engine.dispose()
+    with fresh_schema(prefix="test_audit") as schema:
+        yield {"url": PG_URL, "schema": schema}
+
+
+@pytest.fixture
+def store(backend: dict[str, str], clock: ManualClock) -> Iterator[AuditStore]:
+    """An audit store on ``backend`` keeping time by ``clock`` (each module defines its
+    ``clock`` fixture, at the start time its assertions use)."""
+    with AuditStore(backend["url"], clock=clock, schema=backend.get("schema")) as audit:
+        yield audit

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from connectors.audit import (
     UNANCHORED_STAGES,
@@ -18,7 +15,6 @@ from connectors.audit import (
     read_unanchored,
 )
 from ledger.core.clock import ManualClock
-from tests.harness.postgres import PG_URL
 
 START_S = 1_700_000_000.0
 CHAIN = hashlib.sha256(b"chain").hexdigest()
@@ -26,22 +22,6 @@ CHAIN = hashlib.sha256(b"chain").hexdigest()
 
 def h(label: str) -> str:
     return hashlib.sha256(label.encode()).hexdigest()
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path, clock: ManualClock) -> Iterator[AuditStore]:
-    if request.param == "sqlite":
-        with AuditStore(f"sqlite:///{tmp_path / 'audit.db'}", clock=clock) as audit:
-            yield audit
-        return
-    request.getfixturevalue("postgres_url")
-    schema = f"test_backlog_{uuid.uuid4().hex[:12]}"
-    with AuditStore(PG_URL, clock=clock, schema=schema) as audit:
-        yield audit
-    engine = create_engine(PG_URL)
-    with engine.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-    engine.dispose()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,12 +25,6 @@ START_S = 1_780_000_000.0
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(START_S)
-
-
-@pytest.fixture
-def store(backend: dict, clock: ManualClock) -> Iterator[AuditStore]:
-    with AuditStore(backend["url"], clock=clock, schema=backend.get("schema")) as audit:
-        yield audit
 
 
 def test_a_run_killed_with_sigkill_is_marked_crashed_by_the_next_run(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import sqlite3
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -25,7 +24,7 @@ from connectors.audit import (
 )
 from connectors.migrations import HEAD_REVISION
 from ledger.core.clock import ManualClock
-from tests.harness.postgres import PG_URL, blocked_by, conninfo
+from tests.harness.postgres import PG_URL, blocked_by, conninfo, fresh_schema
 from tests.harness.waiting import wait_until
 
 T = TypeVar("T")
@@ -44,12 +43,6 @@ OTHER_CHAIN = h("chain-2")
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(START_S)
-
-
-@pytest.fixture
-def store(backend: dict, clock: ManualClock) -> Iterator[AuditStore]:
-    with AuditStore(backend["url"], clock=clock, schema=backend.get("schema")) as audit:
-        yield audit
 
 
 def add_docs(store: AuditStore, labels: list[str], *, source: str = "folder:/drop") -> list[int]:
@@ -168,17 +161,12 @@ def test_concurrent_writers_never_duplicate(store: AuditStore) -> None:
 @contextlib.contextmanager
 def two_stores(postgres_url: str) -> Iterator[tuple[str, AuditStore, AuditStore]]:
     """A fresh PostgreSQL schema (dropped at exit) and two audit stores (two workers) on it."""
-    import psycopg
-
-    schema = f"test_audit_{uuid.uuid4().hex[:12]}"
-    first = AuditStore(postgres_url, schema=schema)
-    second = AuditStore(postgres_url, schema=schema)
-    try:
+    with (
+        fresh_schema(postgres_url, prefix="test_audit") as schema,
+        AuditStore(postgres_url, schema=schema) as first,
+        AuditStore(postgres_url, schema=schema) as second,
+    ):
         yield schema, first, second
-    finally:
-        first.close(), second.close()
-        with psycopg.connect(conninfo(postgres_url), autocommit=True) as admin:
-            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def race_on_locked_rows(

@@ -15,13 +15,12 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
-from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
 from connectors.audit import AuditStore, DocumentIn
 from tests.connectors.test_audit_store import h
 from tests.harness.ports import free_port
-from tests.harness.postgres import PG_URL
+from tests.harness.postgres import PG_URL, fresh_schema
 
 pytestmark = pytest.mark.postgres
 
@@ -81,13 +80,9 @@ def forwarded(postgres_url: str) -> Iterator[tuple[Forwarder, str, str]]:
     parts = urlsplit(PG_URL)
     forwarder = Forwarder((parts.hostname or "127.0.0.1", parts.port or 5432))
     url = PG_URL.replace(parts.netloc, f"127.0.0.1:{forwarder.port}")
-    schema = f"test_restart_{uuid.uuid4().hex[:12]}"
-    yield forwarder, url, schema
-    forwarder.stop()
-    engine = create_engine(PG_URL)
-    with engine.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-    engine.dispose()
+    with fresh_schema(prefix="test_restart") as schema:
+        yield forwarder, url, schema
+        forwarder.stop()
 
 
 def test_store_waits_for_a_server_that_is_restarting(forwarded) -> None:

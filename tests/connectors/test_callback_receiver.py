@@ -16,7 +16,7 @@ from connectors.callback_receiver import (
     create_receiver_app,
     parse_callback,
 )
-from ledger.api.callbacks import callback_target
+from ledger.api.outbox.callbacks import callback_target
 from ledger.core.callback_signature import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
@@ -54,7 +54,7 @@ def published(store: AuditStore, entry_hash: str, *, sha: str = "a" * 64) -> int
 
 
 def api_post(client: TestClient, url: str, *, secret: bytes = SECRET, timestamp: int = NOW) -> int:
-    """POST as the API's dispatcher does (``ledger.api.callbacks.CallbackDispatcher._post``)."""
+    """POST as the API's dispatcher does (``ledger.api.outbox.callbacks.CallbackDispatcher._post``)."""
     headers = {
         "content-type": "application/json",
         TIMESTAMP_HEADER: str(timestamp),

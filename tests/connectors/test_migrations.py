@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -56,7 +55,7 @@ from connectors.table_position import Position
 from connectors.watermark_store import WatermarkStore
 from tasks.documents import aggregation_tree, chain_for
 from tasks.steps import record_aggregate
-from tests.harness.postgres import PG_URL
+from tests.harness.postgres import PG_URL, fresh_schema
 
 INITIAL_TABLES = {"documents", "notarizations", "stage_events", "receipts", "runs"}
 
@@ -72,14 +71,8 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict]:
         yield {"url": f"sqlite:///{tmp_path / 'audit.db'}", "schema": None}
         return
     request.getfixturevalue("postgres_url")
-    schema = f"test_mig_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_URL)
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    yield {"url": PG_URL, "schema": schema}
-    with admin.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-    admin.dispose()
+    with fresh_schema(prefix="test_mig", create=True) as schema:
+        yield {"url": PG_URL, "schema": schema}
 
 
 def raw_engine(backend: dict) -> Engine:
@@ -188,6 +181,7 @@ def test_head_constant_matches_the_revision_scripts() -> None:
     assert script.get_base() == INITIAL_REVISION
     assert [r.revision for r in script.walk_revisions()] == [
         HEAD_REVISION,
+        "0007_run_heartbeat",
         "0006_receipt_branch_once",
         MEMBER_PATHS_REVISION,
         BATCHES_REVISION,
@@ -206,6 +200,7 @@ def test_upgrade_from_empty_matches_the_models(backend: dict) -> None:
         "table_watermarks",
         "collections",
         "batch_members",
+        "block_timestamps",
     }
     assert schema_diff(engine) == []
     assert migrations.upgrade(engine) == HEAD_REVISION  # idempotent

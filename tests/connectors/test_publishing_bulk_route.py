@@ -21,7 +21,7 @@ from connectors.errors import (
 from connectors.publishing import NewEntry, PublishingClient
 from ledger.api.accounts import create_account
 from ledger.api.app import create_app, services_of
-from ledger.api.memory_gateway import InMemoryLedger
+from ledger.api.sandbox.memory_ledger import InMemoryLedger
 from ledger.api.services import Services
 from ledger.api.settings import ApiSettings
 from ledger.core.clock import ManualClock

@@ -32,7 +32,7 @@ from connectors.watermark_store import WatermarkStore
 from ledger.core.clock import ManualClock
 from tasks.row_hashing import canonical_row, hash_row, key_text
 from tests.harness.ports import free_port
-from tests.harness.postgres import PG_URL
+from tests.harness.postgres import PG_URL, fresh_schema
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -64,15 +64,11 @@ def sqlite_db(tmp_path: Path) -> Iterator[Database]:
 
 @pytest.fixture
 def postgresql_db(postgres_url: str) -> Iterator[Database]:
-    schema = f"test_table_{uuid.uuid4().hex[:12]}"
     engine = sa.create_engine(PG_URL)
-    with engine.begin() as conn:
-        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
     try:
-        yield Database(PG_URL, engine, schema)
+        with fresh_schema(prefix="test_table", create=True) as schema:
+            yield Database(PG_URL, engine, schema)
     finally:
-        with engine.begin() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
         engine.dispose()
 
 

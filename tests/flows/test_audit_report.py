@@ -8,7 +8,6 @@ receipts are re-verified against the node and a tampered one is flagged.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
 from ledger.core.clock import ManualClock
 from tests.harness.ports import free_port
-from tests.harness.postgres import PG_URL
+from tests.harness.postgres import PG_URL, fresh_schema
 from tests.tasks.test_report import START_S, build_known, tamper_receipt
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -42,21 +41,18 @@ def closed_node_url() -> str:
 def known_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[PipelineSettings]:
     """Settings whose audit store holds the known rows; the node is not running."""
     if request.param == "sqlite":
-        url, schema, store_url = f"sqlite:///{tmp_path / 'audit.sqlite'}", None, None
-    else:
-        request.getfixturevalue("postgres_url")
-        schema = f"test_flow_report_{uuid.uuid4().hex[:10]}"
-        url, store_url = PG_URL, f"{PG_URL}?options=-csearch_path%3D{schema}"
+        yield _known_settings(tmp_path, f"sqlite:///{tmp_path / 'audit.sqlite'}", None)
+        return
+    request.getfixturevalue("postgres_url")
+    with fresh_schema(prefix="test_flow_report") as schema:
+        yield _known_settings(tmp_path, PG_URL, schema)
+
+
+def _known_settings(tmp_path: Path, url: str, schema: str | None) -> PipelineSettings:
     with AuditStore(url, clock=ManualClock(START_S), schema=schema) as store:
         build_known(store, store._clock)  # type: ignore[arg-type]
-    yield PipelineSettings(
-        data_dir=tmp_path, audit_db_url=store_url or url, node_url=closed_node_url()
-    )
-    if schema is not None:
-        engine = create_engine(PG_URL)
-        with engine.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        engine.dispose()
+    store_url = url if schema is None else f"{url}?options=-csearch_path%3D{schema}"
+    return PipelineSettings(data_dir=tmp_path, audit_db_url=store_url, node_url=closed_node_url())
 
 
 def artifacts_of(state: Any) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from connectors.node import NodeClient
 from flows.collect_proofs import CollectTotals, collect_until_stopped, receive_callbacks
 from flows.notarize_folder import notarize_folder
 from flows.settings import PipelineSettings
-from ledger.api.callbacks import callback_target
+from ledger.api.outbox.callbacks import callback_target
 from ledger.core.callback_signature import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign_callback
 from ledger.stack import Stack
 from tests.harness.waiting import wait_until

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -27,7 +26,7 @@ from ledger.core.receipt import Receipt, verify_receipt
 from ledger.stack import Stack
 from tasks.documents import notarization_entry
 from tasks.row_hashing import hash_row
-from tests.harness.postgres import PG_URL
+from tests.harness.postgres import PG_URL, fresh_schema
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("prefect_harness")]
 
@@ -79,18 +78,12 @@ def source(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Source]:
         src.engine.dispose()
         return
     request.getfixturevalue("postgres_url")
-    schema = f"test_notarize_table_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(PG_URL)
-    with admin.begin() as conn:
-        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    src = Source(PG_URL, schema)
-    try:
-        yield src
-    finally:
-        src.engine.dispose()
-        with admin.begin() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        admin.dispose()
+    with fresh_schema(prefix="test_notarize_table", create=True) as schema:
+        src = Source(PG_URL, schema)
+        try:
+            yield src
+        finally:
+            src.engine.dispose()
 
 
 @pytest.fixture

@@ -21,6 +21,10 @@ module             what it holds
                    fixture, ``BlockTicker``), installed with apt-get when missing
 ``tsa``            OpenSSL's RFC 3161 timestamp authority over HTTP (``issue_tsa``,
                    ``tsa_server``), and the faulty one (``fault=...``)
+``ots_calendar``   test doubles of an OpenTimestamps calendar (``ots_calendar``: the calendar
+                   HTTP protocol, answers built with ``opentimestamps``, ``confirm`` into a
+                   fabricated regtest-difficulty Bitcoin block; faulty ones) and of an
+                   Esplora header API (``esplora``)
 ``debian``         ``apt_install``: a Debian package a test needs (a browser, a daemon, a
                    command), installed when missing and running as root (as CI does)
 =================  ========================================================================

@@ -11,9 +11,9 @@ checks once per session that it answers:
   that has the server) an unreachable server fails them with the reason, so the
   PostgreSQL half of the suite can never be skipped silently.
 
-Each test makes its own schema or database on the server and drops it afterwards; a
-database, when other processes must reach it by URL alone: ``fresh_database``, or the
-``postgres_database`` fixture.
+Each test makes its own schema or database on the server and drops it afterwards: a
+schema with ``fresh_schema``; a database, when other processes must reach it by URL
+alone: ``fresh_database``, or the ``postgres_database`` fixture.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ __all__ = [
     "blocked_by",
     "conninfo",
     "fresh_database",
+    "fresh_schema",
     "held_table_lock",
     "postgres_database",
     "postgres_or_skip",
@@ -124,6 +125,26 @@ def fresh_database(url: str = PG_URL, *, prefix: str = "notary_test") -> Iterato
             yield make_url(url).set(database=name).render_as_string(hide_password=False)
         finally:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextlib.contextmanager
+def fresh_schema(
+    url: str = PG_URL, *, prefix: str = "notary_test", create: bool = False
+) -> Iterator[str]:
+    """A schema name of its own on the server of ``url``, ``<prefix>_<12 hex>``: created
+    first when ``create`` (else left to the code under test), dropped with whatever it
+    holds at exit."""
+    import psycopg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    if create:
+        with psycopg.connect(conninfo(url), autocommit=True) as admin:
+            admin.execute(f'CREATE SCHEMA "{name}"')
+    try:
+        yield name
+    finally:
+        with psycopg.connect(conninfo(url), autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
 @pytest.fixture

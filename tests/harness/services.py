@@ -18,6 +18,7 @@ in one process. Every process is a ``ManagedProcess``: a session of its own, out
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import sys
 import threading
@@ -26,9 +27,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any, Self
 
 import httpx
 
+from ledger.core.entry import Entry
 from ledger.jsonrpc.credentials import BasicCredentials
 from ledger.node.settings import NodeSettings
 from ledger.stack import Stack, StackSettings
@@ -36,7 +39,14 @@ from tests.harness.ports import free_port
 from tests.harness.processes import ManagedProcess, ProcessExited, child_env, settings_env
 from tests.harness.waiting import WaitTimeout, wait_until
 
-__all__ = ["SERVICES", "LedgerProcesses", "NodeProcess", "ServiceDown"]
+__all__ = [
+    "SERVICES",
+    "LedgerProcesses",
+    "NodeProcess",
+    "ServiceDown",
+    "StartedServices",
+    "entry_body",
+]
 
 #: Dependency order (each service calls the ones before it); clean-up runs in reverse.
 SERVICES = ("node", "wallet", "api", "anchor")
@@ -124,8 +134,38 @@ class _Service:
     start_kills: int = 0
 
 
+class StartedServices:
+    """A context manager over services: ``start()`` on entry, ``close()`` on exit; a start
+    that fails half way closes what it started before the error goes on.
+
+    Subclasses define ``start`` and ``close`` (stopping whatever runs, safe to call with
+    nothing started)."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 @dataclass
-class LedgerProcesses:
+class LedgerProcesses(StartedServices):
     """Node, wallet and publishing API (and anchoring) of one development network.
 
     Use as a context manager (``with LedgerProcesses(tmp_path) as ledger: ...``): entering
@@ -194,22 +234,6 @@ class LedgerProcesses:
         return SERVICES if self.anchor else SERVICES[:3]
 
     # -- lifecycle ------------------------------------------------------------------------
-
-    def __enter__(self) -> LedgerProcesses:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def start(self) -> None:
         """Lay out the data folder and the API account, start every service.
@@ -366,6 +390,16 @@ class LedgerProcesses:
                         raise ServiceDown(f"{name} exited while starting: {exc}") from None
                 time.sleep(0.25)  # the port is still held by a closing socket: try again
         raise ServiceDown(f"{name}: its port stayed in use:\n{process.log_tail()}")
+
+
+def entry_body(entry: Entry) -> dict[str, Any]:
+    """``entry`` as the JSON body the publishing API's ``POST /chains`` and ``POST
+    /chains/{chain_id}/entries`` take (docs/rest-api.md): Base64 external IDs and
+    content."""
+    return {
+        "external_ids": [base64.b64encode(x).decode() for x in entry.external_ids],
+        "content": base64.b64encode(entry.content).decode(),
+    }
 
 
 def safe_probe(probe: Probe, client: httpx.Client) -> bool:

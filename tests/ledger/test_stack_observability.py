@@ -29,6 +29,19 @@ def scrape(client: httpx.Client, url: str) -> Samples:
     return Samples.parse(response.text)
 
 
+def write_entries(client: httpx.Client, api: str, key: str, name: bytes, count: int) -> None:
+    """Create a chain named ``name`` through the API, then ``count`` entries (each 202)."""
+    body = {"external_ids": [base64.b64encode(name).decode()], "content": ""}
+    chain = client.post(f"{api}/v1/chains", json=body, headers={"user-key": key})
+    chain_id = chain.json()["chain_id"]
+    for i in range(count):
+        entry = {"external_ids": [base64.b64encode(b"%d" % i).decode()], "content": ""}
+        answer = client.post(
+            f"{api}/v1/chains/{chain_id}/entries", json=entry, headers={"user-key": key}
+        )
+        assert answer.status_code == 202
+
+
 def readiness(client: httpx.Client, url: str) -> tuple[int, dict[str, dict[str, Any]]]:
     response = client.get(f"{url}/health/ready")
     return response.status_code, {c["name"]: c for c in response.json()["checks"]}
@@ -43,15 +56,7 @@ def test_metrics_move_with_a_run_of_writes(stack: Stack) -> None:
         for url in (api, node, wallet, anchor):
             assert readiness(client, url)[0] == 200, url
         start_height = scrape(client, node).value("notary_node_block_height")
-        body = {"external_ids": [base64.b64encode(b"metrics-run").decode()], "content": ""}
-        chain = client.post(f"{api}/v1/chains", json=body, headers={"user-key": key})
-        chain_id = chain.json()["chain_id"]
-        for i in range(20):
-            entry = {"external_ids": [base64.b64encode(b"%d" % i).decode()], "content": ""}
-            answer = client.post(
-                f"{api}/v1/chains/{chain_id}/entries", json=entry, headers={"user-key": key}
-            )
-            assert answer.status_code == 202
+        write_entries(client, api, key, b"metrics-run", 20)
         queued = scrape(client, api)
         route = "/v1/chains/{chain_id}/entries"
         assert (
@@ -134,15 +139,7 @@ def test_the_api_worker_calls_wallet_and_node_in_process(tmp_path: Path, in_proc
                 return samples.total("notary_wallet_http_requests_total", method="POST")
 
             before = wallet_posts()
-            body = {"external_ids": [base64.b64encode(b"in-process").decode()], "content": ""}
-            chain = client.post(f"{api}/v1/chains", json=body, headers={"user-key": key})
-            chain_id = chain.json()["chain_id"]
-            for i in range(5):
-                entry = {"external_ids": [base64.b64encode(b"%d" % i).decode()], "content": ""}
-                answer = client.post(
-                    f"{api}/v1/chains/{chain_id}/entries", json=entry, headers={"user-key": key}
-                )
-                assert answer.status_code == 202
+            write_entries(client, api, key, b"in-process", 5)
 
             def ledgered() -> bool:
                 samples = scrape(client, api)

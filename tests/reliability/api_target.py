@@ -1,6 +1,6 @@
 """A publishing API started in process for the hostile-input and route-security tests.
 
-``started_api`` runs the app (SQLite, the in-memory twin ledger, a manual clock) behind
+``started_api`` runs the app (SQLite, the sandbox's in-memory ledger, a manual clock) behind
 Starlette's ``TestClient`` with one account and one chain; ``Target.routes()`` lists
 every route the app serves, read from the app itself, so that tests which loop over it
 cover a route added later without being edited.
@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from ledger.api.accounts import create_account
 from ledger.api.app import create_app, services_of
-from ledger.api.memory_gateway import InMemoryLedger
+from ledger.api.sandbox.memory_ledger import InMemoryLedger
 from ledger.api.settings import ApiSettings
 from ledger.core.clock import ManualClock
 from tests.ledger.api.conftest import EC_ADDRESS, b64

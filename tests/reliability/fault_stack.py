@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -23,7 +22,7 @@ from connectors.audit import AuditStore
 from flows.settings import PipelineSettings
 from ledger.anchor.app import create_app as create_anchor_app
 from ledger.api.app import create_app as create_api_app
-from ledger.api.gateway import LedgerGateway
+from ledger.api.outbox.gateway import LedgerGateway
 from ledger.api.settings import ApiSettings
 from ledger.core.receipt import Receipt, verify_receipt
 from ledger.stack import Stack, StackSettings
@@ -31,7 +30,7 @@ from ledger.wallet.app import create_app as create_wallet_app
 from tasks.documents import LedgerEntry, collection_entry, notarization_entry
 from tests.harness.ports import free_port
 from tests.harness.servers import AppServer
-from tests.harness.services import NodeProcess
+from tests.harness.services import NodeProcess, StartedServices
 
 #: One client for every ``rpc`` call: building an ``httpx.Client`` costs ~50 ms (TLS setup).
 _RPC_CLIENT = httpx.Client()
@@ -45,7 +44,7 @@ def rpc(url: str, method: str, params: Any = None, *, timeout_s: float = 10.0) -
     return _RPC_CLIENT.post(url, json=body, timeout=timeout_s).json()
 
 
-class FaultStack:
+class FaultStack(StartedServices):
     """Node (subprocess), wallet, publishing API and optionally anchoring, on free ports.
 
     Args:
@@ -101,36 +100,24 @@ class FaultStack:
         """The stack's API settings with ``api_overrides`` applied."""
         return self.stack.api_settings().model_copy(update=self._api_overrides)
 
-    def __enter__(self) -> FaultStack:
+    def start(self) -> None:
+        """Lay out the data folder and the API account, start every service."""
         self.api_key = self.stack.prepare()
-        try:
-            self.node.start()
-            self._wallet = AppServer(
-                create_wallet_app(self.stack.wallet_settings()),
-                self.settings.wallet_port,
-                name="wallet",
+        self.node.start()
+        self._wallet = AppServer(
+            create_wallet_app(self.stack.wallet_settings()),
+            self.settings.wallet_port,
+            name="wallet",
+        )
+        self._wallet.start()
+        self.start_api()
+        if self._with_anchor:
+            self._anchor = AppServer(
+                create_anchor_app(self.stack.anchor_settings()),
+                self.settings.anchor_port,
+                name="anchor",
             )
-            self._wallet.start()
-            self.start_api()
-            if self._with_anchor:
-                self._anchor = AppServer(
-                    create_anchor_app(self.stack.anchor_settings()),
-                    self.settings.anchor_port,
-                    name="anchor",
-                )
-                self._anchor.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+            self._anchor.start()
 
     def start_api(self, **overrides: Any) -> None:
         """Start the publishing API (a new app over the same database); ``overrides``

@@ -24,7 +24,6 @@ duplicated write, broken link or memory growth.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import random
 import sys
@@ -39,7 +38,7 @@ from typing import Any
 import httpx
 
 from ledger.core.entry import Entry
-from tests.harness.services import LedgerProcesses
+from tests.harness.services import LedgerProcesses, entry_body
 from tests.reliability.ledger_audit import LedgerAudit
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "soak.json"
@@ -58,20 +57,13 @@ class Load:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _body(entry: Entry) -> dict[str, Any]:
-    return {
-        "external_ids": [base64.b64encode(x).decode() for x in entry.external_ids],
-        "content": base64.b64encode(entry.content).decode(),
-    }
-
-
 def _post(http: httpx.Client, url: str, entry: Entry, load: Load, stop: threading.Event) -> None:
     """POST until answered 202 (a refused or unanswered write is sent again: the entry
     hash makes a repeat harmless, and the ledger check proves it)."""
     while not stop.is_set():
         started = time.perf_counter()
         try:
-            response = http.post(url, json=_body(entry))
+            response = http.post(url, json=entry_body(entry))
         except httpx.TransportError:
             with load.lock:
                 load.refused += 1

@@ -22,7 +22,6 @@ the longest before it (the same run's baseline).
 
 from __future__ import annotations
 
-import base64
 import re
 import stat
 import subprocess
@@ -39,7 +38,7 @@ from connectors.audit import AuditStore
 from ledger.core.entry import Entry
 from ledger.jsonrpc.credentials import BasicCredentials
 from tests.harness.processes import child_env
-from tests.harness.services import LedgerProcesses
+from tests.harness.services import LedgerProcesses, entry_body
 from tests.harness.waiting import wait_until
 from tests.reliability.ledger_audit import LedgerAudit
 
@@ -68,16 +67,9 @@ class Writes:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _body(entry: Entry) -> dict[str, object]:
-    return {
-        "external_ids": [base64.b64encode(x).decode() for x in entry.external_ids],
-        "content": base64.b64encode(entry.content).decode(),
-    }
-
-
 def _post(http: httpx.Client, url: str, entry: Entry, writes: Writes) -> bool:
     sent = time.monotonic()
-    response = http.post(url, json=_body(entry))
+    response = http.post(url, json=entry_body(entry))
     answered = time.monotonic()
     with writes.lock:
         if response.status_code == 202:

@@ -33,7 +33,6 @@ loops are marked ``slow`` (``make test-reliability`` runs them).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import random
@@ -60,7 +59,7 @@ from ledger.core.entry import Entry
 from tasks.documents import notarization_entry
 from tasks.verify import ReceiptRejected, verify_node_receipt
 from tests.harness.processes import child_env
-from tests.harness.services import LedgerProcesses
+from tests.harness.services import LedgerProcesses, entry_body
 from tests.harness.waiting import WaitTimeout, wait_until
 from tests.reliability.ledger_audit import LedgerAudit
 
@@ -96,13 +95,6 @@ class WriteLog:
             setattr(self, name, getattr(self, name) + 1)
 
 
-def _body(entry: Entry) -> dict[str, Any]:
-    return {
-        "external_ids": [base64.b64encode(x).decode() for x in entry.external_ids],
-        "content": base64.b64encode(entry.content).decode(),
-    }
-
-
 def post_write(
     http: httpx.Client,
     url: str,
@@ -116,7 +108,7 @@ def post_write(
     while True:
         log.count("attempts")
         try:
-            response = http.post(url, json=_body(entry))
+            response = http.post(url, json=entry_body(entry))
         except httpx.TransportError:
             log.count("lost_answers")
             if stop.is_set() or rng.random() < ABANDON:

@@ -1,7 +1,7 @@
 """Fault: the callback receiver is down while entries move through the stages.
 
 The publishing API queues each callback in its database in the same transaction as the
-stage change (``ledger.api.callbacks``). While the receiver's port refuses connections,
+stage change (``ledger.api.outbox.callbacks``). While the receiver's port refuses connections,
 every delivery attempt fails and is rescheduled with exponential back-off; the queue
 survives an API restart; once the receiver listens again every queued callback is
 delivered, signed. Delivery is at least once: a crash between the POST and its

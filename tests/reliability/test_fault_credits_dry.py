@@ -148,7 +148,7 @@ def run_dry(
     dry_s: float,
     writing_after_funding_s: float,
 ) -> DryFigures:
-    caplog.set_level(logging.INFO, logger="ledger.api.credit_gate")
+    caplog.set_level(logging.INFO, logger="ledger.api.outbox.credit_gate")
     overrides = {"credit_retry_base_s": 0.25, "credit_retry_max_s": 2.0}
     with FaultStack(tmp_path / "data", api_overrides=overrides) as fs:
         ec = wallet(fs, "generate-ec-address")["public"]
@@ -243,7 +243,7 @@ def run_dry(
     changes = [
         (r.levelname, r.getMessage().split(":")[0])
         for r in caplog.records
-        if r.name == "ledger.api.credit_gate"
+        if r.name == "ledger.api.outbox.credit_gate"
     ]
     assert [level for level, _ in changes] == ["WARNING", "INFO"], changes
     figures = DryFigures(

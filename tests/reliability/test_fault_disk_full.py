@@ -40,7 +40,7 @@ from fastapi.testclient import TestClient
 from ledger import devnet
 from ledger.api.accounts import create_account
 from ledger.api.app import create_app, services_of
-from ledger.api.memory_gateway import InMemoryLedger
+from ledger.api.sandbox.memory_ledger import InMemoryLedger
 from ledger.api.settings import ApiSettings
 from ledger.core.addresses import seed_from_ec_secret
 from ledger.core.commit import CommitChain, CommitEntry

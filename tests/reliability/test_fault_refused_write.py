@@ -31,7 +31,7 @@ from connectors.callback_receiver import CallbackEvent
 from flows.audit_report import audit_report
 from flows.collect_proofs import collect_proofs, receive_callbacks
 from flows.notarize_folder import notarize_folder
-from ledger.api.gateway import (
+from ledger.api.outbox.gateway import (
     ComposedCalls,
     Composition,
     JsonRpcLedgerGateway,

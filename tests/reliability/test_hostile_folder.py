@@ -31,13 +31,8 @@ from typing import Any
 
 import pytest
 
-from connectors.folder_source import (
-    UnsafeFileError,
-    display_path,
-    is_storable_path,
-    open_regular,
-    scan,
-)
+from connectors.folder_files import UnsafeFileError, open_regular
+from connectors.folder_source import display_path, is_storable_path, scan
 from connectors.folder_watch import FolderWatcher, ReadyFile, WatchOptions
 from ledger.core.clock import ManualClock
 from tests.harness.waiting import wait_until

@@ -8,7 +8,7 @@ Statuses are those of docs/rest-api.md (§2 Authentication, §7 Errors): a reque
 without a key is 403 "Authentication Parameters Missing", a wrong key 403 "Authentication
 Failed" (docs/rest-api.md §7 keeps 401 for a login or session that cannot be created, which this API
 does not have). Another account's chain or entry is 404 "Page Not Found", exactly like an
-unknown one, and appending to it is 422 (``ledger/api/routes.py`` module doc); neither
+unknown one, and appending to it is 422 (``ledger/api/http/routes.py`` module doc); neither
 answer may carry the owner's data, and the owner's chain must not change.
 """
 

@@ -18,10 +18,10 @@ from connectors.audit import AuditStore, DocumentIn, NewNotarization
 from connectors.publishing import PublishingClient, WriteFailure, write_failure
 from ledger.api.accounts import create_account
 from ledger.api.app import create_app, services_of
-from ledger.api.gateway import RpcFailure
-from ledger.api.memory_gateway import InMemoryLedger
+from ledger.api.outbox.gateway import RpcFailure
+from ledger.api.outbox.worker import LedgerWorker
+from ledger.api.sandbox.memory_ledger import InMemoryLedger
 from ledger.api.settings import ApiSettings
-from ledger.api.worker import LedgerWorker
 from ledger.core.clock import ManualClock
 from tasks import report as rpt
 from tasks import report_output as out

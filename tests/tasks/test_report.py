@@ -6,7 +6,6 @@ import csv
 import dataclasses
 import hashlib
 import json
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from connectors.audit import (
     AnchorRecord,
@@ -32,7 +31,7 @@ from ledger.core.proof.steps import Step
 from ledger.core.receipt import build_receipt
 from tasks import report as rpt
 from tasks import report_output as out
-from tests.harness.postgres import PG_URL
+from tests.harness.postgres import PG_URL, fresh_schema
 
 START_S = 1_700_000_000.0
 T0 = datetime.fromtimestamp(START_S, UTC)
@@ -128,14 +127,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AuditStore
             yield audit
         return
     request.getfixturevalue("postgres_url")
-    schema = f"test_report_{uuid.uuid4().hex[:12]}"
-    with AuditStore(PG_URL, clock=clock, schema=schema) as audit:
+    with (
+        fresh_schema(prefix="test_report") as schema,
+        AuditStore(PG_URL, clock=clock, schema=schema) as audit,
+    ):
         audit.test_clock = clock  # type: ignore[attr-defined]
         yield audit
-    engine = create_engine(PG_URL)
-    with engine.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-    engine.dispose()
 
 
 @pytest.fixture
@@ -424,7 +421,7 @@ def test_files_have_stable_columns_and_match_the_frames(
         "published_s", "multi_az_s", "ledger_s", "anchor_s", "total_s", "attempts", "error",
         "dblock_height", "dblock_keymr", "receipt_verified_at", "anchor_transaction_id",
         "anchor_block_hash", "anchor_confirmations", "anchor_verified_at", "overdue",
-        "waiting_for", "waited_s",
+        "waiting_for", "waited_s", "rfc3161_timestamps", "opentimestamps",
     ]  # fmt: skip
     assert read_header(paths["latencies"]) == [
         "stage",

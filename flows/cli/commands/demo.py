@@ -163,7 +163,7 @@ def _start_local_tsa(data_dir: Path) -> LocalTsaServer | None:
     return server
 
 
-#: Where the publishing API serves the verification page (``ledger.api.verify_page``, which
+#: Where the publishing API serves the verification page (``ledger.api.http.verify_page``, which
 #: the command line does not import: only the stack itself is composed here).
 VERIFY_PAGE_PATH = "/verify"
 

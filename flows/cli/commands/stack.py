@@ -107,6 +107,25 @@ def _tsa_options(urls: list[str] | None, ca_file: Path | None) -> dict[str, Any]
     return {"tsa_urls": urls, "tsa_ca_file": ca_file}
 
 
+def _ots_options(
+    calendars: list[str] | None, minimum: int | None, headers_url: str | None
+) -> dict[str, Any]:
+    """The ``StackSettings`` fields of ``--ots-calendar``, ``--ots-min`` and
+    ``--ots-headers`` (only those given).
+
+    Raises:
+        typer.Exit: ``USAGE`` for a minimum above the number of calendars given.
+    """
+    if calendars and minimum is not None and minimum > len(calendars):
+        fail(f"--ots-min {minimum} but only {len(calendars)} --ots-calendar", ExitCode.USAGE)
+    options: dict[str, Any] = {"ots_calendars": calendars} if calendars else {}
+    if minimum is not None:
+        options["ots_min"] = minimum
+    if headers_url is not None:
+        options["ots_headers_url"] = headers_url
+    return options
+
+
 def up(
     data_dir: DataDir = Path(".notary"),
     block_time: BlockTime = 2.0,
@@ -234,6 +253,31 @@ def up(
         Path | None,
         typer.Option("--tsa-ca", help="PEM file of the CA(s) the TSA tokens must chain to."),
     ] = None,
+    ots_calendar: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ots-calendar",
+            help="OpenTimestamps calendar URL: every anchored directory block is submitted "
+            "to it and upgraded to a Bitcoin attestation (repeatable; public ones in "
+            "docs/opentimestamps.md). Or NOTARY_ANCHOR_OTS_CALENDARS.",
+        ),
+    ] = None,
+    ots_min: Annotated[
+        int | None,
+        typer.Option(
+            "--ots-min",
+            min=1,
+            help="How many of the calendars must answer (default 1). Or NOTARY_ANCHOR_OTS_MIN.",
+        ),
+    ] = None,
+    ots_headers: Annotated[
+        str | None,
+        typer.Option(
+            "--ots-headers",
+            help="Esplora-compatible API the attested Bitcoin headers are fetched from, "
+            "so bundles verify offline (e.g. https://blockstream.info/api).",
+        ),
+    ] = None,
     wallet_passphrase_file: WalletPassphraseFile = None,
     plain_wallet: PlainWallet = False,
 ) -> None:
@@ -258,6 +302,7 @@ def up(
     }
     options |= {name: value for name, value in anchor.items() if value is not None}
     options |= _tsa_options(tsa, tsa_ca)
+    options |= _ots_options(ots_calendar, ots_min, ots_headers)
     options |= _wallet_options(wallet_passphrase_file, plain_wallet)
     prefect_auth = _prefect_auth(prefect_host, prefect_auth_file) if prefect else None
     try:
@@ -296,6 +341,8 @@ def up(
         )
     if s.tsa_urls:
         console.print(f"RFC 3161 tokens from {len(s.tsa_urls)} TSA(s), trusted by {s.tsa_ca_file}")
+    if s.ots_calendars:
+        console.print(f"OpenTimestamps from {s.ots_min or 1} of {len(s.ots_calendars)} calendar(s)")
     _say_wallet_at_rest(stack)
     console.print(f"block time {block_time} s. Ctrl-C stops the services.")
     server = None

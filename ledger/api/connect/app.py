@@ -15,10 +15,10 @@ from fastapi.responses import Response
 from ledger.api.connect import chains, identities, proofs
 from ledger.api.connect.common import json_response
 from ledger.api.connect.ledger_reads import LedgerReads
-from ledger.api.deps import BodySizeLimit, current_account
-from ledger.api.errors import install_error_handlers
-from ledger.api.openapi import build_openapi
-from ledger.api.routes import API_VERSION
+from ledger.api.http.deps import BodySizeLimit, current_account
+from ledger.api.http.errors import install_error_handlers
+from ledger.api.http.openapi import build_openapi
+from ledger.api.http.routes import API_VERSION
 from ledger.api.services import Services
 
 __all__ = ["create_connect_app"]

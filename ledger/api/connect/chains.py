@@ -1,7 +1,7 @@
 """Chains and entries in the hosted service's shapes (``ledger.api.connect.shapes``).
 
-The same eleven operations as ``ledger.api.routes``, on the same paths, for requests in
-Connect mode (``ledger.api.connect``). Writes go through the same ``ledger.api.writes``
+The same eleven operations as ``ledger.api.http.routes``, on the same paths, for requests in
+Connect mode (``ledger.api.connect``). Writes go through the same ``ledger.api.http.writes``
 (same checks, same 202 once durably stored); only the bodies differ:
 
 * answers are wrapped (``{"data": ...}``) and lists are ``{"data", "offset", "limit",
@@ -16,15 +16,17 @@ Connect mode (``ledger.api.connect``). Writes go through the same ``ledger.api.w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
+from sqlalchemy.orm import Session
 
-from ledger.api import store, writes
+from ledger.api import entry_reads
 from ledger.api.auth import Principal
-from ledger.api.connect import queries, shapes
+from ledger.api.connect import shapes
 from ledger.api.connect.common import (
     eblock_keymr,
     json_response,
@@ -34,12 +36,12 @@ from ledger.api.connect.common import (
     stage_filter,
 )
 from ledger.api.connect.ledger_reads import LedgerReads
-from ledger.api.deps import current_account, json_body, path_hash, read_json, services
-from ledger.api.errors import PageNotFound
-from ledger.api.failures import FailureInfo, failure_of
-from ledger.api.models import EntryRow
-from ledger.api.routes import API_VERSION
-from ledger.api.schemas import ChainCreate, EntryCreate, ExternalIds
+from ledger.api.entry_reads import EntryRead
+from ledger.api.http import writes
+from ledger.api.http.deps import current_account, json_body, path_hash, read_json, services
+from ledger.api.http.routes import API_VERSION
+from ledger.api.http.schemas import ChainCreate, EntryCreate, ExternalIds
+from ledger.api.models import Chain
 from ledger.api.services import Services
 
 __all__ = ["ConnectEntryCreate", "router"]
@@ -103,7 +105,9 @@ def list_chains(
     size, start = paging(svc, limit, offset)
     wanted = stage_filter(stages)
     with svc.db.read() as session:
-        rows, total = queries.list_chains(session, account, stages=wanted, limit=size, offset=start)
+        rows, total = entry_reads.chains_with_first(
+            session, account, stages=wanted, limit=size, offset=start
+        )
         items = [shapes.chain_summary(chain, first) for chain, first in rows]
     return json_response(shapes.page(items, offset=start, limit=size, count=total))
 
@@ -119,7 +123,7 @@ def search_chains(
     size, start = paging(svc, limit, offset)
     values = writes.decode_all(body.external_ids, "external_ids")
     with svc.db.read() as session:
-        rows, total = queries.search_chains(session, account, values, limit=size, offset=start)
+        rows, total = entry_reads.search_chains(session, account, values, limit=size, offset=start)
         items = [shapes.chain_summary(chain, first) for chain, first in rows]
     return json_response(shapes.page(items, offset=start, limit=size, count=total))
 
@@ -128,10 +132,10 @@ def search_chains(
 def get_chain(chain_id: str, account: AccountDep, svc: ServicesDep, reads: ReadsDep) -> Response:
     with svc.db.read() as session:
         chain = owned_chain(session, account, chain_id)
-        first = store.first_entry(session, chain)
-        failure = failure_of(session, first)
-    keymr = eblock_keymr(reads, first)
-    return json_response(shapes.chain_detail(chain, first, eblock_keymr=keymr, failure=failure))
+        first = entry_reads.first_entry(session, chain)
+    keymr = eblock_keymr(reads, first.row)
+    detail = shapes.chain_detail(chain, first.row, eblock_keymr=keymr, failure=first.failure)
+    return json_response(detail)
 
 
 @router.post("/chains/{chain_id}/entries", include_in_schema=False)
@@ -157,7 +161,9 @@ def list_entries(
     wanted = stage_filter(stages)
     with svc.db.read() as session:
         chain = owned_chain(session, account, chain_id)
-        rows, total = queries.list_entries(session, chain, stages=wanted, limit=size, offset=start)
+        rows, total = entry_reads.entry_rows(
+            session, chain, stages=wanted, limit=size, offset=start
+        )
         items = [shapes.entry_summary(row) for row in rows]
     return json_response(shapes.page(items, offset=start, limit=size, count=total))
 
@@ -166,20 +172,14 @@ def list_entries(
 def get_first_entry(
     chain_id: str, account: AccountDep, svc: ServicesDep, reads: ReadsDep
 ) -> Response:
-    with svc.db.read() as session:
-        row = store.first_entry(session, owned_chain(session, account, chain_id))
-        failure = failure_of(session, row)
-    return _entry_answer(row, reads, failure)
+    return _entry_answer(svc, account, chain_id, reads, entry_reads.first_entry)
 
 
 @router.get("/chains/{chain_id}/entries/last", include_in_schema=False)
 def get_last_entry(
     chain_id: str, account: AccountDep, svc: ServicesDep, reads: ReadsDep
 ) -> Response:
-    with svc.db.read() as session:
-        row = store.last_entry(session, owned_chain(session, account, chain_id))
-        failure = failure_of(session, row)
-    return _entry_answer(row, reads, failure)
+    return _entry_answer(svc, account, chain_id, reads, entry_reads.last_entry)
 
 
 @router.post("/chains/{chain_id}/entries/search", include_in_schema=False)
@@ -195,7 +195,7 @@ def search_entries(
     with svc.db.read() as session:
         chain = owned_chain(session, account, chain_id)
         values = writes.decode_all(body.external_ids, "external_ids")
-        rows, total = queries.search_entries(session, chain, values, limit=size, offset=start)
+        rows, total = entry_reads.search_entries(session, chain, values, limit=size, offset=start)
         items = [shapes.entry_search_item(row) for row in rows]
     return json_response(shapes.page(items, offset=start, limit=size, count=total))
 
@@ -204,18 +204,25 @@ def search_entries(
 def get_entry(
     chain_id: str, entry_hash: str, account: AccountDep, svc: ServicesDep, reads: ReadsDep
 ) -> Response:
-    with svc.db.read() as session:
-        chain = owned_chain(session, account, chain_id)
-        row = store.get_entry(session, chain, path_hash(entry_hash))
-        if row is None:
-            raise PageNotFound("No such entry in this chain")
-        failure = failure_of(session, row)
-    return _entry_answer(row, reads, failure)
+    return _entry_answer(
+        svc,
+        account,
+        chain_id,
+        reads,
+        lambda session, chain: entry_reads.get_entry(session, chain, path_hash(entry_hash)),
+    )
 
 
 def _entry_answer(
-    row: EntryRow, reads: LedgerReads | None, failure: FailureInfo | None
+    svc: Services,
+    account: Principal,
+    chain_id: str,
+    reads: LedgerReads | None,
+    pick: Callable[[Session, Chain], EntryRead],
 ) -> Response:
-    """An entry's answer; the node is asked for its entry block after the session closed."""
-    detail = shapes.entry_detail(row, eblock_keymr=eblock_keymr(reads, row), failure=failure)
-    return json_response(detail)
+    """The entry ``pick`` finds in the account's chain (first, last or by hash); the node is
+    asked for its entry block after the session closed."""
+    with svc.db.read() as session:
+        found = pick(session, owned_chain(session, account, chain_id))
+    keymr = eblock_keymr(reads, found.row)
+    return json_response(shapes.entry_detail(found.row, eblock_keymr=keymr, failure=found.failure))

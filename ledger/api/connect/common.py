@@ -9,14 +9,14 @@ from fastapi import Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from ledger.api import store
+from ledger.api import entry_reads
 from ledger.api.auth import Principal
 from ledger.api.connect.ledger_reads import LedgerReads
 from ledger.api.connect.shapes import spec_stages
-from ledger.api.deps import path_hash
-from ledger.api.errors import BadRequest, PageNotFound, TemporarilyUnavailable
+from ledger.api.errors import BadRequest, TemporarilyUnavailable
+from ledger.api.http.deps import path_hash
+from ledger.api.http.openapi import MAX_OFFSET
 from ledger.api.models import Chain, EntryRow
-from ledger.api.openapi import MAX_OFFSET
 from ledger.api.services import Services
 
 __all__ = [
@@ -58,10 +58,7 @@ def stage_filter(stages: str | None) -> list[str]:
 
 def owned_chain(session: Session, account: Principal, chain_id: str) -> Chain:
     """The account's chain; 404 Page Not Found for an unknown or foreign one."""
-    chain = store.get_chain(session, account, path_hash(chain_id))
-    if chain is None:
-        raise PageNotFound("No such chain")
-    return chain
+    return entry_reads.owned_chain(session, account, path_hash(chain_id))
 
 
 def ledger_reads(request: Request) -> LedgerReads | None:

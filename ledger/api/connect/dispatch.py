@@ -3,7 +3,7 @@
 A request is in **Connect mode** when it authenticates the way the Harmony Connect SDKs
 do: an ``app_id`` or ``app_key`` header (the SDKs always send both) and no ``user-key``
 header. It is then answered by the Connect app (``create_connect_app``) in the hosted
-service's shapes, except for the bulk write (``ledger.api.bulk``: an extension that exists
+service's shapes, except for the bulk write (``ledger.api.http.bulk``: an extension that exists
 in the spec's shapes only; the spec's app reads the key from ``app_key`` too); a pair with one half missing or empty is refused there with 403
 Authentication Parameters Missing, as in spec mode. Every other request (``user-key``, the
 spec's header, or no key at all) is answered by the spec's app, whose shapes are exactly
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ledger.api.bulk import BULK_PATH
+from ledger.api.http.bulk import BULK_PATH
 
 __all__ = ["ConnectDispatch", "is_connect_request"]
 

@@ -3,7 +3,7 @@
 An identity is a chain of the calling account (formats section 8.1): its first entry has
 the ExtIDs ``["IdentityChain", *names]`` and the content ``{"keys":[idpub...],
 "version":1}``; a key replacement is an entry ``["ReplaceKey", old, new, signature,
-signer]`` in it. Both are written through ``ledger.api.writes`` like any chain or entry
+signer]`` in it. Both are written through ``ledger.api.http.writes`` like any chain or entry
 (202 once stored, then to the ledger by the worker).
 
 Key state is the replay of ``ledger.core.identity_keys`` over the chain's entries:
@@ -32,15 +32,16 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from ledger.api import store, writes
+from ledger.api import entry_reads
 from ledger.api.auth import Principal
-from ledger.api.connect import queries, shapes
+from ledger.api.connect import shapes
 from ledger.api.connect.common import json_response, owned_chain, paging
-from ledger.api.deps import current_account, read_json, services
 from ledger.api.encoding import from_base64, to_base64
 from ledger.api.errors import BadRequest, PageNotFound, Unprocessable
+from ledger.api.http import writes
+from ledger.api.http.deps import current_account, read_json, services
+from ledger.api.http.schemas import ChainCreate, EntryCreate
 from ledger.api.models import Chain, EntryRow
-from ledger.api.schemas import ChainCreate, EntryCreate
 from ledger.api.services import Services
 from ledger.core.entry import Entry
 from ledger.core.errors import DecodeError
@@ -192,12 +193,12 @@ def _identity_rows(
     """
     with svc.db.read() as session:
         chain = owned_chain(session, account, chain_id)
-        first = store.first_entry(session, chain)
+        first = entry_reads.first_entry(session, chain).row
         if not first.external_ids or from_base64(first.external_ids[0], field="stored") != (
             IDENTITY_CHAIN_TAG
         ):
             raise PageNotFound("No such identity")
-        return chain, queries.chain_entries(session, chain)
+        return chain, entry_reads.chain_entries(session, chain)
 
 
 def _load(svc: Services, account: Principal, chain_id: str) -> IdentityView:

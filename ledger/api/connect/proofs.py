@@ -23,12 +23,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 
+from ledger.api import entry_reads
 from ledger.api.auth import Principal
-from ledger.api.connect import queries, shapes
+from ledger.api.connect import shapes
 from ledger.api.connect.common import json_response, ledger_reads
 from ledger.api.connect.ledger_reads import LedgerReads
-from ledger.api.deps import current_account, path_hash, services
 from ledger.api.errors import PageNotFound, TemporarilyUnavailable
+from ledger.api.http.deps import current_account, path_hash, services
 from ledger.api.models import EntryRow
 from ledger.api.services import Services
 
@@ -102,13 +103,13 @@ def anchors_body(answer: dict[str, Any], *, sandbox: bool) -> dict[str, Any]:
 
 def _owned(svc: Services, account: Principal, entry_hash: str) -> EntryRow | None:
     with svc.db.read() as session:
-        return queries.owned_entry(session, account, entry_hash)
+        return entry_reads.owned_entry(session, account, entry_hash)
 
 
 def _foreign(svc: Services, account: Principal, entry_hash: str) -> bool:
     """Whether ``entry_hash`` is an entry another account wrote through this API."""
     with svc.db.read() as session:
-        row = queries.entry_by_hash(session, entry_hash)
+        row = entry_reads.entry_by_hash(session, entry_hash)
     return row is not None and row.account_id != account.id
 
 

@@ -30,8 +30,8 @@ from typing import Any
 
 from ledger.api.encoding import to_base64
 from ledger.api.errors import BadRequest
-from ledger.api.failures import FailureInfo
 from ledger.api.models import Chain, EntryRow, Stage
+from ledger.api.outbox.failures import FailureInfo
 
 __all__ = [
     "CONNECT_STAGES",

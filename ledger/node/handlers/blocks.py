@@ -19,6 +19,7 @@ from ledger.jsonrpc.errors import ObjectNotFound
 from ledger.jsonrpc.registry import MethodRegistry
 from ledger.node.params import HashParams, HeightParams, KeyMRParams
 from ledger.node.service import NodeService
+from ledger.node.store import row_by_either_key
 
 
 @dataclass(frozen=True)
@@ -46,27 +47,26 @@ def raw_by_height(conn: sqlite3.Connection, kind: BlockKind, height: int) -> byt
 
 def raw_by_key(conn: sqlite3.Connection, kind: BlockKind, key: bytes) -> bytes | None:
     """Exact bytes of the block whose primary or secondary key is ``key``."""
-    for column in (kind.primary, kind.secondary):
-        row = conn.execute(f"SELECT raw FROM {kind.table} WHERE {column}=?", (key,)).fetchone()
-        if row is not None:
-            return bytes(row[0])
-    return None
+    sql = f"SELECT raw FROM {kind.table} WHERE {{column}}=?"
+    row = row_by_either_key(conn, sql, (kind.primary, kind.secondary), key)
+    return None if row is None else bytes(row[0])
 
 
 def eblock_raw(conn: sqlite3.Connection, key: bytes) -> tuple[bytes, int] | None:
     """``(raw entry block, directory block timestamp in seconds)`` by KeyMR or full hash."""
-    for column in ("keymr", "full_hash"):
-        row = conn.execute(
-            f"SELECT b.raw, d.timestamp_min FROM eblocks b JOIN dblocks d ON d.height=b.height"
-            f" WHERE b.{column}=?",
-            (key,),
-        ).fetchone()
-        if row is not None:
-            return bytes(row[0]), int(row[1]) * 60
-    return None
+    sql = (
+        "SELECT b.raw, d.timestamp_min FROM eblocks b JOIN dblocks d ON d.height=b.height"
+        " WHERE b.{column}=?"
+    )
+    row = row_by_either_key(conn, sql, ("keymr", "full_hash"), key)
+    return None if row is None else (bytes(row[0]), int(row[1]) * 60)
 
 
-def _render(kind: BlockKind, raw: bytes, *, noraw: bool = False) -> dict[str, Any]:
+def _render(kind: BlockKind, raw: bytes | None, *, noraw: bool = False) -> dict[str, Any]:
+    """The block's JSON answer (with ``rawdata`` unless ``noraw``); ObjectNotFound when
+    there is no such block (``raw`` None)."""
+    if raw is None:
+        raise ObjectNotFound(ObjectNotFound.BLOCK)
     result: dict[str, Any] = {kind.result_key: kind.cls.unmarshal(raw).to_json()}
     if not noraw:
         result["rawdata"] = raw.hex()
@@ -79,10 +79,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
 
     def by_height(kind: BlockKind) -> Any:
         def handler(params: HeightParams) -> dict[str, Any]:
-            raw = raw_by_height(read, kind, params.height)
-            if raw is None:
-                raise ObjectNotFound(ObjectNotFound.BLOCK)
-            return _render(kind, raw, noraw=params.noraw)
+            return _render(kind, raw_by_height(read, kind, params.height), noraw=params.noraw)
 
         return handler
 
@@ -96,10 +93,7 @@ def register(registry: MethodRegistry, service: NodeService) -> None:
 
     def by_key(kind: BlockKind) -> Any:
         def handler(params: KeyMRParams) -> dict[str, Any]:
-            raw = raw_by_key(read, kind, params.keymr)
-            if raw is None:
-                raise ObjectNotFound(ObjectNotFound.BLOCK)
-            return _render(kind, raw, noraw=params.noraw)
+            return _render(kind, raw_by_key(read, kind, params.keymr), noraw=params.noraw)
 
         return handler
 

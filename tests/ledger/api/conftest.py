@@ -1,4 +1,4 @@
-"""Fixtures of the publishing API tests: an app on SQLite (or PostgreSQL) with the twin ledger."""
+"""Fixtures of the API tests: an app on SQLite (or PostgreSQL) and the sandbox's in-memory ledger."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from ledger.api.accounts import create_account
 from ledger.api.app import create_app, services_of
-from ledger.api.memory_gateway import InMemoryLedger
+from ledger.api.sandbox.memory_ledger import InMemoryLedger
 from ledger.api.services import Services
 from ledger.api.settings import ApiSettings
 from ledger.core.clock import ManualClock
@@ -58,7 +58,7 @@ def sqlite_url(tmp_path: Path) -> str:
 
 @dataclass
 class Api:
-    """A running app (lifespan entered), its client, an account key and the twin ledger."""
+    """A running app (lifespan entered), its client, an account key and the in-memory ledger."""
 
     app: FastAPI
     client: TestClient

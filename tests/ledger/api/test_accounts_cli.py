@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.api.__main__ import main
+from ledger.api.command import main
 from ledger.api.accounts import verify_key
 from ledger.api.accounts_cli import (
     AccountNotFound,

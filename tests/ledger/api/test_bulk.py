@@ -1,4 +1,4 @@
-"""The bulk write (``POST /v1/chains/{chain_id}/entries/bulk``, ``ledger.api.bulk``) through
+"""The bulk write (``POST /v1/chains/{chain_id}/entries/bulk``, ``ledger.api.http.bulk``) through
 the real app: per-entry answers and errors, whole-request refusals, limits, auth, one
 transaction, and the way on to the ledger."""
 

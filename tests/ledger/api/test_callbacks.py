@@ -8,8 +8,9 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from ledger.api.callbacks import HostPolicy, callback_target
 from ledger.api.models import CallbackRow
+from ledger.api.outbox.callback_targets import HostPolicy
+from ledger.api.outbox.callbacks import callback_target
 from ledger.core.callback_signature import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,

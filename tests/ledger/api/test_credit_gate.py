@@ -1,4 +1,4 @@
-"""The credit gate (``ledger.api.credit_gate``), driven by a manual clock."""
+"""The credit gate (``ledger.api.outbox.credit_gate``), driven by a manual clock."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from ledger.api.credit_gate import CreditGate
+from ledger.api.outbox.credit_gate import CreditGate
 from ledger.core.clock import ManualClock
 
 ADDRESS = "EC2DKSYyRcNWf7RS963VFYgMExo1824HVeCfQ9PGPmNzwrcmgm2r"
@@ -20,7 +20,9 @@ def gate(clock: ManualClock) -> CreditGate:
 
 def log_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
     return [
-        (r.levelno, r.getMessage()) for r in caplog.records if r.name == "ledger.api.credit_gate"
+        (r.levelno, r.getMessage())
+        for r in caplog.records
+        if r.name == "ledger.api.outbox.credit_gate"
     ]
 
 
@@ -42,7 +44,7 @@ def test_funded_gate_looks_the_balance_up_every_interval() -> None:
 def test_refusal_runs_dry_then_lookups_back_off_until_funded(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="ledger.api.credit_gate")
+    caplog.set_level(logging.INFO, logger="ledger.api.outbox.credit_gate")
     clock = ManualClock(1000.0)
     g = gate(clock)
     g.observe(3, needed_ec=1)
@@ -90,7 +92,7 @@ def test_a_lookup_that_finds_too_little_runs_dry_without_a_refusal(
 def test_dry_again_after_partial_funding_logs_each_change_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="ledger.api.credit_gate")
+    caplog.set_level(logging.INFO, logger="ledger.api.outbox.credit_gate")
     clock = ManualClock(0.0)
     g = gate(clock)
     g.refused(balance_ec=0)

@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from ledger.api.credit_status import CreditStatus
+from ledger.api.outbox.credit_status import CreditStatus
 
 from .conftest import Api, ApiFactory
 from .test_worker import make_chain_with_entries, rows
@@ -32,7 +32,7 @@ def status(api: Api) -> CreditStatus:
 def test_writes_beyond_the_balance_are_held_at_multi_az_without_using_attempts(
     dry: Api, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="ledger.api.credit_gate")
+    caplog.set_level(logging.INFO, logger="ledger.api.outbox.credit_gate")
     chain_id, hashes = make_chain_with_entries(dry, 6)
     report = dry.run_worker()
     assert (report.committed, report.revealed) == (3, 3)  # the chain and two entries
@@ -76,7 +76,7 @@ def test_writes_beyond_the_balance_are_held_at_multi_az_without_using_attempts(
     assert all(dry.ledger.reveals_sent[h] == 1 for h in all_hashes)
     assert all(dry.ledger.commits_sent[h] <= 2 for h in all_hashes)  # refused once at most
     assert status(dry).funded and status(dry).queued_writes == 0
-    messages = [r.getMessage() for r in caplog.records if r.name == "ledger.api.credit_gate"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "ledger.api.outbox.credit_gate"]
     assert len(messages) == 2
     assert "ran dry" in messages[0] and "funded again (balance 100 credits)" in messages[1]
 

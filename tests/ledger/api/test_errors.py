@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from ledger.api import store
+from ledger.api import entry_reads
 from ledger.core.entry import MAX_ENTRY_PAYLOAD_BYTES
 
 from .conftest import Api, ApiFactory, b64
@@ -196,7 +196,7 @@ def test_real_fault_is_500_with_the_error_shape(api: Api, monkeypatch: pytest.Mo
     def broken(*_args, **_kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(store, "list_chains", broken)
+    monkeypatch.setattr(entry_reads, "list_chains", broken)
     client = TestClient(api.app, raise_server_exceptions=False)
     message = error_of(client.get("/v1/chains", headers=api.headers), 500, "Internal Error")
     assert "disk on fire" not in message

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
-from ledger.api.gateway import RpcFailure
 from ledger.api.models import CallbackRow, EntryRow, WriteFailure
+from ledger.api.outbox.gateway import RpcFailure
 from ledger.core.callback_signature import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign_callback
 
 from .conftest import Api, ApiFactory, Receiver

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ledger.api.gateway import (
+from ledger.api.outbox.gateway import (
     AnchorInfo,
     ComposedCalls,
     Composition,

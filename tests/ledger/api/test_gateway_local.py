@@ -17,7 +17,7 @@ import pytest
 from pydantic import SecretStr
 
 from ledger import devnet
-from ledger.api.gateway import (
+from ledger.api.outbox.gateway import (
     ComposedCalls,
     Composition,
     GatewayUnavailable,

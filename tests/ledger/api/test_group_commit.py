@@ -11,15 +11,15 @@ import pytest
 from sqlalchemy import event, func, select, text
 from sqlalchemy.exc import OperationalError
 
-from ledger.api import intake, writer
 from ledger.api.accounts import create_account, revoke_account
 from ledger.api.connect import ConnectDispatch
 from ledger.api.db import Database
-from ledger.api.deps import BodySizeLimit
-from ledger.api.fastpath import WriteFastPath
-from ledger.api.intake import AccountRevoked, ChainExists, ChainNotFound, WriteRequest
+from ledger.api.http.deps import BodySizeLimit
+from ledger.api.http.fastpath import WriteFastPath
 from ledger.api.models import CallbackRow, Chain, EntryRow, ExternalIdTag
-from ledger.api.writer import GroupCommitWriter, WriterClosed, WriterStats
+from ledger.api.outbox import intake, writer
+from ledger.api.outbox.intake import AccountRevoked, ChainExists, ChainNotFound, WriteRequest
+from ledger.api.outbox.writer import GroupCommitWriter, WriterClosed, WriterStats
 from ledger.core.clock import ManualClock
 from ledger.core.entry import Entry
 from ledger.observability import ObservabilityMiddleware

@@ -1,4 +1,4 @@
-"""Refusals of wallet and node, classified (``ledger.api.refusals``).
+"""Refusals of wallet and node, classified (``ledger.api.outbox.refusals``).
 
 The contract tests run the node's own rules (``ledger.node.rules``) and its JSON-RPC
 rendering (``ledger.node.handlers.errors``), so a change of the node's wording that the
@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from ledger.api.gateway import RpcFailure
-from ledger.api.refusals import RefusalKind, Step, classify
+from ledger.api.outbox.gateway import RpcFailure
+from ledger.api.outbox.refusals import RefusalKind, Step, classify
 from ledger.core.commit import CommitEntry
 from ledger.core.entry import Entry
 from ledger.core.keys import SigningKey

@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 
 from ledger.api.accounts import revoke_account, verify_key
 from ledger.api.db import Database
-from ledger.api.memory_gateway import InMemoryLedger
 from ledger.api.models import Account, Chain, EntryRow
+from ledger.api.sandbox.memory_ledger import InMemoryLedger
 from ledger.api.settings import ApiSettings
 
 from .conftest import ApiFactory, b64

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event, inspect, select, text
 
-from ledger.api import store
+from ledger.api import entry_reads, store
 from ledger.api.accounts import create_account
 from ledger.api.db import Database
 from ledger.api.models import EntryRow
@@ -91,7 +91,7 @@ def test_concurrent_appends_get_distinct_consecutive_sequence_numbers(db: Databa
         seqs = sorted(
             session.scalars(select(EntryRow.seq).where(EntryRow.chain_id == first.chain_id.hex()))
         )
-        chain = store.get_chain(session, account, first.chain_id.hex())
+        chain = entry_reads.get_chain(session, account, first.chain_id.hex())
     assert seqs == list(range(61))
     assert chain is not None and chain.entry_count == 61
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
-from ledger.api.gateway import GatewayUnavailable, RpcFailure
-from ledger.api.memory_gateway import InMemoryLedger
 from ledger.api.models import EntryRow, ServiceState
-from ledger.api.worker import LAST_HEIGHT_KEY
+from ledger.api.outbox.gateway import GatewayUnavailable, RpcFailure
+from ledger.api.outbox.worker import LAST_HEIGHT_KEY
+from ledger.api.sandbox.memory_ledger import InMemoryLedger
 from tests.harness.waiting import wait_until
 
 from .conftest import Api, ApiFactory

@@ -12,6 +12,7 @@ from ledger.core.errors import NotInBlockError
 from ledger.core.receipt import Receipt, build_receipt, verify_receipt
 from tests.ledger.core.test_blocks_directory import DBLOCK_1000_RAW
 from tests.ledger.core.test_blocks_entry_block import EBLOCK_ANCHOR_1000_RAW
+from tests.ledger.core.test_receipt import listed_second
 
 
 def _blocks(count: int) -> tuple[list[bytes], EntryBlock, DirectoryBlock]:
@@ -22,20 +23,7 @@ def _blocks(count: int) -> tuple[list[bytes], EntryBlock, DirectoryBlock]:
     items = [(h, min(9, 10 * n // count)) for n, h in enumerate(hashes)]
     items.append((hashes[0], 9))  # the same entry again, later
     eblock = EntryBlock.build(chain_id=chain.chain_id, height=7, entries=items)
-    dblock = DirectoryBlock.build(
-        prev=None,
-        network_id=0xFA92E5A4,
-        timestamp_min=28_000_000,
-        admin_lookup_hash=bytes([1]) * 32,
-        ec_header_hash=bytes([2]) * 32,
-        fblock_key_mr=bytes([3]) * 32,
-        entry_blocks=[
-            (bytes([0xFF]) * 32, bytes([4]) * 32),
-            (chain.chain_id, eblock.key_mr()),
-            (bytes([0x10]) * 32, bytes([5]) * 32),
-        ],
-    )
-    return hashes, eblock, dblock
+    return hashes, eblock, listed_second(eblock)
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 37, 256])

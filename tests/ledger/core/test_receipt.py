@@ -77,7 +77,12 @@ def _chain_blocks() -> tuple[Entry, EntryBlock, DirectoryBlock]:
     hashes = [(others[0].hash(), 0), (others[1].hash(), 0), (entry.hash(), 2)]
     hashes += [(others[2].hash(), 2), (others[3].hash(), 7)]
     eblock = EntryBlock.build(chain_id=entry.chain_id, height=12, entries=hashes)
-    dblock = DirectoryBlock.build(
+    return entry, eblock, listed_second(eblock)
+
+
+def listed_second(eblock: EntryBlock) -> DirectoryBlock:
+    """A directory block listing ``eblock`` second of three entry blocks."""
+    return DirectoryBlock.build(
         prev=None,
         network_id=0xFA92E5A4,
         timestamp_min=28_000_000,
@@ -86,11 +91,10 @@ def _chain_blocks() -> tuple[Entry, EntryBlock, DirectoryBlock]:
         fblock_key_mr=bytes([3]) * 32,
         entry_blocks=[
             (bytes([0xFF]) * 32, bytes([4]) * 32),
-            (entry.chain_id, eblock.key_mr()),
+            (eblock.chain_id, eblock.key_mr()),
             (bytes([0x10]) * 32, bytes([5]) * 32),
         ],
     )
-    return entry, eblock, dblock
 
 
 def _receipt() -> Receipt:

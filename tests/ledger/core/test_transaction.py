@@ -25,6 +25,8 @@ EC_PURCHASE_HEX = (
 EC_PURCHASE_TXID = "f1d9919829fa71ce18caf1bd8659cce8a06c0026d3f3fffc61054ebb25ebeaa0"
 EC_PURCHASE_FULL = "c3d09d10693eb867e2bd0a503746df370403c9451ae91a363046f2a68529c2fd"
 
+# docs/formats.md §4.4 (derived): 1 coin from the zero-seed address to sand, ts
+# 0x0155ba3b3b3a, R=1000 (the wallet tests build it step by step)
 DERIVED_HEX = (
     "020155ba3b3b3a010100afd89f60031cce24bcc43b596af105167de2c03603c20ada3314a7cfb47befcad4883e6f"
     "afd7c200646f3e8750c550e4582eca5047546ffef89c13a175985e320232bacac81cc428013b6a27bcceb6a42d62"

@@ -80,11 +80,16 @@ class NodeHarness:
         await self.call("reveal-chain", {"entry": first.marshal().hex()})
         return first
 
-    async def publish_entry(self, chain_id: bytes, content: bytes) -> Entry:
-        entry = Entry(chain_id, (b"doc",), content)
+    async def publish(self, entry: Entry) -> CommitEntry:
+        """Commit ``entry`` (paid with ``ec_key``, stamped now), reveal it; the commit."""
         commit = CommitEntry.create(self.ec_key, entry, timestamp_ms=self.service.now_ms())
         await self.call("commit-entry", {"message": commit.marshal().hex()})
         await self.call("reveal-entry", {"entry": entry.marshal().hex()})
+        return commit
+
+    async def publish_entry(self, chain_id: bytes, content: bytes) -> Entry:
+        entry = Entry(chain_id, (b"doc",), content)
+        await self.publish(entry)
         return entry
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.core.commit import CommitChain, CommitEntry
+from ledger.core.commit import CommitChain
 from ledger.core.entry import Entry
 from ledger.core.receipt import Receipt, verify_receipt
 from tests.ledger.node.conftest import NodeHarness
@@ -23,14 +23,6 @@ async def publish_chain(node: NodeHarness, ext_ids: list[bytes], content: bytes)
     return first
 
 
-async def publish_entry(node: NodeHarness, chain_id: bytes, content: bytes) -> Entry:
-    entry = Entry(chain_id, (b"doc",), content)
-    commit = CommitEntry.create(node.ec_key, entry, timestamp_ms=node.service.now_ms())
-    await node.call("commit-entry", {"message": commit.marshal().hex()})
-    await node.call("reveal-entry", {"entry": entry.marshal().hex()})
-    return entry
-
-
 async def test_genesis_heights_and_properties(node: NodeHarness) -> None:
     heights = await node.call("heights")
     assert heights["directoryblockheight"] == 0
@@ -44,7 +36,7 @@ async def test_genesis_heights_and_properties(node: NodeHarness) -> None:
 
 async def test_chain_and_entries_reach_a_block_with_valid_receipts(node: NodeHarness) -> None:
     first = await publish_chain(node, [b"collection", b"test"], b"hello")
-    entries = [await publish_entry(node, first.chain_id, b"doc %d" % i) for i in range(5)]
+    entries = [await node.publish_entry(first.chain_id, b"doc %d" % i) for i in range(5)]
     pending = await node.call("pending-entries")
     assert {p["entryhash"] for p in pending} >= {e.hash().hex() for e in entries}
     err = await node.error("receipt", {"hash": entries[0].hash().hex()})

@@ -78,11 +78,7 @@ def test_a_snapshot_round_trips_and_a_damaged_one_is_ignored(tmp_path: Path) -> 
 
 
 async def commit(node: NodeHarness, chain_id: bytes, content: bytes) -> CommitEntry:
-    entry = Entry(chain_id, (b"filter",), content)
-    message = CommitEntry.create(node.ec_key, entry, timestamp_ms=node.service.now_ms())
-    await node.call("commit-entry", {"message": message.marshal().hex()})
-    await node.call("reveal-entry", {"entry": entry.marshal().hex()})
-    return message
+    return await node.publish(Entry(chain_id, (b"filter",), content))
 
 
 async def assert_all_repeated(node: NodeHarness, commits: list[CommitEntry]) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from ledger.core.addresses import fct_secret_address, rcd_hash_from_fct_address
 from ledger.core.transaction import Transaction
+from tests.ledger.core.test_transaction import DERIVED_HEX, DERIVED_TXID
 
 from .conftest import PASSPHRASE
 
@@ -18,15 +19,6 @@ ZERO_FA = "FA1zT4aFpEvcnPqPCigB3fvGu4Q4mTXY22iiuV69DqE1pNhdF2MC"
 SAND_FA = "FA2jK2HcLnRdS94dEcU27rF3meoJfpUcZPSinpb7AwQvPRY6RL1Q"
 ZERO_EC = "EC2DKSYyRcNWf7RS963VFYgMExoHRYLHVeCfQ9PGPmNzwrcmgm2r"
 COIN = 10**8
-# docs/formats.md §4.4 (derived): 1 coin from the zero-seed address to sand, ts
-# 0x0155ba3b3b3a, R=1000
-DERIVED_HEX = (
-    "020155ba3b3b3a010100afd89f60031cce24bcc43b596af105167de2c03603c20ada3314a7cfb47befcad4883e6f"
-    "afd7c200646f3e8750c550e4582eca5047546ffef89c13a175985e320232bacac81cc428013b6a27bcceb6a42d62"
-    "a3a8d02a6f0d73653215771de243a63ac048a18b59da29bca4d5e10c6ac61118cd32d0993d7c70408368e5b27782"
-    "055b9521798c2bb0b81e10841bf1134e62b5d3e5d70d112da07443cd09f9e36613de8beee954068c0f"
-)
-DERIVED_TXID = "bfd495740037958f63fb648dc3a60d12f39519aaf5dfa1602ddef392be9d832c"
 
 
 async def funded(rpc: Any, fake_node: Any) -> None:

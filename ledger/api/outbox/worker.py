@@ -2,16 +2,16 @@
 
 The coordinator of three parts, each in its own module:
 
-1. Follow blocks (``ledger.api.block_follower``): entries found in new directory blocks
+1. Follow blocks (``ledger.api.outbox.block_follower``): entries found in new directory blocks
    move to stage ``ledger``.
-2. Submit (``ledger.api.submitter``): accepted rows are composed, committed and revealed;
+2. Submit (``ledger.api.outbox.submitter``): accepted rows are composed, committed and revealed;
    only once the block cursor is set (see the block follower). Before it, the paying
    address's balance is looked up when the credit gate says so
-   (``ledger.api.credit_gate``: every minute while funded, with back-off while dry); the
-   first pass adopts rows an older version gave up (``ledger.api.failures.adopt_legacy``)
+   (``ledger.api.outbox.credit_gate``: every minute while funded, with back-off while dry); the
+   first pass adopts rows an older version gave up (``ledger.api.outbox.failures.adopt_legacy``)
    and reconciles the outbox with the node (``Submitter.reconcile``: rows the node
    already holds are not submitted again).
-3. Follow anchors (``ledger.api.anchor_follower``): entries of anchored directory blocks
+3. Follow anchors (``ledger.api.outbox.anchor_follower``): entries of anchored directory blocks
    move to stage ``anchor``.
 4. Callbacks due are delivered (``CallbackDispatcher``).
 
@@ -34,14 +34,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ledger.api.anchor_follower import AnchorFollower
-from ledger.api.block_follower import LAST_HEIGHT_KEY, BlockFollower, StageObserver
-from ledger.api.callbacks import CallbackDispatcher
-from ledger.api.credit_gate import CreditGate
 from ledger.api.db import Database
-from ledger.api.failures import adopt_legacy
-from ledger.api.gateway import GatewayUnavailable, LedgerGateway
-from ledger.api.submitter import Submitter
+from ledger.api.outbox.anchor_follower import AnchorFollower
+from ledger.api.outbox.block_follower import LAST_HEIGHT_KEY, BlockFollower
+from ledger.api.outbox.callbacks import CallbackDispatcher
+from ledger.api.outbox.credit_gate import CreditGate
+from ledger.api.outbox.failures import adopt_legacy
+from ledger.api.outbox.gateway import GatewayUnavailable, LedgerGateway
+from ledger.api.outbox.stage_moves import StageMoves, StageObserver
+from ledger.api.outbox.submitter import Submitter
 from ledger.core.clock import Clock
 
 # LAST_HEIGHT_KEY: the block cursor's key, part of the worker's surface (the sandbox resets it).
@@ -110,9 +111,8 @@ class LedgerWorker:
         )
         self._dispatcher = dispatcher
         self._batch = batch_size
-        self._blocks = BlockFollower(
-            db, gateway, clock=clock, batch_size=batch_size, on_moved=stage_observer
-        )
+        moves = StageMoves(db, clock, stage_observer)
+        self._blocks = BlockFollower(moves, gateway, batch_size=batch_size)
         self._submitter = Submitter(
             db,
             gateway,
@@ -124,12 +124,7 @@ class LedgerWorker:
             retry_base_s=retry_base_s,
         )
         self._anchors = AnchorFollower(
-            db,
-            gateway,
-            clock=clock,
-            batch_size=batch_size,
-            poll_interval_s=anchor_poll_interval_s,
-            on_moved=stage_observer,
+            moves, gateway, batch_size=batch_size, poll_interval_s=anchor_poll_interval_s
         )
         self._poll_interval_s = poll_interval_s
         self._stop = threading.Event()

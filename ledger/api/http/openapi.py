@@ -22,8 +22,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
+from ledger.api.http.schemas import ChainCreate, EntryBatchCreate, EntryCreate, ExternalIds
 from ledger.api.models import PUBLIC_STAGES
-from ledger.api.schemas import ChainCreate, EntryBatchCreate, EntryCreate, ExternalIds
 from ledger.api.settings import ApiSettings
 
 __all__ = ["BASE64_PATTERN", "ERROR_SCHEMA", "MAX_OFFSET", "build_openapi"]

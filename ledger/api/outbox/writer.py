@@ -1,7 +1,7 @@
 """Group commit of accepted writes: one writer thread, one transaction per batch.
 
 Every write request (operations 2 and 6) is handed to ``GroupCommitWriter.submit``; the
-entries of one bulk write (``ledger.api.bulk``) together to ``submit_many``, which keeps
+entries of one bulk write (``ledger.api.http.bulk``) together to ``submit_many``, which keeps
 them in one transaction (a bulk larger than ``max_batch`` is a transaction of its own). A
 single thread takes every request waiting in its queue (at most ``max_batch``), records
 them with ``intake.accept_batch`` in one transaction, commits, and only then answers each
@@ -31,7 +31,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from ledger.api.db import Database
 from ledger.api.errors import LedgerApiError
-from ledger.api.intake import WriteOutcome, WriteRequest, accept_batch
+from ledger.api.outbox.intake import WriteOutcome, WriteRequest, accept_batch
 from ledger.core.clock import Clock
 
 __all__ = ["GroupCommitWriter", "Result", "WriterClosed", "WriterStats"]

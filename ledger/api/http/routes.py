@@ -3,7 +3,7 @@ mounted at ``/v1``, and the bulk write (an extension, docs/rest-api.md §5.2).
 
 Writes (operations 2 and 6) answer HTTP 202 only after the row is committed to the
 database: the handler hands the prepared write to the group-commit writer
-(``ledger.api.writer``), which commits it together with the other writes waiting at that
+(``ledger.api.outbox.writer``), which commits it together with the other writes waiting at that
 moment and answers each one after the commit has returned. That commit *is* the
 ``multi_az`` stage (see ``ledger.api.db`` for what it means on SQLite and PostgreSQL).
 The worker then puts the row on the ledger. Write handlers are ``async`` (no thread-pool
@@ -25,11 +25,12 @@ Status codes beyond the original interface's table (docs/rest-api.md §11), chos
 * Rate limit of the key used up: 429 Too Many Requests with ``Retry-After``.
 * The service is stopping and no longer takes writes: 503 Service Unavailable.
 * ``GET /v1/openapi.json``: the OpenAPI 3.1 document of all this; like every route it
-  needs the key (see ``ledger.api.openapi``).
+  needs the key (see ``ledger.api.http.openapi``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -38,9 +39,13 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from ledger.api import bulk, store, writes
+from ledger.api import entry_reads
 from ledger.api.auth import Principal
-from ledger.api.deps import (
+from ledger.api.encoding import to_base64
+from ledger.api.entry_reads import EntryRead
+from ledger.api.errors import BadRequest, PageNotFound
+from ledger.api.http import bulk, writes
+from ledger.api.http.deps import (
     check_json_media_type,
     current_account,
     json_body,
@@ -48,12 +53,8 @@ from ledger.api.deps import (
     read_json,
     services,
 )
-from ledger.api.encoding import to_base64
-from ledger.api.errors import BadRequest, PageNotFound
-from ledger.api.failures import failure_of
-from ledger.api.models import PUBLIC_STAGES, Chain, EntryRow
-from ledger.api.openapi import MAX_OFFSET, build_openapi
-from ledger.api.schemas import (
+from ledger.api.http.openapi import MAX_OFFSET, build_openapi
+from ledger.api.http.schemas import (
     AllInfo,
     ChainAccepted,
     ChainCreate,
@@ -66,6 +67,7 @@ from ledger.api.schemas import (
     EntryPublic,
     ExternalIds,
 )
+from ledger.api.models import PUBLIC_STAGES, Chain
 from ledger.api.services import Services
 
 __all__ = ["API_VERSION", "router"]
@@ -102,8 +104,7 @@ def _chain_url(base: str, chain_id: str) -> str:
     return f"{base}/chains/{chain_id}"
 
 
-def _chain_public(session: Session, base: str, chain: Chain) -> dict[str, Any]:
-    first = store.first_entry(session, chain)
+def _chain_public(base: str, chain: Chain, first: EntryRead) -> dict[str, Any]:
     url = _chain_url(base, chain.chain_id)
     return {
         "chain_id": chain.chain_id,
@@ -113,29 +114,30 @@ def _chain_public(session: Session, base: str, chain: Chain) -> dict[str, Any]:
             "first": f"{url}/entries/first",
             "last": f"{url}/entries/last",
         },
-        **_stage_fields(session, first),
+        **_stage_fields(first),
     }
 
 
-def _entry_public(session: Session, base: str, row: EntryRow) -> dict[str, Any]:
+def _entry_public(base: str, read: EntryRead) -> dict[str, Any]:
+    row = read.row
     return {
         "entry_hash": row.entry_hash,
         "chain_id": row.chain_id,
         "external_ids": list(row.external_ids),
         "content": to_base64(bytes(row.content)),
         "links": {"chain": _chain_url(base, row.chain_id)},
-        **_stage_fields(session, row),
+        **_stage_fields(read),
     }
 
 
-def _stage_fields(session: Session, row: EntryRow) -> dict[str, object]:
+def _stage_fields(read: EntryRead) -> dict[str, object]:
+    row, failure = read.row, read.failure
     fields: dict[str, object] = {
         "stage": row.stage,
         "created_at": _iso(row.created_at),
         "dblock_keymr": row.dblock_keymr,
         "dblock_height": row.dblock_height,
     }
-    failure = failure_of(session, row)
     if failure is not None:  # only on a write given up (docs/rest-api.md §3)
         fields["failure"] = {
             "reason": failure.reason,
@@ -154,11 +156,17 @@ def _page(svc: Services, limit: int | None, offset: int) -> tuple[int, int]:
     return size, offset
 
 
-def _owned_chain(session: Session, account: Principal, chain_id: str) -> Chain:
-    chain = store.get_chain(session, account, path_hash(chain_id))
-    if chain is None:
-        raise PageNotFound("No such chain")
-    return chain
+def _entry_answer(
+    request: Request,
+    svc: Services,
+    account: Principal,
+    chain_id: str,
+    pick: Callable[[Session, Chain], EntryRead],
+) -> Response:
+    """Operations 8, 9 and 11: the entry ``pick`` finds in the account's chain."""
+    with svc.db.read() as session:
+        found = pick(session, entry_reads.owned_chain(session, account, path_hash(chain_id)))
+    return _json(_entry_public(_base(request, svc), found))
 
 
 # -- operations ---------------------------------------------------------------------------
@@ -180,7 +188,7 @@ async def get_info(request: Request, svc: ServicesDep) -> Response:
 
 @router.get("/openapi.json", include_in_schema=False)
 async def get_openapi_document(request: Request, svc: ServicesDep) -> Response:
-    """The OpenAPI document (``ledger.api.openapi``); needs the key like every route."""
+    """The OpenAPI document (``ledger.api.http.openapi``); needs the key like every route."""
     document = getattr(request.app.state, "openapi_document", None)
     if document is None:
         document = build_openapi(request.app, svc.settings)
@@ -207,7 +215,7 @@ def list_chains(
     size, start = _page(svc, limit, offset)
     base = _base(request, svc)
     with svc.db.read() as session:
-        chains, total = store.list_chains(session, account, limit=size, offset=start)
+        chains, total = entry_reads.list_chains(session, account, limit=size, offset=start)
     items = [
         {"chain_id": c.chain_id, "links": {"chain": _chain_url(base, c.chain_id)}} for c in chains
     ]
@@ -224,18 +232,20 @@ def search_chains(
     """Operation 4: the oldest chain whose external IDs contain all values; 404 if none."""
     values = writes.decode_all(body.external_ids, "external_ids")
     with svc.db.read() as session:
-        chain = store.search_chains(session, account, values)
+        chain = entry_reads.oldest_chain_match(session, account, values)
         if chain is None:
             raise PageNotFound("No chain matches these external IDs")
-        return _json(_chain_public(session, _base(request, svc), chain))
+        first = entry_reads.first_entry(session, chain)
+    return _json(_chain_public(_base(request, svc), chain, first))
 
 
 @router.get("/chains/{chain_id}", response_model=ChainPublic, operation_id="getChain")
 def get_chain(chain_id: str, request: Request, account: AccountDep, svc: ServicesDep) -> Response:
     """Operation 5: one chain."""
     with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
-        return _json(_chain_public(session, _base(request, svc), chain))
+        chain = entry_reads.owned_chain(session, account, path_hash(chain_id))
+        first = entry_reads.first_entry(session, chain)
+    return _json(_chain_public(_base(request, svc), chain, first))
 
 
 @router.post(
@@ -261,7 +271,7 @@ async def create_entry(
 async def create_entries(
     chain_id: str, request: Request, account: AccountDep, svc: ServicesDep
 ) -> Response:
-    """Bulk write (an extension, ``ledger.api.bulk``): many entries of one chain at once;
+    """Bulk write (an extension, ``ledger.api.http.bulk``): many entries of one chain at once;
     202 once all are durably stored, with each entry's answer or error, in order."""
     check_json_media_type(request.headers.get("content-type", ""))
     raw = await request.body()
@@ -285,8 +295,11 @@ def list_entries(
         raise BadRequest(f"stage must be one of {', '.join(PUBLIC_STAGES)}")
     base = _base(request, svc)
     with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
-        hashes, total = store.list_entries(session, chain, limit=size, offset=start, stage=stage)
+        chain = entry_reads.owned_chain(session, account, path_hash(chain_id))
+        stages = [] if stage is None else [stage]
+        hashes, total = entry_reads.entry_hashes(
+            session, chain, stages=stages, limit=size, offset=start
+        )
         prefix = f"{_chain_url(base, chain.chain_id)}/entries"
         items = [{"entry_hash": h, "links": {"entry": f"{prefix}/{h}"}} for h in hashes]
     return _json({"items": items, "count": total, "offset": start, "limit": size})
@@ -299,9 +312,7 @@ def get_first_entry(
     chain_id: str, request: Request, account: AccountDep, svc: ServicesDep
 ) -> Response:
     """Operation 8: the first entry (made with the chain)."""
-    with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
-        return _json(_entry_public(session, _base(request, svc), store.first_entry(session, chain)))
+    return _entry_answer(request, svc, account, chain_id, entry_reads.first_entry)
 
 
 @router.get(
@@ -311,9 +322,7 @@ def get_last_entry(
     chain_id: str, request: Request, account: AccountDep, svc: ServicesDep
 ) -> Response:
     """Operation 9: the most recently accepted entry."""
-    with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
-        return _json(_entry_public(session, _base(request, svc), store.last_entry(session, chain)))
+    return _entry_answer(request, svc, account, chain_id, entry_reads.last_entry)
 
 
 @router.post(
@@ -328,12 +337,12 @@ def search_entries(
 ) -> Response:
     """Operation 10: the oldest entry of the chain whose external IDs contain all values."""
     with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
+        chain = entry_reads.owned_chain(session, account, path_hash(chain_id))
         values = writes.decode_all(body.external_ids, "external_ids")
-        row = store.search_entries(session, chain, values)
-        if row is None:
+        found = entry_reads.oldest_entry_match(session, chain, values)
+        if found is None:
             raise PageNotFound("No entry matches these external IDs")
-        return _json(_entry_public(session, _base(request, svc), row))
+    return _json(_entry_public(_base(request, svc), found))
 
 
 @router.get(
@@ -343,9 +352,10 @@ def get_entry(
     chain_id: str, entry_hash: str, request: Request, account: AccountDep, svc: ServicesDep
 ) -> Response:
     """Operation 11: one entry by its hash."""
-    with svc.db.read() as session:
-        chain = _owned_chain(session, account, chain_id)
-        row = store.get_entry(session, chain, path_hash(entry_hash))
-        if row is None:
-            raise PageNotFound("No such entry in this chain")
-        return _json(_entry_public(session, _base(request, svc), row))
+    return _entry_answer(
+        request,
+        svc,
+        account,
+        chain_id,
+        lambda session, chain: entry_reads.get_entry(session, chain, path_hash(entry_hash)),
+    )

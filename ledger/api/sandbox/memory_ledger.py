@@ -1,5 +1,8 @@
-"""An in-memory twin of the wallet + node, implementing ``LedgerGateway`` for tests.
+"""The sandbox's built-in ledger: a wallet + node in memory, implementing ``LedgerGateway``.
 
+``python -m ledger.api --sandbox`` runs on it unless an external test network is named
+(``ledger.api.sandbox.mode``); it closes a block when told (``mine_block``), which the
+sandbox does every ``sandbox_block_time_s``. Tests drive it too, as the worker's ledger.
 It keeps the rules the worker relies on: a commit is answered Repeated Commit (-32011)
 when the same entry was already committed; a reveal needs its commit; an entry reveal
 needs its chain; a directory block (``mine_block``) holds everything revealed since the
@@ -27,7 +30,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ledger.api.gateway import (
+from ledger.api.outbox.gateway import (
     AnchorInfo,
     ComposedCalls,
     Composition,

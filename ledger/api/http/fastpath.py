@@ -1,7 +1,7 @@
 """ASGI fast path of the write operations (2, 6 and the bulk write), the API's hot path.
 
 ``POST /v1/chains``, ``POST /v1/chains/{chain_id}/entries`` and
-``POST /v1/chains/{chain_id}/entries/bulk`` (``ledger.api.bulk``) are answered here, before
+``POST /v1/chains/{chain_id}/entries/bulk`` (``ledger.api.http.bulk``) are answered here, before
 FastAPI's exception middleware, routing and dependency solving, which cost more CPU per
 request than the write itself (measured: about 60 % of the handler time). Every step is
 the code the FastAPI routes use (``deps.authenticate``, ``deps.parse_json``,
@@ -25,10 +25,10 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ledger.api import bulk, writes
-from ledger.api.deps import authenticate, check_json_media_type, parse_json, presented_key
 from ledger.api.errors import ApiError, InternalServerError, LedgerApiError, PayloadTooLarge
-from ledger.api.schemas import ChainCreate, EntryCreate
+from ledger.api.http import bulk, writes
+from ledger.api.http.deps import authenticate, check_json_media_type, parse_json, presented_key
+from ledger.api.http.schemas import ChainCreate, EntryCreate
 from ledger.api.services import Services
 from ledger.observability.asgi import ROUTE_KEY
 

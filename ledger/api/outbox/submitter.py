@@ -17,17 +17,17 @@ copy only). The node accepts a second commit of an entry once the first is consu
 its reveal, so without this step a restored stack would record such entries twice.
 
 New chains go first; an entry waits until its chain's first entry is revealed (one whose
-chain's first entry failed is given up instead, ``ledger.api.failures``). A commit is
+chain's first entry failed is given up instead, ``ledger.api.outbox.failures``). A commit is
 never sent again once its outcome is recorded; only a commit whose reply was lost (crash
 or outage after sending) is sent again, and the node answers it Repeated Commit.
 
-Errors answered by wallet or node (``ledger.api.refusals``): an under-funded commit leaves
+Errors answered by wallet or node (``ledger.api.outbox.refusals``): an under-funded commit leaves
 the row ``pending`` with its attempts, tells the ``CreditGate``, and no further commit is
 sent while the gate is dry (reveals of committed rows still go; ``due_rows`` then returns
 only those). A refusal of the write itself gives the row up at once; other errors are
 retried with exponential back-off (doubling from ``retry_base_s``, at most an hour) and
 give the row up after ``max_attempts``. A row given up moves to stage ``failed`` with its
-reason (``ledger.api.failures``).
+reason (``ledger.api.outbox.failures``).
 """
 
 from __future__ import annotations
@@ -42,20 +42,20 @@ from typing import Any, cast
 from sqlalchemy import Connection, Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
-from ledger.api.credit_gate import CreditGate
 from ledger.api.db import Database
-from ledger.api.driver_sql import driver_sql, marks
 from ledger.api.encoding import from_base64
-from ledger.api.failures import GiveUp, orphan_reason, record_failures
-from ledger.api.gateway import (
+from ledger.api.models import EntryRow, Stage, SubmitState, WriteFailure
+from ledger.api.outbox.credit_gate import CreditGate
+from ledger.api.outbox.driver_sql import driver_sql, marks
+from ledger.api.outbox.failures import GiveUp, orphan_reason, record_failures
+from ledger.api.outbox.gateway import (
     ComposedCalls,
     Composition,
     LedgerGateway,
     RpcCall,
     RpcFailure,
 )
-from ledger.api.models import EntryRow, Stage, SubmitState, WriteFailure
-from ledger.api.refusals import Refusal, RefusalKind, classify
+from ledger.api.outbox.refusals import Refusal, RefusalKind, classify
 from ledger.core.clock import Clock
 from ledger.core.entry import NEW_CHAIN_FEE_EC, Entry
 from ledger.dbjson import json_text, json_value

@@ -178,7 +178,7 @@ class EntryAccepted(BaseModel):
 
 
 class EntryBatchCreate(_Request):
-    """Body of the bulk write (an extension, ``ledger.api.bulk``): the entries of one chain,
+    """Body of the bulk write (an extension, ``ledger.api.http.bulk``): the entries of one chain,
     each an operation 6 body, 1 to ``bulk_max_entries`` of them."""
 
     entries: list[EntryCreate] = Field(min_length=1)

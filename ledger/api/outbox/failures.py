@@ -8,7 +8,7 @@ A write accepted with ``202`` that will not reach the ledger moves to stage ``fa
 * its ``failed`` callback, queued when the write asked for any callback (parameters
   ``entry_hash``, ``reason`` and ``stage=failed``, docs/rest-api.md §6).
 
-Three causes (``ledger.api.refusals``): the node refused the write itself (at once), a
+Three causes (``ledger.api.outbox.refusals``): the node refused the write itself (at once), a
 transient error repeated ``submit_max_attempts`` times, or the write is an entry whose
 chain's first entry failed (it can never be revealed): those not revealed yet fail with
 the first entry, in the same transaction, and one accepted later fails when the
@@ -26,9 +26,9 @@ from typing import Any, cast
 from sqlalchemy import Connection, Table, insert, select, update
 from sqlalchemy.orm import Session
 
-from ledger.api.callbacks import callback_values
 from ledger.api.db import Database
 from ledger.api.models import CallbackRow, EntryRow, Stage, SubmitState, WriteFailure
+from ledger.api.outbox.callbacks import callback_values
 
 __all__ = [
     "CALLBACK_REASON_CHARS",

@@ -1,6 +1,6 @@
 """What an error answered by the wallet or node means for an accepted write (pure).
 
-The worker's submitter (``ledger.api.submitter``) sends three calls per write: the
+The worker's submitter (``ledger.api.outbox.submitter``) sends three calls per write: the
 wallet's ``compose-*``, then the node's ``commit-*`` and ``reveal-*``
 (docs/jsonrpc.md §4.3, §5.2). An error object answered for one of them is one of:
 
@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from ledger.api.gateway import RpcFailure
+from ledger.api.outbox.gateway import RpcFailure
 from ledger.jsonrpc.codes import ErrorCode
 
 __all__ = ["Refusal", "RefusalKind", "Step", "classify"]

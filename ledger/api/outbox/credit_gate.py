@@ -2,11 +2,11 @@
 
 Every chain and entry the API publishes is paid by one entry credit address
 (``NOTARY_API_EC_ADDRESS``); the node refuses a commit the balance does not cover
-(docs/formats.md §2.4, commit rule 5; ``ledger.api.refusals``, kind ``unfunded``).
+(docs/formats.md §2.4, commit rule 5; ``ledger.api.outbox.refusals``, kind ``unfunded``).
 ``CreditGate`` is the worker's memory of that address:
 
 * **funded** (the start): writes are composed and committed as they come. The balance is
-  looked up every ``check_interval_s`` for the status (``ledger.api.credit_status``).
+  looked up every ``check_interval_s`` for the status (``ledger.api.outbox.credit_status``).
 * **dry**: entered when the node refuses a commit as under-funded, or when a look-up finds
   a balance below the cost of the oldest write waiting for its commit. New commits are
   held (the rows stay at ``multi_az`` and keep their attempts); reveals of writes already
@@ -135,7 +135,7 @@ class CreditGate:
             self._schedule_retry(self._clock.now())
 
     def snapshot(self) -> GateState:
-        """The gate's state now (for ``ledger.api.credit_status``)."""
+        """The gate's state now (for ``ledger.api.outbox.credit_status``)."""
         with self._lock:
             return GateState(
                 ec_address=self._address,

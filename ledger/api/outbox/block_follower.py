@@ -13,22 +13,16 @@ first pass). Each move queues the ``ledger`` callback in the same transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import cast
 
 from sqlalchemy import Connection, Table, insert, select, update
 
-from ledger.api.callbacks import move_stage
-from ledger.api.db import Database
-from ledger.api.gateway import DirectoryBlockInfo, LedgerGateway, RpcFailure
 from ledger.api.models import EntryRow, ServiceState, Stage, SubmitState
-from ledger.core.clock import Clock
+from ledger.api.outbox.gateway import DirectoryBlockInfo, LedgerGateway, RpcFailure
+from ledger.api.outbox.stage_moves import StageMoves
 
-__all__ = ["LAST_HEIGHT_KEY", "BlockFollower", "StageObserver"]
-
-StageObserver = Callable[[Stage, Sequence[float]], None]
-"""``observer(stage, latencies_s)``: rows moved to ``stage``, each with the seconds from its
-acceptance to the move (the API's stage latency metrics)."""
+__all__ = ["LAST_HEIGHT_KEY", "BlockFollower"]
 
 #: ``service_state`` key of the last directory block height handled.
 LAST_HEIGHT_KEY = "last_height"
@@ -41,27 +35,16 @@ class BlockFollower:
     """Moves ``multi_az`` entries found in new directory blocks to ``ledger``.
 
     Args:
-        db: the API database.
+        moves: the database, clock (``ledger_at``, callbacks) and observer of the moves.
         gateway: node access.
-        clock: time source (``ledger_at``, callbacks).
         batch_size: most directory blocks handled by one ``follow``.
-        on_moved: told of the rows each block moves to ``ledger`` (``StageObserver``).
 
     Raises (``follow``): ``GatewayUnavailable`` when the node cannot be reached.
     """
 
-    def __init__(
-        self,
-        db: Database,
-        gateway: LedgerGateway,
-        *,
-        clock: Clock,
-        batch_size: int,
-        on_moved: StageObserver | None = None,
-    ) -> None:
-        self._db, self._gateway, self._clock = db, gateway, clock
-        self._batch = batch_size
-        self._on_moved = on_moved
+    def __init__(self, moves: StageMoves, gateway: LedgerGateway, *, batch_size: int) -> None:
+        self._moves, self._gateway, self._batch = moves, gateway, batch_size
+        self._db, self._clock = moves.db, moves.clock
         self.behind = False
         """True when the last ``follow`` stopped short of the node's newest block."""
 
@@ -127,10 +110,7 @@ class BlockFollower:
         params = {"dblock_keymr": block.keymr}
         for chunk in _chunks(sorted(hashes)):
             where = (e.entry_hash.in_(chunk), e.stage == Stage.MULTI_AZ.value)
-            accepted = move_stage(connection, where, Stage.LEDGER, values, params, now=now)
-            if self._on_moved is not None:
-                self._on_moved(Stage.LEDGER, [now - at for at in accepted])
-            count += len(accepted)
+            count += self._moves.move(connection, where, Stage.LEDGER, values, params, now=now)
         return count
 
     def _tracked_chains(self) -> set[str]:

@@ -1,6 +1,6 @@
 """The paying address and the write queue, as health checks and metrics read them.
 
-``CreditStatus`` is a frozen snapshot: the credit gate's state (``ledger.api.credit_gate``)
+``CreditStatus`` is a frozen snapshot: the credit gate's state (``ledger.api.outbox.credit_gate``)
 plus two figures of the API database, read when asked. ``Services.credit_status()`` builds
 one; nothing here changes anything. Health and metrics endpoints read it, e.g. readiness
 ``funded``, a gauge per numeric field.
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ledger.api.backlog import read_backlog
-from ledger.api.credit_gate import CreditGate
 from ledger.api.db import Database
+from ledger.api.outbox.backlog import read_backlog
+from ledger.api.outbox.credit_gate import CreditGate
 
 __all__ = ["CreditStatus", "read_credit_status"]
 
@@ -46,7 +46,7 @@ class CreditStatus:
 
 def read_credit_status(gate: CreditGate, db: Database, *, now: float) -> CreditStatus:
     """The status now (``now``: Unix seconds of the injected clock): the gate's state and
-    the queue figures of ``ledger.api.backlog`` (one read); safe from any thread."""
+    the queue figures of ``ledger.api.outbox.backlog`` (one read); safe from any thread."""
     state = gate.snapshot()
     backlog = read_backlog(db)
     oldest = backlog.oldest_unblocked_at

@@ -4,7 +4,7 @@
 caller's transaction with a fixed number of statements per batch (not per write): one
 look-up each of the accounts, chains and entries concerned, then one multi-row ``INSERT``
 per table and one ``UPDATE`` of the chain counters. The group-commit writer
-(``ledger.api.writer``) calls it with every write that arrived while the previous batch
+(``ledger.api.outbox.writer``) calls it with every write that arrived while the previous batch
 was committing, and answers each request once the commit has returned.
 
 The statements are plain ``executemany`` calls without ``RETURNING`` (search tags and
@@ -42,8 +42,6 @@ from typing import Any, Literal, cast
 import orjson
 from sqlalchemy import Connection, Table, bindparam, insert, update
 
-from ledger.api.callbacks import DEFAULT_CALLBACK_STAGES, callback_target
-from ledger.api.driver_sql import driver_sql, marks
 from ledger.api.encoding import to_base64
 from ledger.api.errors import LedgerApiError
 from ledger.api.models import (
@@ -56,6 +54,8 @@ from ledger.api.models import (
     Stage,
     SubmitState,
 )
+from ledger.api.outbox.callbacks import DEFAULT_CALLBACK_STAGES, callback_target
+from ledger.api.outbox.driver_sql import driver_sql, marks
 from ledger.core.entry import Entry
 
 __all__ = [

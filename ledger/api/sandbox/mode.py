@@ -35,16 +35,6 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
 from ledger.api.db import Database
-from ledger.api.gateway import (
-    AnchorInfo,
-    ComposedCalls,
-    Composition,
-    DirectoryBlockInfo,
-    LedgerGateway,
-    RpcCall,
-    RpcFailure,
-)
-from ledger.api.memory_gateway import InMemoryLedger
 from ledger.api.models import (
     Account,
     CallbackRow,
@@ -54,7 +44,17 @@ from ledger.api.models import (
     ServiceState,
     WriteFailure,
 )
-from ledger.api.worker import LAST_HEIGHT_KEY, LedgerWorker
+from ledger.api.outbox.gateway import (
+    AnchorInfo,
+    ComposedCalls,
+    Composition,
+    DirectoryBlockInfo,
+    LedgerGateway,
+    RpcCall,
+    RpcFailure,
+)
+from ledger.api.outbox.worker import LAST_HEIGHT_KEY, LedgerWorker
+from ledger.api.sandbox.memory_ledger import InMemoryLedger
 from ledger.core.clock import Clock
 
 __all__ = ["ACCOUNT_SYNC_S", "PurgeReport", "Sandbox", "WithoutAnchors"]

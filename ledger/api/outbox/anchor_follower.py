@@ -12,12 +12,9 @@ from typing import cast
 
 from sqlalchemy import Table, select
 
-from ledger.api.block_follower import StageObserver
-from ledger.api.callbacks import move_stage
-from ledger.api.db import Database
-from ledger.api.gateway import AnchorInfo, LedgerGateway
 from ledger.api.models import EntryRow, Stage
-from ledger.core.clock import Clock
+from ledger.api.outbox.gateway import AnchorInfo, LedgerGateway
+from ledger.api.outbox.stage_moves import StageMoves
 
 __all__ = ["AnchorFollower"]
 
@@ -28,29 +25,21 @@ class AnchorFollower:
     """Moves ``ledger`` entries whose directory block is anchored to ``anchor``.
 
     Args:
-        db: the API database.
+        moves: the database, clock (``anchor_at``, callbacks, the poll interval) and
+            observer of the moves.
         gateway: node access.
-        clock: time source (``anchor_at``, callbacks, the poll interval).
         batch_size: most directory block heights looked up by one ``follow``.
         poll_interval_s: least time between two look-ups, seconds.
-        on_moved: told of the rows each anchor moves to ``anchor`` (``StageObserver``).
 
     Raises (``follow``): ``GatewayUnavailable`` when the node cannot be reached.
     """
 
     def __init__(
-        self,
-        db: Database,
-        gateway: LedgerGateway,
-        *,
-        clock: Clock,
-        batch_size: int,
-        poll_interval_s: float,
-        on_moved: StageObserver | None = None,
+        self, moves: StageMoves, gateway: LedgerGateway, *, batch_size: int, poll_interval_s: float
     ) -> None:
-        self._db, self._gateway, self._clock = db, gateway, clock
+        self._moves, self._gateway = moves, gateway
+        self._db, self._clock = moves.db, moves.clock
         self._batch, self._interval_s = batch_size, poll_interval_s
-        self._on_moved = on_moved
         self._last_poll: float | None = None
 
     def follow(self) -> int:
@@ -79,7 +68,4 @@ class AnchorFollower:
         values = {"anchor_at": now, "anchor_block_hash": info.block_hash}
         params = {"anchor_block_hash": info.block_hash}
         with self._db.transaction() as connection:
-            accepted = move_stage(connection, where, Stage.ANCHOR, values, params, now=now)
-        if self._on_moved is not None:
-            self._on_moved(Stage.ANCHOR, [now - at for at in accepted])
-        return len(accepted)
+            return self._moves.move(connection, where, Stage.ANCHOR, values, params, now=now)

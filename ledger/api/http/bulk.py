@@ -27,9 +27,7 @@ import logging
 import re
 from typing import Any
 
-from ledger.api import writes
 from ledger.api.auth import Principal
-from ledger.api.deps import parse_json_object, validate
 from ledger.api.errors import (
     ApiError,
     BadRequest,
@@ -37,10 +35,12 @@ from ledger.api.errors import (
     TemporarilyUnavailable,
     Unprocessable,
 )
-from ledger.api.intake import WriteOutcome, WriteRequest
-from ledger.api.schemas import EntryCreate
+from ledger.api.http import writes
+from ledger.api.http.deps import parse_json_object, validate
+from ledger.api.http.schemas import EntryCreate
+from ledger.api.outbox.intake import WriteOutcome, WriteRequest
+from ledger.api.outbox.writer import WriterClosed
 from ledger.api.services import Services
-from ledger.api.writer import WriterClosed
 
 __all__ = ["BULK_PATH", "BULK_SUFFIX", "create_entries", "parse_items"]
 

@@ -1,7 +1,7 @@
 """Operations 2 and 6 (create chain, create entry) from a parsed body to the 202 answer.
 
-Shared by the FastAPI routes (``ledger.api.routes``) and the ASGI fast path
-(``ledger.api.fastpath``), so both answer exactly alike. The request is validated and
+Shared by the FastAPI routes (``ledger.api.http.routes``) and the ASGI fast path
+(``ledger.api.http.fastpath``), so both answer exactly alike. The request is validated and
 the entry built and hashed here, on the event loop; only the database work goes to the
 group-commit writer, and the answer is given once the write is committed.
 
@@ -24,7 +24,6 @@ from sqlalchemy.exc import OperationalError
 
 from ledger.api import store
 from ledger.api.auth import Principal
-from ledger.api.callbacks import CallbackRefused, check_callback_url
 from ledger.api.encoding import EncodingError, from_base64, from_hash_hex
 from ledger.api.errors import (
     ApiError,
@@ -34,16 +33,17 @@ from ledger.api.errors import (
     TemporarilyUnavailable,
     Unprocessable,
 )
-from ledger.api.intake import (
+from ledger.api.http.schemas import ChainCreate, EntryCreate
+from ledger.api.outbox.callback_targets import CallbackRefused, check_callback_url
+from ledger.api.outbox.intake import (
     AccountRevoked,
     ChainExists,
     ChainNotFound,
     WriteOutcome,
     WriteRequest,
 )
-from ledger.api.schemas import ChainCreate, EntryCreate
+from ledger.api.outbox.writer import WriterClosed
 from ledger.api.services import Services
-from ledger.api.writer import WriterClosed
 from ledger.core.entry import MAX_ENTRY_PAYLOAD_BYTES, Entry
 from ledger.core.errors import LimitError
 

@@ -1,6 +1,7 @@
-"""The page with a version-3 bundle: every step as Python runs it, and its RFC 3161 tokens
-and OpenTimestamps stamps shown as present and "not checked by this page", never as
-checked."""
+"""The page with a version-3 bundle: every step as Python runs it, and its RFC 3161 tokens,
+with no trust store chosen, shown as present and not checked, never as verified
+(test_verify_page_timestamps.py checks them against trust stores), and an OpenTimestamps
+stamp over another root shown as invalid (test_verify_page_ots.py has the rest)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def _stamped(bundle: ProofBundle) -> ProofBundle:
 
 
 @pytest.mark.parametrize("kind", ["clear", "aggregated"])
-def test_version_3_passes_and_says_its_tokens_are_not_checked_here(
+def test_version_3_passes_and_says_its_tokens_are_not_checked_without_a_store(
     page: Any, tmp_path: Path, kind: str
 ) -> None:
     forged: Forged = forge_bundle() if kind == "clear" else v2_bundles()["aggregated"]
@@ -49,13 +50,14 @@ def test_version_3_passes_and_says_its_tokens_are_not_checked_here(
         [int(r.step), "skipped" if r.skipped else "passed", r.detail] for r in reports
     ]
     assert (
-        "1 RFC 3161 timestamp token over the block's KeyMR, not checked by this page"
-        in (shown["detail"])
+        "1 RFC 3161 timestamp token over the block's KeyMR: present, not checked"
+        " (no trust store chosen)" in (shown["detail"])
     )
+    assert page.get_attribute("#timestamp-list li", "data-status") == "not-checked"
     assert page.errors == []
 
 
-def test_opentimestamps_stamps_are_listed_as_not_checked_here(page: Any, tmp_path: Path) -> None:
+def test_an_opentimestamps_stamp_over_another_root_is_invalid(page: Any, tmp_path: Path) -> None:
     forged = forge_bundle()
     hello = Path(__file__).parents[1] / "vectors" / "opentimestamps" / "hello-world.txt.ots"
     part = TimestampsPart(
@@ -70,6 +72,11 @@ def test_opentimestamps_stamps_are_listed_as_not_checked_here(page: Any, tmp_pat
     open_page(page, page_file.as_uri())
     shown = verify_in_ui(page, document=tmp_path / "report.txt", bundle=bundle)
     assert shown["verdict"] == "pass", shown
-    assert "1 OpenTimestamps proof over the KeyMR, not checked by this page" in shown["detail"]
+    assert "OpenTimestamps: 1 invalid (see below)." in shown["detail"]
     assert "RFC 3161" not in shown["detail"]
+    stamp = page.eval_on_selector(
+        "#timestamp-list li", "li => [li.dataset.kind, li.dataset.status, li.textContent]"
+    )
+    assert stamp[:2] == ["opentimestamps", "invalid"]
+    assert f"not the root {forged.bundle.receipt.directory_block_keymr.hex()}" in stamp[2]
     assert page.errors == []

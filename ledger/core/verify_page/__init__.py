@@ -15,7 +15,8 @@ styles (by SHA-256) and no connection, form target or base URL.
 Assets (this package's data files)::
 
     page.html, page.css           the document and its style
-    vendor/noble-hashes.min.js    SHA-256 / SHA-512 / scrypt (@noble/hashes, MIT; vendor/build.sh)
+    vendor/noble-hashes.min.js    SHA-256 / SHA-512 / scrypt, and SHA-1 / RIPEMD-160 / Keccak-256
+                                  for OpenTimestamps ops (@noble/hashes, MIT; vendor/build.sh)
     pyjson.js                     JSON read as Python's json.loads reads it; repr()
     codecs.js                     entry, directory block, transaction, header, Merkle rules
     verify.js                     step 0, the trust policies, the version registry, the run,
@@ -23,8 +24,14 @@ Assets (this package's data files)::
     bundle_v1.js                  bundle version 1: its parser and steps 1-11 (2-3 skipped)
     bundle_v2.js                  bundle version 2: its parser and steps 2-4 (commitment,
                                   aggregation, entry); version 1's checks for the rest
+    der.js                        a strict DER reader (X.690)
+    x509.js                       X.509 certificates, signatures by Web Crypto, trust stores
+    tsp.js                        RFC 3161 tokens: the checks of ledger.core.timestamps.rfc3161
+    ots.js                        OpenTimestamps: the .ots reader, the walk, Bitcoin headers
     bundle_v3.js                  bundle version 3: version 1 or 2 plus RFC 3161 tokens,
-                                  listed as present and not checked by the page
+                                  checked after the steps against a chosen trust store,
+                                  and OpenTimestamps stamps (``timestamps.opentimestamps``)
+    stamps_ui.js                  the trust store picker and the timestamps panel
     ui.js                         files in, hashing with progress, steps and verdict out
 
 Pure: reading the package's own files is its only I/O.
@@ -37,13 +44,14 @@ import hashlib
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from ledger.core.proof.bundle import ProofBundle
+from ledger.core.proof.checkpoints import Checkpoints
 from ledger.core.proof.policy import SHIPPED, TrustPolicy
 
 __all__ = ["DEFAULT_TITLE", "IN_MEMORY_MAX_BYTES", "content_security_policy", "render_verify_page"]
@@ -59,7 +67,12 @@ _SCRIPTS = (
     "verify.js",
     "bundle_v1.js",
     "bundle_v2.js",
+    "der.js",
+    "x509.js",
+    "tsp.js",
+    "ots.js",
     "bundle_v3.js",
+    "stamps_ui.js",
     "ui.js",
 )
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -130,7 +143,8 @@ def render_verify_page(
         policy: the trust policy the page starts with; None: the shipped policy the
             bundle's ``anchor.chain`` names, which the page states was assumed. The
             policy panel offers every shipped policy (``ledger.core.proof.policy``) and this
-            one; the person chooses.
+            one; the person chooses. The checkpoint sets these policies name (``ledger.core.proof.checkpoints``)
+            are carried too, for placing OpenTimestamps headers (``ots.js``).
         title: the page's title and heading.
 
     Returns:
@@ -144,6 +158,7 @@ def render_verify_page(
         "policies": [p.to_json() for p in policies.values()],
         "policy": None if policy is None else policy.name,
         "inMemoryMaxBytes": IN_MEMORY_MAX_BYTES,
+        "checkpoints": _checkpoint_sets(policies.values()),
     }
     values = {
         "csp": html.escape(assets.csp),
@@ -154,6 +169,27 @@ def render_verify_page(
         "scripts": "\n".join(f"<script>{text}</script>" for text in assets.scripts),
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], assets.template)
+
+
+def _checkpoint_sets(policies: Iterable[TrustPolicy]) -> dict[str, dict[str, Any]]:
+    """The checkpoint sets the offered policies name, as ots.js ``readCheckpoints`` reads
+    them: the first height and base64 of one 40-byte record per difficulty period (block
+    hash in internal order, then ``bits`` and time as little-endian uint32). The sets were
+    checked when loaded (``ledger.core.proof.checkpoints``)."""
+    sets: dict[str, dict[str, Any]] = {}
+    for policy in policies:
+        found: Checkpoints | None = policy.checkpoints
+        if found is None or found.name in sets or not found.entries:
+            continue
+        records = b"".join(
+            c.hash + c.header.bits.to_bytes(4, "little") + c.header.timestamp.to_bytes(4, "little")
+            for c in found.entries
+        )
+        sets[found.name] = {
+            "first": found.entries[0].height,
+            "records": base64.b64encode(records).decode("ascii"),
+        }
+    return sets
 
 
 def _json_for_script(value: Any) -> str:

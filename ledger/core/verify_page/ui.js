@@ -12,6 +12,7 @@
   "use strict";
 
   const V = root.NotaryVerify;
+  const Stamps = root.NotaryStampsUi;
   const noble = root.nobleHashes;
   const doc = root.document;
   const $ = (id) => doc.getElementById(id);
@@ -25,6 +26,10 @@
    * name; null: the one the bundle's chain names, stated as assumed). */
   const POLICIES = [...(config.policies || [])];
   const FIRST_POLICY = config.policy || "";
+  /** Checkpoint sets the policies may name ({name: {first, records}}: NotaryOts.readCheckpoints). */
+  const CHECKPOINTS = Object.fromEntries(
+    Object.entries(config.checkpoints || {}).map(([name, c]) => [name, root.NotaryOts.readCheckpoints(name, c.first, c.records)])
+  );
 
   const state = {
     document: null, // File
@@ -99,6 +104,8 @@
     if (id !== state.runId) return null;
     const result = V.run(input, { documentSha256: hashed ? hashed.digest : null, policy });
     result.assumed = assumed;
+    result.timestamps = await Stamps.check(result, policy, POLICIES, CHECKPOINTS);
+    if (id !== state.runId) return null;
     state.last = { ...result, hashed: hashed && { method: hashed.method, seconds: hashed.seconds } };
     render(result, hashed);
     return state.last;
@@ -187,6 +194,7 @@
       })
     );
     renderVerdict(result);
+    Stamps.render(result.timestamps, el);
     $("run-note").replaceChildren(policyNote(result), hashed ? ` ${hashNote(hashed)}` : "");
     $("result").hidden = false;
     $("result").dataset.state = "done";
@@ -217,12 +225,12 @@
           " that it is the one this proof is about."
       );
     } else if (result.facts.independent) {
-      setVerdict("✓", `Verified under policy ${result.policy}: every step holds.`, passSentence(result.facts));
+      setVerdict("✓", `Verified under policy ${result.policy}: every step holds.`, passSentence(result.facts) + timestampsNote(result));
     } else {
       setVerdict(
         "✓",
         `Verified under policy ${result.policy}: every step holds, but this chain is not independent evidence.`,
-        passSentence(result.facts)
+        passSentence(result.facts) + timestampsNote(result)
       );
     }
   }
@@ -245,27 +253,36 @@
       `This file is the document of the proof: ${recorded} in directory block ${f.height},` +
       ` which is anchored in the proof-of-work chain “${f.chain}” under` +
       ` ${f.confirmations} confirmations${f.window ? " and in a window anchor" : ""}. ` +
-      f.verdict.join(" ") +
-      timestampsNote(f.timestamps)
+      f.verdict.join(" ")
     );
   }
 
-  /** Version 3: the RFC 3161 tokens and OpenTimestamps stamps are present, and this page
-   * does not check them. */
-  function timestampsNote(t) {
-    if (!t) return "";
-    let note = "";
-    if (t.rfc3161 > 0) {
-      const n = t.rfc3161 === 1 ? "1 RFC 3161 timestamp token" : `${t.rfc3161} RFC 3161 timestamp tokens`;
-      note +=
-        ` The bundle also carries ${n} over the block's KeyMR, not checked by this page:` +
-        " check them with `notary verify --tsa-ca` or `openssl ts -verify`.";
+  /** Version 3: how many RFC 3161 tokens the bundle carries and how they came out. */
+  function timestampsNote(result) {
+    const t = result.facts && result.facts.timestamps;
+    if (!t || t.rfc3161 === 0 || !result.timestamps) return otsNote(result);
+    const n = t.rfc3161 === 1 ? "1 RFC 3161 timestamp token" : `${t.rfc3161} RFC 3161 timestamp tokens`;
+    const checks = result.timestamps.checks;
+    const count = (status) => checks.filter((c) => c.status === status).length;
+    if (result.timestamps.trust === null) {
+      return ` The bundle also carries ${n} over the block's KeyMR: present, not checked (no trust store chosen).` + otsNote(result);
     }
-    if (t.opentimestamps > 0) {
-      const n = t.opentimestamps === 1 ? "1 OpenTimestamps proof" : `${t.opentimestamps} OpenTimestamps proofs`;
-      note += ` It carries ${n} over the KeyMR, not checked by this page: check them with \`notary verify\`.`;
-    }
-    return note;
+    const failed = count("failed");
+    return (
+      ` The bundle also carries ${n} over the block's KeyMR: ${count("verified")} verified,` +
+      ` ${failed} failed under the trust store ${result.timestamps.trust.name}` +
+      (failed ? " (a timestamp token failed: see below)." : ".") +
+      otsNote(result)
+    );
+  }
+
+  /** Version 3: the OpenTimestamps stamps, counted by state. */
+  function otsNote(result) {
+    const ots = result.timestamps ? result.timestamps.ots : [];
+    if (!ots.length) return "";
+    const states = ["verified", "unverifiable", "pending", "invalid"];
+    const counts = states.map((s) => [s, ots.filter((o) => o.state === s).length]).filter(([, n]) => n);
+    return ` OpenTimestamps: ${counts.map(([s, n]) => `${n} ${s}`).join(", ")} (see below).`;
   }
 
   function policyNote(result) {
@@ -492,6 +509,12 @@
     fillPolicies();
     readPolicy();
     wireDrops();
+    $("tsa-trust-file").addEventListener("change", async (event) => {
+      const [file] = event.target.files;
+      if (!file) return;
+      await Stamps.chooseTrustFile(file);
+      if ($("result").dataset.state !== "idle") verifyNow();
+    });
     $("policy-file").addEventListener("change", (event) => {
       const [file] = event.target.files;
       if (file) addPolicyFile(file);

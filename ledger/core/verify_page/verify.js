@@ -59,8 +59,7 @@
   const POW_FUNCTIONS = ["sha256d", "scrypt"];
   const POLICY_KEYS = [
     "name", "chain", "genesis", "pow", "max_target", "confirmations",
-    "require_window", "independent", "median_time_span", "note",
-    "checkpoints", // placement of historic headers for OpenTimestamps; not used by this page
+    "require_window", "independent", "median_time_span", "note", "checkpoints",
   ];
   const HASH64 = /^[0-9a-f]{64}$/;
 
@@ -95,9 +94,14 @@
     if (span !== null && (!Number.isInteger(span) || span < 1)) {
       throw new RangeError("median_time_span must be at least 1");
     }
+    const checkpoints = obj.checkpoints === undefined ? null : obj.checkpoints;
+    if (checkpoints !== null && (typeof checkpoints !== "string" || !checkpoints)) {
+      throw new RangeError("checkpoints must name a shipped set, or be null");
+    }
     return Object.freeze({
       name,
       chain,
+      checkpoints,
       genesis: genesis === null ? null : fromHexDigits(genesis).reverse(),
       genesisHex: genesis,
       pow,

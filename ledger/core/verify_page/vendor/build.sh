@@ -7,7 +7,7 @@
 #     bash ledger/core/verify_page/vendor/build.sh
 #
 # Needs node and npm. The build happens in a temporary folder, so no node_modules is left
-# in the tree; the output is one IIFE that defines globalThis.nobleHashes = {scrypt, sha256, sha512},
+# in the tree; the output is one IIFE that defines globalThis.nobleHashes = {keccak_256, ripemd160, scrypt, sha1, sha256, sha512},
 # minified, headed by the library's licence.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -22,7 +22,7 @@ version="$(node -p 'JSON.parse(require("fs").readFileSync("node_modules/@noble/h
 npx esbuild entry.js --bundle --minify --format=iife --target=es2020 --legal-comments=none \
     --outfile=bundle.js --log-level=warning
 {
-    printf '/*! @noble/hashes %s (sha2.js: sha256, sha512; scrypt.js: scrypt), bundled by build.sh with esbuild.\n' "$version"
+    printf '/*! @noble/hashes %s (sha2.js: sha256, sha512; scrypt.js: scrypt; legacy.js: sha1, ripemd160; sha3.js: keccak_256), bundled by build.sh with esbuild.\n' "$version"
     sed 's/^/ * /; s/ *$//' node_modules/@noble/hashes/LICENSE
     printf ' */\n'
     cat bundle.js

@@ -302,6 +302,9 @@ def test_another_ca_is_not_trusted_and_says_why(
         }
     ]
     assert "a timestamp token failed" in shown["detail"]
+    # As notary verify exits 1, the verdict is a failure though every step holds.
+    assert shown["verdict"] == "fail", shown
+    assert "but 1 independent timestamp failed" in shown["text"], shown
     page.evaluate("() => document.activeElement.blur()")
     page.screenshot(path=str(tmp_path / "verify-page-tsa-untrusted.png"), full_page=True)
     assert page.errors == []

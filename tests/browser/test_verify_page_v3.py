@@ -71,7 +71,9 @@ def test_an_opentimestamps_stamp_over_another_root_is_invalid(page: Any, tmp_pat
     page_file.write_text(render_verify_page(policy=forged.policy), encoding="utf-8")
     open_page(page, page_file.as_uri())
     shown = verify_in_ui(page, document=tmp_path / "report.txt", bundle=bundle)
-    assert shown["verdict"] == "pass", shown
+    # An invalid proof fails the verification, as notary verify exits 1.
+    assert shown["verdict"] == "fail", shown
+    assert "but 1 independent timestamp failed" in shown["text"], shown
     assert "OpenTimestamps: 1 invalid (see below)." in shown["detail"]
     assert "RFC 3161" not in shown["detail"]
     stamp = page.eval_on_selector(

@@ -204,11 +204,21 @@
   function renderVerdict(result) {
     const verdict = $("verdict");
     const fileSkipped = result.steps.some((s) => s.step === 1 && s.skipped);
-    const kind = !result.ok ? "fail" : fileSkipped ? "partial" : "pass";
+    const stampFailures = failedTimestamps(result);
+    const kind = !result.ok || stampFailures ? "fail" : fileSkipped ? "partial" : "pass";
     verdict.dataset.verdict = kind;
     delete verdict.dataset.failedStep;
     $("mismatch").hidden = true;
-    if (kind === "fail") {
+    if (kind === "fail" && result.ok) {
+      // As `notary verify` (exit 1): a timestamp that fails is a failed verification,
+      // even when every step of the bundle holds.
+      setVerdict(
+        "✗",
+        `Every step holds under policy ${result.policy}, but ${stampFailures} independent timestamp` +
+          `${stampFailures === 1 ? "" : "s"} failed.`,
+        (fileSkipped ? "" : passSentence(result.facts)) + timestampsNote(result)
+      );
+    } else if (kind === "fail") {
       const f = result.failure;
       verdict.dataset.failedStep = String(f.step);
       setVerdict("✗", `Verification failed at step ${f.step} (${f.title}).`, f.reason);
@@ -233,6 +243,14 @@
         passSentence(result.facts) + timestampsNote(result)
       );
     }
+  }
+
+  /** RFC 3161 tokens that failed under the chosen trust store, plus invalid OTS proofs. */
+  function failedTimestamps(result) {
+    if (!result.ok || !result.timestamps) return 0;
+    const tokens = (result.timestamps.checks || []).filter((c) => c.status === "failed").length;
+    const ots = (result.timestamps.ots || []).filter((o) => o.state === "invalid").length;
+    return tokens + ots;
   }
 
   function setVerdict(mark, text, detail) {

@@ -1,4 +1,5 @@
-"""OpenTimestamps proofs for every anchored directory block: submit, upgrade, fetch headers.
+"""OpenTimestamps proofs for every anchored directory block that holds documents: submit,
+upgrade, fetch headers.
 
 One proof per root, never per document: the root is the directory block's KeyMR, so a
 block costs one submission to each configured calendar, whatever its document count.
@@ -6,7 +7,8 @@ block costs one submission to each configured calendar, whatever its document co
 One round (``step``), over the rows of ``ledger.anchor.ots_store``:
 
 1. **queue**: every directory block the anchoring service has submitted since the last
-   round gets a row with the random nonce of its ``.ots`` (``ots_calendar.new_stamp``),
+   round and that holds documents (``AnchorState.blocks_with_documents``, as for RFC 3161
+   tokens) gets a row with the random nonce of its ``.ots`` (``ots_calendar.new_stamp``),
    stored before any calendar sees the tip.
 2. **submit** (``submitting`` rows): the tip goes to each configured calendar that has not
    answered yet; every good answer is merged and kept at once. A calendar that is down,
@@ -206,13 +208,10 @@ class OtsStamper:
         )
 
     def _queue_new_blocks(self) -> int:
-        start = self.store.last_height() + 1
-        end = min(self._anchors.last_height(), start + _QUEUE_BATCH - 1)
-        rows = [
-            (h, b.keymr, os.urandom(NONCE_BYTES))
-            for h in range(start, end + 1)
-            if (b := self._anchors.block(h))
-        ]
+        new = self._anchors.blocks_with_documents(
+            after=self.store.last_height(), limit=_QUEUE_BATCH
+        )
+        rows = [(b.height, b.keymr, os.urandom(NONCE_BYTES)) for b in new]
         self.store.queue(rows)
         return len(rows)
 

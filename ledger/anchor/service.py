@@ -54,7 +54,12 @@ from ledger.core.anchor_record import (
     contract_chain_first_entry,
     window_root,
 )
-from ledger.core.blocks.directory import DirectoryBlock
+from ledger.core.blocks.directory import (
+    ADMIN_CHAIN_ID,
+    COIN_CHAIN_ID,
+    EC_CHAIN_ID,
+    DirectoryBlock,
+)
 from ledger.core.errors import LedgerFormatError
 from ledger.core.keys import SigningKey
 from ledger.core.merkle import merkle_branch
@@ -66,6 +71,11 @@ __all__ = ["AnchorService", "AnchorServiceError", "RoundReport"]
 log = logging.getLogger(__name__)
 
 _RECORD_BATCH = 200
+#: The chains no document's proof leads to: the ledger's own (admin, entry credit, coin)
+#: and the anchor records'. A block holding only these is anchored, not timestamped.
+_OWN_CHAINS = frozenset(
+    {ADMIN_CHAIN_ID, EC_CHAIN_ID, COIN_CHAIN_ID, POW_ANCHOR_CHAIN_ID, CONTRACT_CHAIN_ID}
+)
 #: Most unrecorded blocks (and windows) matched against the node's records at a start.
 _RECONCILE_ROWS = 100_000
 
@@ -165,13 +175,15 @@ class AnchorService:
         for height, reply in zip(heights, replies, strict=True):
             if isinstance(reply, JsonRpcCallError):
                 break
-            keymr = _checked_keymr(reply, height)
+            dblock = _checked_block(reply, height)
+            keymr = dblock.key_mr()
             try:
                 txid = await asyncio.to_thread(self.backend.submit_anchor, height, keymr)
             except AnchorBackendError as exc:
                 fault = exc
                 break
-            blocks.append(AnchoredBlock(height, keymr, txid))
+            documents = any(e.chain_id not in _OWN_CHAINS for e in dblock.entries)
+            blocks.append(AnchoredBlock(height, keymr, txid, holds_documents=documents))
         if blocks:
             window = None
             if fault is None:
@@ -385,8 +397,9 @@ class AnchorService:
         }
 
 
-def _checked_keymr(reply: Any, height: int) -> bytes:
-    """The KeyMR of a ``dblock-by-height`` reply, recomputed from its raw bytes."""
+def _checked_block(reply: Any, height: int) -> DirectoryBlock:
+    """The directory block of a ``dblock-by-height`` reply, read from its raw bytes, whose
+    KeyMR and height are the ones the reply states."""
     try:
         block = DirectoryBlock.unmarshal(bytes.fromhex(reply["rawdata"]))
         stated = str(reply["dblock"]["keymr"])
@@ -395,7 +408,7 @@ def _checked_keymr(reply: Any, height: int) -> bytes:
     keymr = block.key_mr()
     if block.height != height or keymr.hex() != stated:
         raise AnchorServiceError(f"directory block {height}: raw bytes do not match its KeyMR")
-    return keymr
+    return block
 
 
 def _display(hash32: bytes) -> str:

@@ -3,11 +3,14 @@
 One SQLite file (WAL). Tables (hashes raw 32 bytes; txids internal order)::
 
     dblocks  height PK | keymr | anchor_txid | record_entry (entry hash, NULL until written)
+             | holds_documents (1: an entry block of a chain other than the ledger's own and
+               the anchor records'; 0: nothing a document's proof can lead to)
     windows  txid PK | height_min | height_max | window_mr | record_entry
 
 Every submission to the backend is idempotent (the same anchor gives the same txid), so a
 crash between submitting and saving here only means the next round submits again.
-Used from the service's event loop thread only.
+Used from the service's event loop thread only. A file written before
+``holds_documents`` existed gains the column (1 for its rows) when opened.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ __all__ = ["AnchorState", "AnchoredBlock", "AnchoredWindow", "open_store"]
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS dblocks (
     height INTEGER PRIMARY KEY, keymr BLOB NOT NULL, anchor_txid BLOB NOT NULL,
-    record_entry BLOB);
+    record_entry BLOB, holds_documents INTEGER NOT NULL DEFAULT 1);
 CREATE INDEX IF NOT EXISTS dblocks_open ON dblocks(record_entry, height);
 CREATE TABLE IF NOT EXISTS windows (
     txid BLOB PRIMARY KEY, height_min INTEGER NOT NULL, height_max INTEGER NOT NULL,
@@ -39,6 +42,9 @@ class AnchoredBlock:
     keymr: bytes
     anchor_txid: bytes
     record_entry: bytes | None = None
+    #: Whether a document's proof can lead to this block (its entry blocks are not all the
+    #: ledger's own chains and the anchor records'): only such blocks are timestamped.
+    holds_documents: bool = True
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,11 @@ class AnchorState:
 
     def __init__(self, path: Path, *, synchronous: str = "FULL") -> None:
         self._conn = open_store(path, SCHEMA, synchronous=synchronous)
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(dblocks)")}
+        if "holds_documents" not in columns:
+            self._conn.execute(
+                "ALTER TABLE dblocks ADD COLUMN holds_documents INTEGER NOT NULL DEFAULT 1"
+            )
 
     def close(self) -> None:
         self._conn.close()
@@ -84,8 +95,9 @@ class AnchorState:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany(
-                "INSERT OR IGNORE INTO dblocks(height, keymr, anchor_txid) VALUES (?, ?, ?)",
-                [(b.height, b.keymr, b.anchor_txid) for b in blocks],
+                "INSERT OR IGNORE INTO dblocks(height, keymr, anchor_txid, holds_documents)"
+                " VALUES (?, ?, ?, ?)",
+                [(b.height, b.keymr, b.anchor_txid, int(b.holds_documents)) for b in blocks],
             )
             if window is not None:
                 conn.execute(
@@ -107,15 +119,26 @@ class AnchorState:
 
     def block(self, height: int) -> AnchoredBlock | None:
         row = self._conn.execute(
-            "SELECT height, keymr, anchor_txid, record_entry FROM dblocks WHERE height=?",
+            "SELECT height, keymr, anchor_txid, record_entry, holds_documents FROM dblocks"
+            " WHERE height=?",
             (height,),
         ).fetchone()
         return None if row is None else _block(row)
 
+    def blocks_with_documents(self, *, after: int, limit: int) -> list[AnchoredBlock]:
+        """The blocks above height ``after`` that a document's proof can lead to
+        (``holds_documents``), lowest first, at most ``limit``: the ones to timestamp."""
+        rows = self._conn.execute(
+            "SELECT height, keymr, anchor_txid, record_entry, holds_documents FROM dblocks"
+            " WHERE height > ? AND holds_documents = 1 ORDER BY height LIMIT ?",
+            (after, limit),
+        ).fetchall()
+        return [_block(row) for row in rows]
+
     def unrecorded_blocks(self, limit: int) -> list[AnchoredBlock]:
         """Blocks whose anchor record is not written yet, lowest first."""
         rows = self._conn.execute(
-            "SELECT height, keymr, anchor_txid, record_entry FROM dblocks"
+            "SELECT height, keymr, anchor_txid, record_entry, holds_documents FROM dblocks"
             " WHERE record_entry IS NULL ORDER BY height LIMIT ?",
             (limit,),
         ).fetchall()
@@ -161,9 +184,9 @@ class AnchorState:
         self._conn.execute("UPDATE windows SET record_entry=? WHERE txid=?", (entry_hash, txid))
 
 
-def _block(row: tuple[int, bytes, bytes, bytes | None]) -> AnchoredBlock:
+def _block(row: tuple[int, bytes, bytes, bytes | None, int]) -> AnchoredBlock:
     entry = None if row[3] is None else bytes(row[3])
-    return AnchoredBlock(int(row[0]), bytes(row[1]), bytes(row[2]), entry)
+    return AnchoredBlock(int(row[0]), bytes(row[1]), bytes(row[2]), entry, bool(row[4]))
 
 
 def _window(row: tuple[bytes, int, int, bytes, bytes | None]) -> AnchoredWindow:

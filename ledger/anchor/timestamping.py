@@ -1,4 +1,5 @@
-"""RFC 3161 tokens for every anchored directory block: ask, check, keep, retry.
+"""RFC 3161 tokens for every anchored directory block that holds documents: ask, check,
+keep, retry.
 
 One token per root and TSA, never per document: the root is the directory block's key
 Merkle root (KeyMR), which every receipt of the block already leads to, so a thousand
@@ -7,8 +8,10 @@ documents of one block cost one request to each configured TSA.
 One round (``step``):
 
 1. **queue**: every directory block the anchoring service has submitted since the last
-   round (``AnchorState``) is queued once for each configured TSA
-   (``ledger.anchor.timestamp_store``).
+   round (``AnchorState.blocks_with_documents``) is queued once for each configured TSA
+   (``ledger.anchor.timestamp_store``). A block that holds only the ledger's own chains and
+   the anchor records is left out: no document's proof leads to it, and stamping it would
+   cost a request every block time (43,200 a day at 2 s blocks) for nothing.
 2. **ask**: each due row gets a request (``ledger.core.timestamps.rfc3161.build_request``:
    SHA-256 imprint of the KeyMR, a fresh 63-bit nonce, ``certReq``) POSTed as
    ``application/timestamp-query`` (RFC 3161 section 3.4), with the configured basic
@@ -177,9 +180,10 @@ class TsaRequester:
         return StampRound(queued, stored, len(due) - stored)
 
     def _queue_new_blocks(self) -> int:
-        start = self.store.last_height() + 1
-        end = min(self._anchors.last_height(), start + _QUEUE_BATCH - 1)
-        blocks = [(h, b.keymr) for h in range(start, end + 1) if (b := self._anchors.block(h))]
+        new = self._anchors.blocks_with_documents(
+            after=self.store.last_height(), limit=_QUEUE_BATCH
+        )
+        blocks = [(b.height, b.keymr) for b in new]
         self.store.queue(blocks, self.access.urls)
         return len(blocks) * len(self.access.urls)
 

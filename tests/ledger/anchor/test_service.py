@@ -11,7 +11,7 @@ import pytest
 
 from ledger import devnet
 from ledger.anchor.app import build_runtime
-from ledger.anchor.service import AnchorServiceError, _checked_keymr
+from ledger.anchor.service import AnchorServiceError, _checked_block
 from ledger.anchor.writer import LedgerWriter
 from ledger.core.anchor_record import (
     POW_ANCHOR_CHAIN_ID,
@@ -277,13 +277,13 @@ def test_a_block_whose_bytes_do_not_hash_to_its_keymr_is_refused() -> None:
         fblock_key_mr=sha256(b"f"),
     )
     good = {"rawdata": block.marshal().hex(), "dblock": {"keymr": block.key_mr().hex()}}
-    assert _checked_keymr(good, 0) == block.key_mr()
+    assert _checked_block(good, 0).key_mr() == block.key_mr()
     with pytest.raises(AnchorServiceError):
-        _checked_keymr({**good, "dblock": {"keymr": "00" * 32}}, 0)
+        _checked_block({**good, "dblock": {"keymr": "00" * 32}}, 0)
     with pytest.raises(AnchorServiceError):
-        _checked_keymr(good, 1)
+        _checked_block(good, 1)
     with pytest.raises(AnchorServiceError):
-        _checked_keymr({"rawdata": "zz"}, 0)
+        _checked_block({"rawdata": "zz"}, 0)
 
 
 async def _chain_entries(network: Network, chain_id: bytes) -> list[str]:

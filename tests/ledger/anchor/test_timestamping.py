@@ -1,5 +1,6 @@
 """RFC 3161 tokens for anchored blocks: OpenSSL's TSA (real), a faulty one and one that
-does not answer, against the anchoring service with a real node in process."""
+does not answer, against the anchoring service with a real node in process. Only blocks
+that hold documents are stamped: a block of the ledger's own chains costs no request."""
 
 from __future__ import annotations
 
@@ -12,12 +13,17 @@ from typing import Any
 import httpx
 import pytest
 
+from ledger import devnet
 from ledger.anchor.app import AnchorRuntime, build_runtime
 from ledger.anchor.app import create_app as create_anchor_app
 from ledger.anchor.state import AnchoredBlock
 from ledger.anchor.timestamp_store import TimestampStore
 from ledger.anchor.timestamping import RETRY_BASE_S, STALE_ATTEMPTS, TsaRequester, tsa_access
+from ledger.core.addresses import seed_from_ec_secret
 from ledger.core.clock import ManualClock
+from ledger.core.commit import CommitChain
+from ledger.core.entry import Entry
+from ledger.core.keys import SigningKey
 from ledger.core.timestamps.rfc3161 import verify_token
 from ledger.core.timestamps.tsa_chain import TsaTrust
 from ledger.node.app import create_app as create_node_app
@@ -39,11 +45,40 @@ class Stamping:
     faulty: TsaServer
     down_port: int
     authority: TsaAuthority
+    node: httpx.AsyncClient
 
     async def blocks(self, count: int) -> None:
         for _ in range(count * 10):
             self.clock.advance(BLOCK_TIME_S / 10)
             await self.node_tick()  # type: ignore[operator]
+
+    async def documents(self, count: int) -> list[int]:
+        """``count`` blocks, each holding one new chain (a document's); their heights."""
+        key = SigningKey.from_seed(seed_from_ec_secret(devnet.DEV_EC_SECRET))
+        heights = []
+        for i in range(count):
+            first = Entry.first_entry([b"document", str(i).encode()], b"")
+            now_ms = int(self.clock.now() * 1000)
+            for method, params in (
+                (
+                    "commit-chain",
+                    {"message": CommitChain.create(key, first, timestamp_ms=now_ms).to_hex()},
+                ),
+                ("reveal-chain", {"entry": first.marshal().hex()}),
+            ):
+                body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+                assert "result" in (await self.node.post("/v2", json=body)).json()
+            heights.append(int((await self._rpc("heights"))["directoryblockheight"]) + 1)
+            await self.blocks(1)
+        return heights
+
+    async def _rpc(self, method: str) -> Any:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method}
+        return (await self.node.post("/v2", json=body)).json()["result"]
+
+    def stamped(self) -> list[int]:
+        """Heights the stamper takes: the anchored blocks that hold documents."""
+        return [b.height for b in self.runtime.state.blocks_with_documents(after=-1, limit=99)]
 
     async def timestamps(self, height: int) -> Any:
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "anchor-timestamps"}
@@ -89,26 +124,38 @@ async def stamping(
     )
     app = create_anchor_app(settings, clock=clock, node_transport=node_transport, run_loops=False)
     runtime: AnchorRuntime = app.state.anchor
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://anchor"
-    ) as client:
+    async with (
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://anchor"
+        ) as client,
+        httpx.AsyncClient(transport=node_transport, base_url="http://node") as node,
+    ):
         yield Stamping(
-            runtime, client, clock, node_app.state.node.tick, good, faulty, down_port, authority
+            runtime,
+            client,
+            clock,
+            node_app.state.node.tick,
+            good,
+            faulty,
+            down_port,
+            authority,
+            node,
         )
     await runtime.aclose()
     node_app.state.node.store.close()
 
 
 async def test_one_verified_token_per_block_and_tsa(stamping: Stamping) -> None:
-    await stamping.blocks(3)
+    heights = await stamping.documents(3)
     await stamping.runtime.service.step()  # submits the anchored blocks
-    blocks = stamping.runtime.state.last_height() + 1
+    assert stamping.stamped() == heights
+    blocks = len(heights)
     assert stamping.runtime.stamper is not None
     outcome = await stamping.runtime.stamper.step()
     assert (outcome.queued, outcome.stored, outcome.failed) == (3 * blocks, blocks, 2 * blocks)
     assert stamping.good.requests == blocks
     trust = TsaTrust.from_pem(stamping.authority.ca_file.read_bytes(), name="ca.pem")
-    for height in range(blocks):
+    for height in heights:
         answer = await stamping.timestamps(height)
         (token,) = answer["rfc3161"]
         keymr = stamping.runtime.state.block(height).keymr  # type: ignore[union-attr]
@@ -125,9 +172,9 @@ async def test_failures_are_retried_after_back_off_and_nothing_is_lost(
 ) -> None:
     stamper = stamping.runtime.stamper
     assert stamper is not None
-    await stamping.blocks(2)
+    heights = await stamping.documents(2)
     await stamping.runtime.service.step()
-    blocks = stamping.runtime.state.last_height() + 1
+    blocks = len(heights)
     await stamper.step()
     assert not str((await stamping.ready())["detail"]).startswith("degraded")
     again = await stamper.step()  # nothing due before the back-off ends
@@ -143,10 +190,28 @@ async def test_failures_are_retried_after_back_off_and_nothing_is_lost(
     with tsa_server(authority, port=stamping.down_port):
         stamping.clock.advance(RETRY_BASE_S * 2**STALE_ATTEMPTS)
         assert (await stamper.step()).stored == blocks
-    for height in range(blocks):
+    for height in heights:
         answer = await stamping.timestamps(height)
         assert len(answer["rfc3161"]) == 2
         assert [w["tsa"] for w in answer["waiting"]] == [f"{stamping.faulty.url}/tsr"]
+
+
+async def test_blocks_without_documents_cost_no_request(stamping: Stamping) -> None:
+    await stamping.blocks(3)
+    heights = await stamping.documents(1)
+    await stamping.blocks(2)
+    await stamping.runtime.service.step()
+    anchored = stamping.runtime.state.last_height() + 1
+    assert anchored >= 6 and stamping.stamped() == heights
+    assert stamping.runtime.stamper is not None
+    outcome = await stamping.runtime.stamper.step()
+    assert (outcome.queued, outcome.stored) == (3, 1)  # one block, three TSAs
+    assert stamping.good.requests == 1
+    assert (await stamping.timestamps(heights[0]))["rfc3161"]
+    for height in set(range(anchored)) - set(heights):
+        assert not (await stamping.timestamps(height))["rfc3161"]
+    again = await stamping.runtime.stamper.step()  # nothing new: the empty ones stay out
+    assert again.queued == 0 and stamping.good.requests == 1
 
 
 def test_urls_need_a_ca_file(tmp_path: Path) -> None:

@@ -34,7 +34,6 @@ arrived through ``anchor-timestamps`` and records it in the audit store.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import os
@@ -56,6 +55,7 @@ from ledger.anchor.ots_calendar import (
     stamp_tip,
 )
 from ledger.anchor.ots_store import OtsRow, OtsState, OtsStore
+from ledger.anchor.rounds import run_rounds
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchorState
 from ledger.core.clock import Clock
@@ -184,13 +184,7 @@ class OtsStamper:
 
     async def run(self, stop: asyncio.Event, *, interval_s: float) -> None:
         """Run rounds every ``interval_s`` until ``stop`` is set; errors are logged."""
-        while not stop.is_set():
-            try:
-                await self.step()
-            except Exception as exc:  # keep stamping: one bad round must not end the loop
-                log.warning("OpenTimestamps round failed: %s", exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=interval_s)
+        await run_rounds(self.step, stop, interval_s=interval_s, what="OpenTimestamps")
 
     async def step(self) -> OtsRound:
         """Queue new blocks, then submit and upgrade every due row (module docstring)."""

@@ -26,7 +26,6 @@ event loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +39,7 @@ from ledger.anchor.backend import (
 )
 from ledger.anchor.errors import AnchorError
 from ledger.anchor.reconcile import records_on_node
+from ledger.anchor.rounds import run_rounds
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchoredBlock, AnchoredWindow, AnchorState
 from ledger.anchor.writer import LedgerWriter
@@ -148,13 +148,9 @@ class AnchorService:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run rounds every ``poll_interval_s`` until ``stop`` is set; errors are logged."""
-        while not stop.is_set():
-            try:
-                await self.step()
-            except Exception as exc:  # keep anchoring: the node may be restarting
-                log.warning("anchoring round failed: %s", exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.settings.poll_interval_s)
+        await run_rounds(
+            self.step, stop, interval_s=self.settings.poll_interval_s, what="anchoring"
+        )
 
     async def _node_height(self) -> int:
         heights = await self._node.call("heights")

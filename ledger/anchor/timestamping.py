@@ -27,7 +27,6 @@ One round (``step``):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 from collections.abc import Generator, Iterable
@@ -37,6 +36,7 @@ from pathlib import Path
 import httpx
 from prometheus_client.core import Metric
 
+from ledger.anchor.rounds import run_rounds
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchorState
 from ledger.anchor.timestamp_store import StoredToken, TimestampStore, WaitingStamp
@@ -163,13 +163,7 @@ class TsaRequester:
 
     async def run(self, stop: asyncio.Event, *, interval_s: float) -> None:
         """Run rounds every ``interval_s`` until ``stop`` is set; errors are logged."""
-        while not stop.is_set():
-            try:
-                await self.step()
-            except Exception as exc:  # keep stamping: one bad round must not end the loop
-                log.warning("timestamping round failed: %s", exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=interval_s)
+        await run_rounds(self.step, stop, interval_s=interval_s, what="timestamping")
 
     async def step(self) -> StampRound:
         """Queue new blocks, then ask for every due token (module docstring)."""

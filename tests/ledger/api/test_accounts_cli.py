@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from ledger.api.command import main
 from ledger.api.accounts import verify_key
 from ledger.api.accounts_cli import (
     AccountNotFound,
@@ -15,6 +14,7 @@ from ledger.api.accounts_cli import (
     accounts_list,
     accounts_revoke,
 )
+from ledger.api.command import main
 from ledger.api.db import Database
 from ledger.api.settings import ApiSettings
 from ledger.core.clock import ManualClock

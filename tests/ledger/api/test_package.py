@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import ledger.api
-from ledger.api.command import main
 from ledger.api.accounts import verify_key
+from ledger.api.command import main
 from ledger.api.db import Database
 from ledger.api.settings import ApiSettings
 

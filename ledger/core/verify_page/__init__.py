@@ -32,6 +32,7 @@ Assets (this package's data files)::
                                   checked after the steps against a chosen trust store,
                                   and OpenTimestamps stamps (``timestamps.opentimestamps``)
     stamps_ui.js                  the trust store picker and the timestamps panel
+    verdict_ui.js                 the verdict box: pass, partial or fail, and why
     ui.js                         files in, hashing with progress, steps and verdict out
 
 Pure: reading the package's own files is its only I/O.
@@ -73,6 +74,7 @@ _SCRIPTS = (
     "ots.js",
     "bundle_v3.js",
     "stamps_ui.js",
+    "verdict_ui.js",
     "ui.js",
 )
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")

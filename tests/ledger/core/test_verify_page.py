@@ -35,7 +35,7 @@ def test_the_csp_allows_exactly_the_inline_scripts_and_style() -> None:
     csp = content_security_policy()
     directives = dict(d.split(" ", 1) for d in csp.split("; "))
     scripts = SCRIPT.findall(html)
-    assert len(scripts) == 13
+    assert len(scripts) == 14
     assert directives["script-src"].split() == [source_hash(s) for s in scripts]
     assert directives["style-src"] == source_hash(STYLE.findall(html)[0])
     assert directives["default-src"] == directives["connect-src"] == "'none'"
@@ -55,7 +55,7 @@ def test_an_embedded_bundle_is_inert_and_read_back_exactly() -> None:
     bundle = forge_bundle().bundle.to_json()
     bundle["anchor"]["chain"] = "</script><script>alert(1)</script><!-- & \u2028 é"
     html = render_verify_page(bundle, title="<b>x</b>")
-    assert html.count("</script>") == 15  # 2 JSON blocks + 13 scripts: nothing closes early
+    assert html.count("</script>") == 16  # 2 JSON blocks + 14 scripts: nothing closes early
     assert "<!--" not in html.split("<body>", 1)[1]
     assert json_block(html, "notary-embedded-bundle") == bundle
     assert "<title>&lt;b&gt;x&lt;/b&gt;</title>" in html

@@ -33,6 +33,7 @@ from connectors.audit.records import (
     Stage,
     StageEventRecord,
     TsaTimestamp,
+    TsaWaiting,
 )
 from connectors.audit.store import AuditStore
 from connectors.migrations import MigrationError
@@ -66,6 +67,7 @@ __all__ = [
     "Stage",
     "StageEventRecord",
     "TsaTimestamp",
+    "TsaWaiting",
     "Unanchored",
     "batch_source",
     "batch_tree",

@@ -17,7 +17,8 @@ Tables::
     receipts       verified receipts (Merkle branch entry hash -> directory block KeyMR)
     anchors        verified anchors of a notarization's directory block (anchor_pow)
     block_timestamps  the independent timestamps of a directory block as they arrive:
-                   RFC 3161 tokens (TSA, genTime) and the OpenTimestamps state
+                   RFC 3161 tokens (TSA, genTime), the TSAs still waited for (with
+                   their last error) and the OpenTimestamps state
     runs           one row per flow run, with its counts
     table_watermarks  where each table source stopped reading (``WatermarkStore``)
 
@@ -233,6 +234,7 @@ class BlockTimestampRow(AuditBase, table=True):
     ots_bitcoin_heights: list[int] = Field(sa_column=Column(_JSON, nullable=False))
     final: bool = Field(default=False)
     recorded_at: datetime = _utc_column(nullable=False)
+    tsa_waiting: list[dict[str, Any]] = Field(sa_column=Column(_JSON, nullable=False))
 
 
 class Run(AuditBase, table=True):

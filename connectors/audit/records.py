@@ -33,6 +33,7 @@ __all__ = [
     "Stage",
     "StageEventRecord",
     "TsaTimestamp",
+    "TsaWaiting",
 ]
 
 Stage = Literal["pending", "published", "multi_az", "ledger", "anchor", "failed"]
@@ -312,6 +313,17 @@ class TsaTimestamp:
 
 
 @dataclass(frozen=True)
+class TsaWaiting:
+    """A TSA the anchoring service still waits on for a block's token: its ``tsa`` (URL,
+    credentials removed), the failed ``attempts`` so far and the ``last_error`` (None
+    before the first answer)."""
+
+    tsa: str
+    attempts: int
+    last_error: str | None
+
+
+@dataclass(frozen=True)
 class BlockTimestamps:
     """The independent timestamps of directory block ``dblock_height`` as they arrive.
 
@@ -325,6 +337,8 @@ class BlockTimestamps:
         ots_bitcoin_heights: the Bitcoin blocks the OpenTimestamps proof is attested in.
         final: no TSA and no calendar is waited for any more.
         recorded_at: when the store last recorded it (None before).
+        tsa_waiting: the TSAs still without a token, with their last error (a TSA that
+            refuses, answers a token that fails its checks, or does not answer).
     """
 
     dblock_height: int
@@ -334,6 +348,7 @@ class BlockTimestamps:
     ots_bitcoin_heights: tuple[int, ...] = ()
     final: bool = False
     recorded_at: datetime | None = None
+    tsa_waiting: tuple[TsaWaiting, ...] = ()
 
     @classmethod
     def from_answer(cls, answer: Mapping[str, Any]) -> BlockTimestamps:
@@ -356,6 +371,14 @@ class BlockTimestamps:
             if final is None:  # a service from before ``final``: nothing is waited for
                 final = not answer.get("waiting") and state in (None, "complete")
             keymr = answer.get("keymr")
+            waiting = tuple(
+                TsaWaiting(
+                    str(w["tsa"]),
+                    int(w["attempts"]),
+                    None if w.get("lasterror") is None else str(w["lasterror"]),
+                )
+                for w in answer.get("waiting") or []
+            )
             return cls(
                 int(answer["directoryblockheight"]),
                 None if keymr is None else str(keymr).lower(),
@@ -363,13 +386,21 @@ class BlockTimestamps:
                 state,
                 heights,
                 bool(final),
+                tsa_waiting=waiting,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not an anchor-timestamps result: {exc!r}") from exc
 
     def rfc3161_text(self) -> str:
-        """The tokens as a report shows them: ``subject at genTime`` joined by ``; ``."""
-        return "; ".join(f"{t.subject} at {t.gen_time}" for t in self.rfc3161)
+        """The tokens as a report shows them: ``subject at genTime``, then each TSA still
+        waited for as ``waiting for URL (attempts, last error)``, joined by ``; ``."""
+        tokens = [f"{t.subject} at {t.gen_time}" for t in self.rfc3161]
+        waiting = [
+            f"waiting for {w.tsa} ({w.attempts} attempts"
+            + (f", last: {w.last_error})" if w.last_error else ")")
+            for w in self.tsa_waiting
+        ]
+        return "; ".join(tokens + waiting)
 
     def ots_text(self) -> str:
         """The OpenTimestamps state as a report shows it: ``Bitcoin block N`` (the lowest

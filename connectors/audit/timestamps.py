@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import Table, delete, insert, select
 
 from connectors.audit.models import AUDIT_METADATA
-from connectors.audit.records import BlockTimestamps, TsaTimestamp
+from connectors.audit.records import BlockTimestamps, TsaTimestamp, TsaWaiting
 from connectors.audit.repository import Repository
 from connectors.audit.sql import notarizations_table as _notarizations
 
@@ -60,6 +60,10 @@ class Timestamps(Repository):
                 "ots_bitcoin_heights": list(s.ots_bitcoin_heights),
                 "final": s.final,
                 "recorded_at": now,
+                "tsa_waiting": [
+                    {"tsa": w.tsa, "attempts": w.attempts, "lasterror": w.last_error}
+                    for w in s.tsa_waiting
+                ],
             }
             for s in stamps
         ]
@@ -97,4 +101,5 @@ def _record(row: object) -> BlockTimestamps:
         tuple(int(h) for h in m["ots_bitcoin_heights"]),
         bool(m["final"]),
         m["recorded_at"],
+        tuple(TsaWaiting(w["tsa"], int(w["attempts"]), w["lasterror"]) for w in m["tsa_waiting"]),
     )

@@ -90,6 +90,28 @@ def test_blocks_wait_until_final_and_rows_are_replaced(store: AuditStore) -> Non
     assert stored.rfc3161_text() == "CN=notary test TSA at 2026-12-02T04:00:00+00:00"
 
 
+def test_a_tsa_still_waited_for_is_stored_with_its_last_error_and_reported(
+    store: AuditStore,
+) -> None:
+    anchored(store, ["a"], 7)
+    failing = {"tsa": "http://bad.test/tsr", "attempts": 3, "lasterror": "check 7 (signature)"}
+    silent = {"tsa": "http://down.test/tsr", "attempts": 0, "lasterror": None}
+    store.timestamps.record(
+        [BlockTimestamps.from_answer(answer(7, waiting=[failing, silent], final=False))]
+    )
+    (stored,) = store.timestamps.of_blocks([7]).values()
+    assert [(w.tsa, w.attempts, w.last_error) for w in stored.tsa_waiting] == [
+        ("http://bad.test/tsr", 3, "check 7 (signature)"),
+        ("http://down.test/tsr", 0, None),
+    ]
+    assert stored.rfc3161_text() == (
+        "CN=notary test TSA at 2026-12-02T04:00:00+00:00;"
+        " waiting for http://bad.test/tsr (3 attempts, last: check 7 (signature));"
+        " waiting for http://down.test/tsr (0 attempts)"
+    )
+    assert store.timestamps.awaiting() == [(7, h("db7"))]  # asked again at the next sweep
+
+
 def test_an_answer_from_before_final_is_final_when_nothing_waits() -> None:
     assert BlockTimestamps.from_answer(answer(3)).final is True
     waiting = answer(3, waiting=[{"tsa": "http://t", "attempts": 1, "lasterror": "x"}])

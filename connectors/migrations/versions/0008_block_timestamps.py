@@ -6,7 +6,8 @@ Create Date: 2026-12-02
 
 One row per directory block, written by the ``collect`` sweep from the anchoring
 service's ``anchor-timestamps``: the RFC 3161 tokens stored (TSA, genTime, serial,
-subject) and the OpenTimestamps state and attested Bitcoin heights, for the report. A new
+subject), the TSAs still waited for with their last error, and the OpenTimestamps state
+and attested Bitcoin heights, for the report. A new
 table: nothing existing changes.
 """
 
@@ -40,6 +41,7 @@ def upgrade() -> None:
         sa.Column("ots_bitcoin_heights", _JSON, nullable=False),
         sa.Column("final", sa.Boolean(), nullable=False),
         sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("tsa_waiting", _JSON, nullable=False),
         sa.PrimaryKeyConstraint("dblock_height"),
     )
 

@@ -37,8 +37,6 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any, overload
 
-import httpx
-
 from ledger.jsonrpc.codes import ErrorCode
 from ledger.jsonrpc.errors import JsonRpcCallError, JsonRpcProtocolError, JsonRpcTransportError
 
@@ -191,6 +189,10 @@ def from_transport_error(exc: Exception, *, url: str) -> ServiceUnavailable:
     ``request_sent`` is False only for failures that happen before the request is written
     (connect errors, connect and pool timeouts).
     """
+    # Imported here: the pipeline's hashing child imports this tree (through the safe file
+    # reading) and never calls over HTTP; httpx would cost it ~15 MB of memory.
+    import httpx
+
     unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
     return ServiceUnavailable(
         f"{type(exc).__name__} calling {url}: {exc}", url=url, request_sent=not unsent

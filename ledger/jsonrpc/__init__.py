@@ -1,6 +1,8 @@
 """JSON-RPC 2.0: the one wire codec and client, and the server shared by the ledger services.
 
-Client side (importing the package loads only these; no server library):
+Client side (importing the package loads only these; no server library; the clients,
+and with them httpx, load when first named: a process that only needs the error tree,
+such as the pipeline's hashing child through ``connectors.errors``, never loads them):
 
 - :mod:`ledger.jsonrpc.codes`: :class:`ErrorCode`, the error codes by name.
 - :mod:`ledger.jsonrpc.errors`: the error tree (server-rendered errors, client errors).
@@ -16,7 +18,8 @@ Server side, imported from their modules (they load Starlette and anyio):
 - :mod:`ledger.jsonrpc.auth`: the HTTP basic authentication gate of a locked service.
 """
 
-from ledger.jsonrpc.client import AsyncJsonRpcClient, JsonRpcClient
+import typing
+
 from ledger.jsonrpc.codes import ErrorCode
 from ledger.jsonrpc.errors import (
     REPEATED_COMMIT_INFO,
@@ -37,6 +40,9 @@ from ledger.jsonrpc.errors import (
     WalletLocked,
 )
 from ledger.jsonrpc.wire import JsonRpcCodec, encode_json, request_object
+
+if typing.TYPE_CHECKING:
+    from ledger.jsonrpc.client import AsyncJsonRpcClient, JsonRpcClient
 
 __all__ = [
     "REPEATED_COMMIT_INFO",
@@ -62,3 +68,15 @@ __all__ = [
     "encode_json",
     "request_object",
 ]
+
+
+def __getattr__(name: str) -> typing.Any:
+    """``AsyncJsonRpcClient`` and ``JsonRpcClient``, imported on first use (PEP 562) and
+    kept as the package's attributes from then on."""
+    if name in ("AsyncJsonRpcClient", "JsonRpcClient"):
+        from ledger.jsonrpc import client
+
+        value = getattr(client, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

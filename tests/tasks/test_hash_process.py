@@ -133,3 +133,18 @@ def test_hash_batch_gives_the_same_results_either_way(folder: Path) -> None:
     assert in_child.items == here.items
     assert shared_hash_process() is shared_hash_process()
     assert shared_hash_process()._child.process is not None  # the small batch went to the child
+
+
+def test_the_hashing_child_loads_no_http_client() -> None:
+    """What the hashing child imports (``tasks.hash_process``) reaches the connectors' error
+    tree through the safe file reading, but never httpx or the JSON-RPC clients: each would
+    cost every hashing child memory for calls it never makes."""
+    import subprocess
+
+    code = (
+        "import sys, tasks.hash_process\n"
+        "bad = sorted(m for m in ('httpx', 'ledger.jsonrpc.client') if m in sys.modules)\n"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

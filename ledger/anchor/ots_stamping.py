@@ -55,7 +55,13 @@ from ledger.anchor.ots_calendar import (
     stamp_tip,
 )
 from ledger.anchor.ots_store import OtsRow, OtsState, OtsStore
-from ledger.anchor.rounds import run_rounds
+from ledger.anchor.rounds import (
+    RETRY_BASE_S,
+    RETRY_MAX_S,
+    STALE_ATTEMPTS,
+    retry_delay,
+    run_rounds,
+)
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchorState
 from ledger.core.clock import Clock
@@ -83,12 +89,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-RETRY_BASE_S = 5.0
-RETRY_MAX_S = 600.0
 UPGRADE_BASE_S = 60.0
 UPGRADE_MAX_S = 3600.0
-#: A root still short of m answers after this many rounds makes the check say degraded.
-STALE_ATTEMPTS = 3
 _QUEUE_BATCH = 500
 _DUE_BATCH = 50
 
@@ -303,7 +305,7 @@ class OtsStamper:
     ) -> OtsRow:
         """``row`` in ``state``, one more attempt, next tried after ``base`` doubled per
         attempt before (at most ``cap``)."""
-        delay = min(cap, base * 2**row.attempts)
+        delay = retry_delay(row.attempts, base_s=base, cap_s=cap)
         return dataclasses.replace(
             row,
             state=state,

@@ -36,7 +36,13 @@ from pathlib import Path
 import httpx
 from prometheus_client.core import Metric
 
-from ledger.anchor.rounds import run_rounds
+from ledger.anchor.rounds import (
+    RETRY_BASE_S,
+    RETRY_MAX_S,
+    STALE_ATTEMPTS,
+    retry_delay,
+    run_rounds,
+)
 from ledger.anchor.settings import AnchorSettings
 from ledger.anchor.state import AnchorState
 from ledger.anchor.timestamp_store import StoredToken, TimestampStore, WaitingStamp
@@ -66,8 +72,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-RETRY_BASE_S = 5.0
-RETRY_MAX_S = 600.0
 _QUEUE_BATCH = 500
 _DUE_BATCH = 50
 
@@ -214,7 +218,7 @@ class TsaRequester:
 
     def _failed(self, row: WaitingStamp, error: str) -> None:
         self._failures += 1
-        delay = min(RETRY_MAX_S, RETRY_BASE_S * 2**row.attempts)
+        delay = retry_delay(row.attempts)
         self.store.record_failure(row, error[:500], next_try_s=self._clock.now() + delay)
         log.warning(
             "timestamp of directory block %d refused (%s, attempt %d, next in %.0f s): %s",
@@ -248,10 +252,6 @@ class _Bearer(httpx.Auth):
 def public_url(url: str) -> str:
     """``url`` without its user and password (what logs and answers may show)."""
     return str(httpx.URL(url).copy_with(username=None, password=None))
-
-
-#: A root still without a token after this many failed attempts makes the check say degraded.
-STALE_ATTEMPTS = 3
 
 
 def add_timestamp_observability(base: Observability, stamper: TsaRequester) -> None:

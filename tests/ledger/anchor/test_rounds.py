@@ -42,3 +42,11 @@ async def test_a_stop_ends_the_wait_between_rounds() -> None:
 
     await asyncio.wait_for(run_rounds(step, stop, interval_s=3600, what="testing"), 5)
     assert len(rounds) == 1
+
+
+def test_a_failed_call_waits_twice_as_long_each_time_up_to_the_cap() -> None:
+    from ledger.anchor.rounds import RETRY_BASE_S, RETRY_MAX_S, retry_delay
+
+    assert [retry_delay(n) for n in range(3)] == [RETRY_BASE_S, 2 * RETRY_BASE_S, 4 * RETRY_BASE_S]
+    assert retry_delay(30) == RETRY_MAX_S
+    assert retry_delay(2, base_s=60.0, cap_s=100.0) == 100.0
